@@ -1,0 +1,31 @@
+"""Status codes and the result every engine returns (spec ``algorithms.md`` §1.2, §5)."""
+
+from typing import NamedTuple
+
+import numpy as np
+
+CONVERGED = 0
+MAX_ITER = 1
+EMPTY_CLUSTER = 2
+DEGENERATE_WEIGHTS = 3
+
+STATUS_NAMES = ("converged", "max_iter", "empty_cluster", "degenerate_weights")
+FAILED = frozenset({EMPTY_CLUSTER, DEGENERATE_WEIGHTS})
+
+EMPTY_CLUSTER_POLICIES = {"fail": 0, "zero": 1, "relocate": 2}
+
+
+class EngineResult(NamedTuple):
+    """What an engine returns for one fit.
+
+    ``status`` is one of the integer codes above; a failed fit (``status in FAILED``) keeps
+    its labels for debugging and has ``weights`` full of NaN.
+    """
+
+    labels: np.ndarray
+    centers: np.ndarray
+    weights: np.ndarray
+    n_iter: int
+    status: int
+    objective: float
+    n_empty_events: int = 0

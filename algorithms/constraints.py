@@ -1,0 +1,149 @@
+"""Pairwise constraints: validation, the per-point partner lists the engines walk, and
+helpers to build constraints from labels (spec ``algorithms.md`` §0).
+
+The constraint list is the must-link pairs in the order given, followed by the cannot-link
+pairs in the order given; every pair is stored as ``(a, b)`` with ``a < b``. The partner list
+of point i is the sublist of constraints that contain i, in list order.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _as_pairs(pairs, name, n_samples):
+    if pairs is None:
+        return np.empty((0, 2), dtype=np.int64)
+    pairs = np.asarray(pairs)
+    if pairs.size == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    if not (np.issubdtype(pairs.dtype, np.integer)):
+        raise ValueError(
+            f"{name} must be an integer array of row indices; got dtype {pairs.dtype}"
+        )
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ValueError(f"{name} must have shape (m, 2); got {pairs.shape}")
+    if (pairs < 0).any():
+        row = int(np.argwhere((pairs < 0).any(axis=1))[0, 0])
+        raise ValueError(f"{name} row {row} has a negative index: {pairs[row].tolist()}")
+    if (pairs >= n_samples).any():
+        row = int(np.argwhere((pairs >= n_samples).any(axis=1))[0, 0])
+        raise ValueError(
+            f"{name} row {row} has an index out of range for {n_samples} samples: "
+            f"{pairs[row].tolist()}"
+        )
+    if (pairs[:, 0] == pairs[:, 1]).any():
+        row = int(np.argwhere(pairs[:, 0] == pairs[:, 1])[0, 0])
+        raise ValueError(f"{name} row {row} pairs a point with itself: {pairs[row].tolist()}")
+    return np.sort(pairs.astype(np.int64), axis=1)
+
+
+@dataclass(frozen=True, eq=False)
+class Constraints:
+    """A validated constraint list over ``n_samples`` points.
+
+    Attributes
+    ----------
+    pairs : (m, 2) int64, each row ``a < b``; must-link rows first, then cannot-link rows.
+    is_must_link : (m,) bool.
+    indptr, partner, link : the per-point partner lists in CSR form: the partners of
+        point i are ``partner[indptr[i]:indptr[i + 1]]`` in list order, and ``link`` holds the
+        index (into ``pairs``) of the constraint behind each entry.
+    """
+
+    n_samples: int
+    pairs: np.ndarray
+    is_must_link: np.ndarray
+    indptr: np.ndarray
+    partner: np.ndarray
+    link: np.ndarray
+
+    @classmethod
+    def from_pairs(cls, must_link=None, cannot_link=None, *, n_samples):
+        """Validate must-link and cannot-link (m, 2) arrays of 0-based row indices."""
+        ml = _as_pairs(must_link, "must_link", n_samples)
+        cl = _as_pairs(cannot_link, "cannot_link", n_samples)
+        pairs = np.concatenate([ml, cl])
+        is_ml = np.concatenate([np.ones(len(ml), bool), np.zeros(len(cl), bool)])
+        if len(pairs):
+            keys = pairs[:, 0] * n_samples + pairs[:, 1]
+            unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
+            if (counts > 1).any():
+                key = unique[counts > 1][0]
+                clash = np.flatnonzero(keys == key)
+                a, b = divmod(int(key), n_samples)
+                if is_ml[clash].any() and not is_ml[clash].all():
+                    raise ValueError(
+                        f"the pair ({a}, {b}) is both must-link and cannot-link"
+                    )
+                kind = "must_link" if is_ml[clash[0]] else "cannot_link"
+                raise ValueError(f"{kind} contains the pair ({a}, {b}) more than once")
+        return cls._from_list(pairs, is_ml, n_samples)
+
+    @classmethod
+    def _from_list(cls, pairs, is_ml, n_samples):
+        ends = pairs.reshape(-1)  # (a0, b0, a1, b1, ...): each constraint listed from both ends
+        others = pairs[:, ::-1].reshape(-1)
+        order = np.argsort(ends, kind="stable")  # stable: list order within each point
+        counts = np.bincount(ends, minlength=n_samples)
+        indptr = np.zeros(n_samples + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return cls(
+            n_samples=int(n_samples),
+            pairs=pairs,
+            is_must_link=is_ml,
+            indptr=indptr,
+            partner=np.ascontiguousarray(others[order], dtype=np.int64),
+            link=np.repeat(np.arange(len(pairs), dtype=np.int64), 2)[order],
+        )
+
+    @classmethod
+    def empty(cls, n_samples):
+        return cls._from_list(np.empty((0, 2), np.int64), np.empty(0, bool), n_samples)
+
+    @property
+    def must_link(self):
+        return self.pairs[self.is_must_link]
+
+    @property
+    def cannot_link(self):
+        return self.pairs[~self.is_must_link]
+
+    def __len__(self):
+        return len(self.pairs)
+
+    def violated(self, labels):
+        """Boolean mask of the violated constraints under ``labels`` (-1 = unassigned)."""
+        la, lb = labels[self.pairs[:, 0]], labels[self.pairs[:, 1]]
+        assigned = (la >= 0) & (lb >= 0)
+        return assigned & np.where(self.is_must_link, la != lb, la == lb)
+
+    def satisfied_fraction(self, labels):
+        """Fraction of constraints satisfied by ``labels`` (NaN for an empty list)."""
+        if len(self) == 0:
+            return np.nan
+        la, lb = labels[self.pairs[:, 0]], labels[self.pairs[:, 1]]
+        return float(np.mean(np.where(self.is_must_link, la == lb, la != lb)))
+
+
+def constraints_from_labels(labels, index=None):
+    """All pairs over the rows ``index`` (default: all rows), split by label agreement.
+
+    Returns ``(must_link, cannot_link)``: (m, 2) int64 arrays of pairs ``(a, b)`` with
+    ``a < b`` in lexicographic order (the constraint pool of ``protocol.md`` §4).
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be 1-D; got shape {labels.shape}")
+    index = (
+        np.arange(len(labels), dtype=np.int64)
+        if index is None
+        else np.unique(np.asarray(index, dtype=np.int64))
+    )
+    if len(index) and (index[0] < 0 or index[-1] >= len(labels)):
+        raise ValueError(f"index out of range for {len(labels)} labels")
+    first, second = np.triu_indices(len(index), k=1)
+    a, b = index[first], index[second]
+    same = labels[a] == labels[b]
+    pairs = np.stack([a, b], axis=1)
+    return pairs[same], pairs[~same]
