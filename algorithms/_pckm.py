@@ -1,0 +1,131 @@
+"""The PCKM engine (spec ``algorithms.md`` §2): PCKM, and LKM as PCKM without constraints.
+
+The loop itself is a numba function on plain arrays (``pckm_loop``) so that the sparse
+engine can call it from its own compiled loop (§4.2 step 3a); ``pckm_engine`` is the thin
+Python wrapper the estimators use.
+"""
+
+import numpy as np
+from numba import njit
+
+from ._kernels import (
+    assign_sequential,
+    box_diameters,
+    cluster_means,
+    pair_sq_distances,
+    relocate_empty,
+)
+from ._result import (
+    CONVERGED,
+    EMPTY_CLUSTER,
+    EMPTY_CLUSTER_POLICIES,
+    MAX_ITER,
+    EngineResult,
+)
+from ._validation import check_choice, check_positive_int
+
+POLICY_FAIL = EMPTY_CLUSTER_POLICIES["fail"]
+POLICY_ZERO = EMPTY_CLUSTER_POLICIES["zero"]
+POLICY_RELOCATE = EMPTY_CLUSTER_POLICIES["relocate"]
+
+
+@njit(cache=True)
+def pckm_loop(
+    Y, centers, labels, metric, pair_dist, dmax, indptr, partner, link, is_must_link,
+    max_iter, policy,
+):
+    """Run §2.2 step 2 on ``Y`` in place; returns ``(n_iter, status, objective, n_empty)``.
+
+    On entry ``centers`` holds C0 and ``labels`` is all -1; on exit they hold the final
+    centroids (the means of the last M-step) and labels. ``metric`` is ones(p) (it only
+    feeds the shared E-step kernel), ``pair_dist`` the squared constraint distances on ``Y``
+    and ``dmax`` the box of §1.1 on ``Y``.
+
+    Empty clusters are checked after every E-step (§1.3). Under ``"fail"`` the run stops
+    with status ``empty_cluster`` and ``centers`` keeps the centroids of that E-step.
+    ``n_empty`` counts empty-cluster events: one per empty cluster per E-step. A relocated
+    point counts as a label change, so a pass with a relocation never converges.
+    """
+    k = centers.shape[0]
+    p = centers.shape[1]
+    objective = 0.0
+    n_empty = 0
+    for t in range(1, max_iter + 1):
+        moved, objective = assign_sequential(
+            Y, centers, metric, 0.0, dmax, indptr, partner, link, is_must_link, pair_dist,
+            labels,
+        )
+        means, counts = cluster_means(Y, labels, k)
+        empty = 0
+        for h in range(k):
+            if counts[h] == 0:
+                empty += 1
+        if empty > 0:
+            if policy == POLICY_FAIL:
+                return t, EMPTY_CLUSTER, objective, n_empty
+            n_empty += empty
+            if policy == POLICY_RELOCATE:
+                moved += relocate_empty(Y, centers, metric, labels, counts)
+                means, counts = cluster_means(Y, labels, k)
+        for h in range(k):
+            for m in range(p):
+                centers[h, m] = means[h, m]
+        if moved == 0:
+            return t, CONVERGED, objective, n_empty
+    return max_iter, MAX_ITER, objective, n_empty
+
+
+@njit(cache=True)
+def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy):
+    """§2.2 in full on ``X``: returns ``(labels, centers, n_iter, status, objective, n_empty)``.
+
+    "l == l_prev" is tested as "no label changed in the pass": each label is written once
+    per pass, so the E-step's change count is exactly the number of i with l_i != l_prev_i.
+    """
+    n, p = X.shape
+    metric = np.ones(p)
+    centers = C0.copy()
+    labels = np.full(n, -1, dtype=np.int64)
+    dmax = box_diameters(X).sum()
+    pair_dist = pair_sq_distances(X, pairs, metric)
+    n_iter, status, objective, n_empty = pckm_loop(
+        X, centers, labels, metric, pair_dist, dmax, indptr, partner, link, is_must_link,
+        max_iter, policy,
+    )
+    return labels, centers, n_iter, status, objective, n_empty
+
+
+def pckm_engine(X, centers, constraints, *, max_iter=25, empty_cluster="fail"):
+    """PCKM (LKM when ``constraints`` is empty) from initial centres (§2.2).
+
+    ``X`` (n, p) float64 C-contiguous, ``centers`` (k, p) float64, ``constraints`` a
+    validated :class:`~algorithms.constraints.Constraints`. Returns an
+    :class:`~algorithms._result.EngineResult` whose ``weights`` are ones (NaN on failure) and
+    whose ``objective`` is the sum of the winning penalties of the last pass (NaN on failure).
+    """
+    policy = EMPTY_CLUSTER_POLICIES[check_choice(
+        empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES
+    )]
+    max_iter = check_positive_int(max_iter, "max_iter")
+    labels, final_centers, n_iter, status, objective, n_empty = pckm_fit(
+        np.ascontiguousarray(X, dtype=np.float64),
+        np.ascontiguousarray(centers, dtype=np.float64),
+        constraints.pairs,
+        constraints.is_must_link,
+        constraints.indptr,
+        constraints.partner,
+        constraints.link,
+        max_iter,
+        policy,
+    )
+    failed = status == EMPTY_CLUSTER
+    weights = np.full(X.shape[1], np.nan if failed else 1.0)
+    return EngineResult(
+        labels=labels,
+        centers=final_centers,
+        weights=weights,
+        n_iter=int(n_iter),
+        status=int(status),
+        objective=float("nan") if failed else float(objective),
+        n_empty_events=int(n_empty),
+    )

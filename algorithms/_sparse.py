@@ -1,0 +1,393 @@
+"""The sparse engine of SKM and PCSKM (spec ``algorithms.md`` §4): feature scores (§4.3),
+clipping (§4.4), the exact L1 threshold Delta (§4.5), and the weight / clustering loop (§4.2)
+run over a grid of sparsity values.
+
+Steps 1-2 of §4.2 (the uniform weights and the first PCKM clustering on X) do not depend on
+s, so ``sparse_path`` does them once; step 3 runs for every s inside one compiled loop. A
+single fit is the path with one s, so a path and separate fits give identical results.
+
+Arithmetic follows the spec literally (Z = X * sqrt(w) and squared distances from coordinate
+differences in Z, the box on Z, scores from the unweighted X). The speed comes from doing
+everything in one compiled call with few allocations per iteration, and from computing the
+s-independent pieces (TSS, the box on X, the first clustering and its scores) once per path.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ._kernels import box_diameters, cluster_means, pair_sq_distances
+from ._pckm import pckm_loop
+from ._result import (
+    CONVERGED,
+    DEGENERATE_WEIGHTS,
+    EMPTY_CLUSTER,
+    EMPTY_CLUSTER_POLICIES,
+    MAX_ITER,
+)
+from ._validation import check_choice, check_data, check_positive_int
+
+WEIGHT_UPDATES = ("code", "paper")
+
+
+@njit(cache=True)
+def total_sum_of_squares(X):
+    """TSS_j = sum_i (x_ij - mean_i x_ij)^2 (§4.3), sums in index order."""
+    n, p = X.shape
+    mean = np.zeros(p)
+    for i in range(n):
+        for m in range(p):
+            mean[m] += X[i, m]
+    for m in range(p):
+        mean[m] /= n
+    tss = np.zeros(p)
+    for i in range(n):
+        for m in range(p):
+            diff = X[i, m] - mean[m]
+            tss[m] += diff * diff
+    return tss
+
+
+@njit(cache=True)
+def scores_into(out, X, labels, k, tss, pairs, is_must_link, box, paper):
+    """Write the per-feature scores gamma (§4.3) into ``out``.
+
+    ``"code"``: TSS_j - WCSS_j. ``"paper"`` (``paper=True``): TSS_j - WCSS_j - ML_j - CL_j,
+    where ML_j and CL_j sum over the constraints violated under ``labels``, each once, and
+    ``box`` holds (hi_j - lo_j)^2 on X. WCSS sums over i in index order; a one-point cluster
+    adds exactly 0 (D3).
+    """
+    n, p = X.shape
+    means, counts = cluster_means(X, labels, k)
+    for m in range(p):
+        out[m] = 0.0
+    for i in range(n):
+        h = labels[i]
+        for m in range(p):
+            diff = X[i, m] - means[h, m]
+            out[m] += diff * diff
+    if not paper:
+        for m in range(p):
+            out[m] = tss[m] - out[m]
+        return
+    ml = np.zeros(p)
+    cl = np.zeros(p)
+    for c in range(pairs.shape[0]):
+        la = labels[pairs[c, 0]]
+        lb = labels[pairs[c, 1]]
+        if is_must_link[c]:
+            if la != lb:
+                for m in range(p):
+                    diff = X[pairs[c, 0], m] - X[pairs[c, 1], m]
+                    ml[m] += diff * diff
+        elif la == lb:
+            for m in range(p):
+                diff = X[pairs[c, 0], m] - X[pairs[c, 1], m]
+                cl[m] += box[m] - diff * diff
+    for m in range(p):
+        out[m] = tss[m] - out[m] - ml[m] - cl[m]
+
+
+@njit(cache=True)
+def solve_delta_sorted(g, s):
+    """§4.5 on clipped scores ``g`` (>= 0, not all 0): returns ``(Delta, t_limit)``.
+
+    ``t_limit`` is 0 normally; in the LIMIT case (s^2 <= t, t exactly tied maximal scores)
+    it is t and Delta is max g (the value the bisection converges to).
+    """
+    p = g.shape[0]
+    l1 = 0.0
+    l2 = 0.0
+    for j in range(p):
+        l1 += g[j]
+        l2 += g[j] * g[j]
+    if l1 / np.sqrt(l2) <= s:
+        return 0.0, 0
+    c = np.zeros(p + 1)
+    c[:p] = -np.sort(-g)
+    t = 1
+    while t < p and c[t] == c[0]:
+        t += 1
+    s2 = s * s
+    if s2 <= t:
+        return c[0], t
+    r = t
+    while r <= p:
+        if c[r - 1] != c[r]:
+            sum_h = 0.0
+            sum_h2 = 0.0
+            for q in range(r):
+                h = c[q] - c[r]
+                sum_h += h
+                sum_h2 += h * h
+            if sum_h / np.sqrt(sum_h2) >= s:
+                break
+        r += 1
+    mbar = 0.0
+    for q in range(r):
+        mbar += c[q]
+    mbar /= r
+    v = 0.0
+    for q in range(r):
+        diff = c[q] - mbar
+        v += diff * diff
+    v /= r
+    delta = mbar - s * np.sqrt(v / (r - s2))
+    return min(max(delta, c[r]), c[r - 1]), 0
+
+
+@njit(cache=True)
+def weights_into(w, g, s):
+    """w = max(g - Delta, 0) / |.|_2 (§4.2 step 3d; 1/sqrt(t) on the t maxima if LIMIT)."""
+    p = g.shape[0]
+    delta, t_limit = solve_delta_sorted(g, s)
+    if t_limit > 0:
+        top = g.max()
+        value = 1.0 / np.sqrt(t_limit)
+        for j in range(p):
+            w[j] = value if g[j] == top else 0.0
+        return
+    norm = 0.0
+    for j in range(p):
+        u = g[j] - delta
+        u = u if u > 0.0 else 0.0
+        w[j] = u
+        norm += u * u
+    norm = np.sqrt(norm)
+    for j in range(p):
+        w[j] /= norm
+
+
+@njit(cache=True)
+def sparse_path(
+    X, C0, pairs, is_must_link, indptr, partner, link, sparsities, paper,
+    max_iter, inner_max_iter, tol, policy,
+):
+    """§4.2 for every s in ``sparsities``; steps 1-2 once, step 3 per s.
+
+    Returns per-s arrays ``(labels, weights, centers, weighted_centers, n_iter, status,
+    objective, inner_n_iter, n_empty)``; ``inner_n_iter[s, r - 1]`` is the pass count of the
+    PCKM run of weight iteration r (0 where no run happened). A failed s has NaN weights and
+    objective; ``n_iter`` is the iteration r in which it failed (0 if the first clustering,
+    which is shared by all s, failed).
+    """
+    n, p = X.shape
+    k = C0.shape[0]
+    n_s = sparsities.shape[0]
+    out_labels = np.empty((n_s, n), dtype=np.int64)
+    out_weights = np.empty((n_s, p))
+    out_centers = np.empty((n_s, k, p))
+    out_weighted = np.empty((n_s, k, p))
+    out_n_iter = np.zeros(n_s, dtype=np.int64)
+    out_status = np.zeros(n_s, dtype=np.int64)
+    out_objective = np.full(n_s, np.nan)
+    out_inner = np.zeros((n_s, max_iter), dtype=np.int64)
+    out_empty = np.zeros(n_s, dtype=np.int64)
+
+    # Step 2 (shared): the first PCKM clustering on the unweighted X.
+    metric = np.ones(p)
+    first_labels = np.full(n, -1, dtype=np.int64)
+    first_centers = C0.copy()
+    first_iter, first_status, _, first_empty = pckm_loop(
+        X, first_centers, first_labels, metric, pair_sq_distances(X, pairs, metric),
+        box_diameters(X).sum(), indptr, partner, link, is_must_link, inner_max_iter, policy,
+    )
+    if first_status == EMPTY_CLUSTER:
+        final_centers, _ = cluster_means(X, first_labels, k)
+        for si in range(n_s):
+            out_labels[si] = first_labels
+            out_weights[si, :] = np.nan
+            out_centers[si] = final_centers
+            out_weighted[si] = first_centers
+            out_status[si] = EMPTY_CLUSTER
+            out_inner[si, 0] = first_iter
+            out_empty[si] = first_empty
+        return (out_labels, out_weights, out_centers, out_weighted, out_n_iter, out_status,
+                out_objective, out_inner, out_empty)
+    tss = total_sum_of_squares(X)
+    box = box_diameters(X)
+    first_scores = np.empty(p)
+    scores_into(first_scores, X, first_labels, k, tss, pairs, is_must_link, box, paper)
+
+    labels = np.empty(n, dtype=np.int64)
+    centers = np.empty((k, p))
+    w = np.empty(p)
+    w_new = np.empty(p)
+    root_w = np.empty(p)
+    gamma = np.empty(p)
+    g = np.empty(p)
+    Z = np.empty((n, p))
+    for si in range(n_s):
+        s = sparsities[si]
+        labels[:] = first_labels
+        centers[:] = first_centers
+        w[:] = 1.0 / np.sqrt(p)
+        gamma[:] = first_scores
+        n_empty = first_empty
+        out_inner[si, 0] = first_iter
+        status = MAX_ITER
+        n_iter = max_iter
+        objective = np.nan
+        for r in range(1, max_iter + 1):
+            if r >= 2:
+                # Step 3a: recluster Z = X * sqrt(w) from the means of Z under l.
+                for m in range(p):
+                    root_w[m] = np.sqrt(w[m])
+                for i in range(n):
+                    for m in range(p):
+                        Z[i, m] = X[i, m] * root_w[m]
+                means, _ = cluster_means(Z, labels, k)
+                centers[:] = means
+                labels[:] = -1
+                inner_iter, inner_status, _, inner_empty = pckm_loop(
+                    Z, centers, labels, metric, pair_sq_distances(Z, pairs, metric),
+                    box_diameters(Z).sum(), indptr, partner, link, is_must_link,
+                    inner_max_iter, policy,
+                )
+                out_inner[si, r - 1] = inner_iter
+                n_empty += inner_empty
+                if inner_status == EMPTY_CLUSTER:
+                    status = EMPTY_CLUSTER
+                    n_iter = r
+                    break
+                scores_into(gamma, X, labels, k, tss, pairs, is_must_link, box, paper)
+            # Steps 3b-3f.
+            positive = False
+            for m in range(p):
+                g[m] = gamma[m] if gamma[m] > 0.0 else 0.0
+                if g[m] > 0.0:
+                    positive = True
+            if not positive:
+                status = DEGENERATE_WEIGHTS
+                n_iter = r
+                break
+            weights_into(w_new, g, s)
+            change = 0.0
+            size = 0.0
+            objective = 0.0
+            for m in range(p):
+                change += abs(w_new[m] - w[m])
+                size += abs(w[m])
+                w[m] = w_new[m]
+                objective += w[m] * gamma[m]
+            if change / size <= tol:
+                status = CONVERGED
+                n_iter = r
+                break
+        out_labels[si] = labels
+        final_centers, _ = cluster_means(X, labels, k)
+        out_centers[si] = final_centers
+        out_weighted[si] = centers
+        out_n_iter[si] = n_iter
+        out_status[si] = status
+        out_empty[si] = n_empty
+        if status == EMPTY_CLUSTER or status == DEGENERATE_WEIGHTS:
+            out_weights[si, :] = np.nan
+        else:
+            out_weights[si] = w
+            out_objective[si] = objective
+    return (out_labels, out_weights, out_centers, out_weighted, out_n_iter, out_status,
+            out_objective, out_inner, out_empty)
+
+
+class PathArrays(NamedTuple):
+    """Per-s outputs of :func:`sparse_engine` (leading axis: the s grid)."""
+
+    labels: np.ndarray  # (n_s, n) int64
+    weights: np.ndarray  # (n_s, p), NaN for a failed s
+    centers: np.ndarray  # (n_s, k, p) means of the unweighted X per final cluster
+    weighted_centers: np.ndarray  # (n_s, k, p) centroids of the last PCKM run, in Z space
+    n_iter: np.ndarray  # (n_s,) weight iterations
+    status: np.ndarray  # (n_s,) status codes (_result.py)
+    objective: np.ndarray  # (n_s,) sum_j w_j gamma_j, NaN for a failed s
+    inner_n_iter: np.ndarray  # (n_s, max_iter) PCKM passes per weight iteration, 0 = no run
+    n_empty_events: np.ndarray  # (n_s,)
+
+
+def sparse_engine(
+    X, centers, constraints, sparsities, *, weight_update="code", max_iter=25,
+    inner_max_iter=25, tol=1e-4, empty_cluster="fail",
+):
+    """SKM / PCSKM (§4.2) from initial centres ``centers`` for every s in ``sparsities``.
+
+    ``X`` (n, p) float64, ``constraints`` a validated
+    :class:`~algorithms.constraints.Constraints` (empty for SKM); the sparsities must already
+    be checked (1 < s <= sqrt(p)). Returns :class:`PathArrays`.
+    """
+    check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
+    policy = EMPTY_CLUSTER_POLICIES[check_choice(
+        empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES
+    )]
+    tol = float(tol)
+    if not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite non-negative number; got {tol!r}")
+    return PathArrays(*sparse_path(
+        np.ascontiguousarray(X, dtype=np.float64),
+        np.ascontiguousarray(centers, dtype=np.float64),
+        constraints.pairs,
+        constraints.is_must_link,
+        constraints.indptr,
+        constraints.partner,
+        constraints.link,
+        np.ascontiguousarray(sparsities, dtype=np.float64),
+        weight_update == "paper",
+        check_positive_int(max_iter, "max_iter"),
+        check_positive_int(inner_max_iter, "inner_max_iter"),
+        tol,
+        policy,
+    ))
+
+
+def _check_scores(scores):
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 1 or scores.size == 0 or not np.isfinite(scores).all():
+        raise ValueError("scores must be a non-empty 1-D array of finite numbers")
+    return np.ascontiguousarray(scores)
+
+
+def _check_s(sparsity):
+    s = float(sparsity)
+    if not (np.isfinite(s) and s > 1.0):
+        raise ValueError(f"sparsity must be a finite number > 1; got {sparsity!r}")
+    return s
+
+
+def solve_delta(scores, sparsity):
+    """The exact L1 soft-threshold Delta of §4.5 for the scores clipped at 0 (§4.4).
+
+    Returns Delta >= 0 such that u = max(max(scores, 0) - Delta, 0) has
+    ``|u|_1 / |u|_2 = sparsity``, or 0 if the clipped scores already satisfy the L1 bound.
+    In the LIMIT case (``sparsity**2 <= t`` for t exactly tied maximal scores) it returns the
+    maximal score, the value a bisection converges to; :func:`sparse_weights` then gives
+    1/sqrt(t) on those features. Raises ``ValueError`` if no score is positive.
+    """
+    g = np.maximum(_check_scores(scores), 0.0)
+    if not (g > 0).any():
+        raise ValueError("every score is <= 0: the weights are degenerate (spec §4.4)")
+    return float(solve_delta_sorted(g, _check_s(sparsity))[0])
+
+
+def sparse_weights(scores, sparsity):
+    """Feature weights of §4.2 step 3c-3d from raw scores: clip, threshold, L2-normalise."""
+    g = np.maximum(_check_scores(scores), 0.0)
+    if not (g > 0).any():
+        raise ValueError("every score is <= 0: the weights are degenerate (spec §4.4)")
+    w = np.empty_like(g)
+    weights_into(w, g, _check_s(sparsity))
+    return w
+
+
+def feature_scores(X, labels, n_clusters, constraints, *, weight_update="code"):
+    """Per-feature scores gamma_j of §4.3 for labels 0..n_clusters-1 on the unweighted X."""
+    X = check_data(X)
+    check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.shape != (X.shape[0],) or labels.min() < 0 or labels.max() >= n_clusters:
+        raise ValueError(f"labels must be {X.shape[0]} integers in 0..{n_clusters - 1}")
+    out = np.empty(X.shape[1])
+    scores_into(
+        out, X, labels, int(n_clusters), total_sum_of_squares(X), constraints.pairs,
+        constraints.is_must_link, box_diameters(X), weight_update == "paper",
+    )
+    return out

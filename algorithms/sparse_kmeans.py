@@ -1,0 +1,150 @@
+"""Sparse K-Means (SKM) and PCSKM estimators on the sparse engine (spec §4)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._base import ConstrainedClusteringBase
+from ._result import STATUS_NAMES
+from ._sparse import sparse_engine
+from ._validation import check_sparsity
+from .constraints import Constraints
+
+
+@dataclass(frozen=True)
+class SparsityPath:
+    """Results of :meth:`PCSKMeans.fit_path` over a grid of s (leading axis: the grid).
+
+    Row i equals what ``fit`` gives with ``sparsity=sparsity[i]``. Failed rows
+    (``status`` "empty_cluster" / "degenerate_weights") have NaN weights and objective.
+    ``inner_n_iter[i, r]`` is the pass count of the PCKM run of weight iteration r + 1
+    (0 where there was none).
+    """
+
+    sparsity: np.ndarray  # (n_s,)
+    labels: np.ndarray  # (n_s, n)
+    weights: np.ndarray  # (n_s, p)
+    cluster_centers: np.ndarray  # (n_s, k, p) means of the unweighted X
+    weighted_centers: np.ndarray  # (n_s, k, p) last PCKM centroids in Z = X sqrt(w)
+    n_iter: np.ndarray  # (n_s,) weight updates
+    inner_n_iter: np.ndarray  # (n_s, max_iter)
+    status: np.ndarray  # (n_s,) strings
+    status_code: np.ndarray  # (n_s,) ints (algorithms._result)
+    objective: np.ndarray  # (n_s,) sum_j w_j gamma_j
+    n_empty_events: np.ndarray  # (n_s,)
+    initial_centers: np.ndarray  # (k, p)
+
+
+class PCSKMeans(ConstrainedClusteringBase):
+    """PCSKM: sparse K-Means whose clustering step is PCK-Means (spec §4).
+
+    Alternates a PCKM clustering of Z = X * sqrt(w) with the L1/L2-constrained feature-weight
+    update (exact soft threshold, §4.5). Defaults of the authors' MATLAB (25 outer and 25
+    inner iterations, tol 1e-4, empty cluster = failure).
+
+    Parameters
+    ----------
+    n_clusters : int, default=3
+    sparsity : float, default=1.1
+        The L1 bound s of the weights, 1 < s <= sqrt(n_features) (checked at fit). The
+        default is the smallest value of the paper's grid, valid for any n_features >= 2.
+    init : {"dkm++", "seeding", "robin", "maximin"} or array of shape (n_clusters, n_features)
+        Initial centres in X's space ("seeding": fill "data-points", centres only).
+    max_iter : int, default=25
+        Maximum number of weight updates.
+    inner_max_iter : int, default=25
+        Maximum number of passes of each PCKM clustering.
+    tol : float, default=1e-4
+        Stop when sum|w_new - w| / sum|w| <= tol.
+    weight_update : {"code", "paper"}, default="code"
+        Feature scores: TSS - WCSS (the authors' code) or the paper's formula that also
+        subtracts the per-feature cost of violated constraints (§4.3, D1).
+    empty_cluster : {"fail", "zero", "relocate"}, default="fail"
+    random_state : None, int, numpy SeedSequence or Generator
+        Source of the Seeding draws.
+
+    Attributes
+    ----------
+    labels_, cluster_centers_ (means of the unweighted X), weighted_centers_ (centroids of
+    the last PCKM run, in Z space), weights_ (unit L2 norm; NaN after a failure),
+    initial_centers_, n_iter_ (weight updates), inner_n_iter_ (passes of each PCKM run),
+    status_, objective_ (sum_j w_j gamma_j), n_empty_events_, n_features_in_.
+    """
+
+    _constrained = True
+
+    def __init__(self, n_clusters=3, *, sparsity=1.1, init="dkm++", max_iter=25,
+                 inner_max_iter=25, tol=1e-4, weight_update="code", empty_cluster="fail",
+                 random_state=None):
+        self.n_clusters = n_clusters
+        self.sparsity = sparsity
+        self.init = init
+        self.max_iter = max_iter
+        self.inner_max_iter = inner_max_iter
+        self.tol = tol
+        self.weight_update = weight_update
+        self.empty_cluster = empty_cluster
+        self.random_state = random_state
+
+    def _path(self, X, constraints, centers, sparsities):
+        if not self._constrained:
+            constraints = Constraints.empty(X.shape[0])
+        return sparse_engine(
+            X, centers, constraints, sparsities,
+            weight_update=getattr(self, "weight_update", "code"), max_iter=self.max_iter,
+            inner_max_iter=self.inner_max_iter, tol=self.tol, empty_cluster=self.empty_cluster,
+        )
+
+    def _run_engine(self, X, constraints, centers, seed_labels):
+        sparsities = check_sparsity(self.sparsity, X.shape[1])
+        path = self._path(X, constraints, centers, sparsities)
+        n_runs = max(int(path.n_iter[0]), 1)
+        self.weighted_centers_ = path.weighted_centers[0]
+        self.inner_n_iter_ = path.inner_n_iter[0, :n_runs].copy()
+        self._store(labels=path.labels[0], centers=path.centers[0], weights=path.weights[0],
+                    n_iter=path.n_iter[0], status=path.status[0],
+                    objective=path.objective[0], initial_centers=centers,
+                    n_empty_events=path.n_empty_events[0])
+
+    def fit_path(self, X, sparsities, *, must_link=None, cannot_link=None):
+        """Fit every s in ``sparsities`` from one initialisation and one first clustering.
+
+        Steps 1-2 of §4.2 (and the init, e.g. one Seeding draw) are shared by all s; row i of
+        the result is identical to ``fit`` with ``sparsity=sparsities[i]``. The estimator's
+        own ``sparsity`` is not used and its fitted attributes are not changed.
+        Returns a :class:`SparsityPath`.
+        """
+        X, constraints, centers, _ = self._fit_input(X, must_link, cannot_link)
+        grid = check_sparsity(sparsities, X.shape[1], name="sparsities")
+        path = self._path(X, constraints, centers, grid)
+        return SparsityPath(
+            sparsity=grid, labels=path.labels, weights=path.weights,
+            cluster_centers=path.centers, weighted_centers=path.weighted_centers,
+            n_iter=path.n_iter, inner_n_iter=path.inner_n_iter,
+            status=np.array([STATUS_NAMES[c] for c in path.status]),
+            status_code=path.status, objective=path.objective,
+            n_empty_events=path.n_empty_events, initial_centers=centers,
+        )
+
+
+class SparseKMeans(PCSKMeans):
+    """Sparse K-Means (SKM, Witten & Tibshirani): PCSKM without constraints (spec §4).
+
+    ``fit`` / ``fit_path`` accept ``must_link`` / ``cannot_link`` only so that
+    ``init="seeding"`` can build its centres from them; the clustering ignores them. Both
+    score variants coincide without constraints, so there is no ``weight_update``.
+    Otherwise the same parameters and attributes as :class:`PCSKMeans`.
+    """
+
+    _constrained = False
+
+    def __init__(self, n_clusters=3, *, sparsity=1.1, init="dkm++", max_iter=25,
+                 inner_max_iter=25, tol=1e-4, empty_cluster="fail", random_state=None):
+        self.n_clusters = n_clusters
+        self.sparsity = sparsity
+        self.init = init
+        self.max_iter = max_iter
+        self.inner_max_iter = inner_max_iter
+        self.tol = tol
+        self.empty_cluster = empty_cluster
+        self.random_state = random_state

@@ -1,0 +1,71 @@
+"""The Brodinova synthetic sets (spec ``datasets.md`` §4, deviation D15): the authors'
+``utilities/dataSynth.m`` (a port of wrsk ``SimData``) without outliers and with MINDIST = 0.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.linalg
+
+N_GROUPS = 3
+N_PER_GROUP = 40
+MEAN_RANGES = ((-6.0, -3.0), (3.0, 6.0))
+RHO_RANGE = (0.1, 0.9)
+
+
+def _rotation(p_info, rng):
+    """Q_g of step 4: the Q factor of the column-pivoted QR of a full-rank uniform matrix."""
+    if p_info == 1:
+        return np.ones((1, 1))
+    if p_info == 2:
+        u = rng.uniform()
+        c = np.sqrt(1.0 - u * u)
+        return np.array([[c, -u], [u, c]])
+    while True:
+        A = rng.uniform(size=(p_info, p_info))
+        if np.linalg.matrix_rank(A) == p_info:
+            return scipy.linalg.qr(A, pivoting=True)[0]
+
+
+class Parameters(NamedTuple):
+    mu: float  # the shared mean value, |mu| in [3, 6]
+    means: np.ndarray  # M, (p_info, G): column g is group g's informative mean
+    rho: np.ndarray  # (G,) correlations
+    covariances: np.ndarray  # (G, p_info, p_info): Sigma_g
+
+
+def parameters(p_info, rng):
+    """Steps 1-4 of datasets.md §4: mu, M, rho and the rotated covariances Sigma_g."""
+    G = N_GROUPS
+    # step 1: one |mu| ~ U(3, 6) with a random sign, shared by all groups
+    r_neg = rng.uniform(*MEAN_RANGES[0], size=G)
+    r_pos = rng.uniform(*MEAN_RANGES[1], size=G)
+    mu = np.concatenate([r_neg, r_pos])[rng.integers(2 * G)]
+    # step 2: M[j, j mod G] = mu
+    means = np.zeros((p_info, G))
+    means[np.arange(p_info), np.arange(p_info) % G] = mu
+    # steps 3-4: equicorrelation R_g rotated by Q_g, symmetrised
+    rho = rng.uniform(*RHO_RANGE, size=G)
+    covariances = np.empty((G, p_info, p_info))
+    for g in range(G):
+        Q = _rotation(p_info, rng)
+        R = (1.0 - rho[g]) * np.eye(p_info) + rho[g] * np.ones((p_info, p_info))
+        sigma = Q @ R @ Q.T
+        covariances[g] = (sigma + sigma.T) / 2.0
+    return Parameters(float(mu), means, rho, covariances)
+
+
+def simulate(p_info, p_noise, rng):
+    """``(X, y)``: 3 groups of 40 points, ``p_info`` informative columns then ``p_noise``
+    N(0, 1) columns, every draw from ``rng`` in the order of datasets.md §4."""
+    params = parameters(p_info, rng)
+    # steps 5-6: the groups stacked in order
+    blocks = []
+    for g in range(N_GROUPS):
+        informative = rng.multivariate_normal(
+            params.means[:, g], params.covariances[g], size=N_PER_GROUP, method="cholesky"
+        )
+        noise = rng.standard_normal((N_PER_GROUP, p_noise))
+        blocks.append(np.hstack([informative, noise]))
+    y = np.repeat(np.arange(N_GROUPS, dtype=np.int64), N_PER_GROUP)
+    return np.vstack(blocks), y

@@ -1,0 +1,288 @@
+"""Evaluating cells: the fits, scores and records of one task (spec ``protocol.md`` §6, §8).
+
+A *cell* is (data set, kind, percentage, run, fold); it owns one constraint sample, shared by
+every algorithm, init and s (D13). A *block* is every run of one (data set, algorithm, init,
+kind, percentage) and all its folds; a *task* is one or more blocks of the same (data set,
+algorithm, init), evaluated together in one process. This module knows nothing of Dask or
+Zarr: the runner builds tasks, ships them to workers and writes the results.
+
+Per (run, fold) of a block: the cell's constraints come from the protocol (§5), the estimator
+clusters all n points from the init (DKM++, ROBIN(D), Maximin(D): the data set's centres,
+computed once per process; Seeding: drawn from the cell's Seeding key, §2), the sparse
+estimators fit the data set's whole s grid from that one init (``fit_path``), and the labels
+are scored on the fold's test points (§8.1). LKM and SKM with a deterministic init use nothing
+random: they are fitted once per task and their fold scores reused for every kind, percentage
+and run (§6); their constraint counts and satisfied fractions are still per cell.
+"""
+
+import functools
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+import algorithms
+from algorithms._result import FAILED, STATUS_NAMES
+from algorithms.constraints import Constraints
+
+from .datasets import load
+from .protocol import Protocol
+
+# Spec estimator names -> estimator classes of the ``algorithms`` package.
+ESTIMATOR_CLASSES = {
+    "LKM": "LloydKMeans",
+    "SKM": "SparseKMeans",
+    "PCKM": "PCKMeans",
+    "MPCKM": "MPCKMeans",
+    "PCSKM": "PCSKMeans",
+}
+SPARSE = frozenset({"SKM", "PCSKM"})  # fitted over the s grid with fit_path
+UNCONSTRAINED = frozenset({"LKM", "SKM"})  # never see the constraints (except via Seeding)
+# The spec's max_iter is the authors' MATLAB maxIter (LKM, PCKM, SKM, PCSKM: protocol.md §1).
+# MPCKM ran in the authors' jar with no cap; it keeps its own cap (max_iter=100, D6) unless a
+# variant sets max_iter in its params.
+USES_SPEC_MAX_ITER = frozenset({"LKM", "SKM", "PCKM", "PCSKM"})
+DETERMINISTIC_INITS = {
+    "dkm++": algorithms.dkmpp_init,
+    "robin": algorithms.robin_init,
+    "maximin": algorithms.maximin_init,
+}
+SEEDING = "seeding"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What every fit of a task shares: the data set, the protocol and the estimator."""
+
+    dataset: str
+    data_dir: str | None
+    seed: int
+    n_folds: int
+    algorithm: str  # the variant name (the cube's ``algorithm`` coordinate)
+    estimator: str  # LKM, SKM, PCKM, MPCKM or PCSKM
+    params: tuple  # sorted (name, value) pairs of constructor parameters
+    init: str
+    max_iter: int
+    sparsities: tuple  # the data set's s grid (used by SKM and PCSKM only)
+
+    @property
+    def is_sparse(self):
+        return self.estimator in SPARSE
+
+    @property
+    def shares_fits(self):
+        """True when the fit uses nothing random and no constraint (§6): fit once, reuse."""
+        return self.estimator in UNCONSTRAINED and self.init in DETERMINISTIC_INITS
+
+    @property
+    def n_sparsity(self):
+        """Number of s entries of a fit: the grid for SKM/PCSKM, 1 (none) otherwise."""
+        return len(self.sparsities) if self.is_sparse else 1
+
+
+@dataclass(frozen=True)
+class Block:
+    """One (kind, percentage) of a task and the runs to compute (all folds)."""
+
+    kind: str
+    percent: float
+    runs: tuple
+
+
+@dataclass(frozen=True)
+class Task:
+    """Blocks of one setting; ``folds`` restricts the folds (None: all; for timing probes)."""
+
+    setting: Setting
+    blocks: tuple  # of Block
+    folds: tuple | None = None
+
+    @property
+    def fold_list(self):
+        return tuple(range(self.setting.n_folds)) if self.folds is None else self.folds
+
+    @property
+    def n_cells(self):
+        """Cells filled by this task (one per run and fold of every block)."""
+        return sum(len(block.runs) for block in self.blocks) * len(self.fold_list)
+
+    @property
+    def n_fits(self):
+        """Fits computed (one per s for the sparse estimators); a shared fit counts once."""
+        fits = 1 if self.setting.shares_fits else self.n_cells
+        return fits * self.setting.n_sparsity
+
+
+@dataclass
+class BlockResult:
+    """The records of one block (protocol.md §8.2). Arrays are indexed (run, fold, s) in the
+    order of ``block.runs``, the task's folds and the s entries of the setting (one entry for
+    the non-sparse estimators); ``weights`` has a trailing feature axis. ``status`` holds the
+    codes of ``algorithms._result``; a failed fit has NaN scores, satisfied fraction and
+    weights."""
+
+    block: Block
+    f_score: np.ndarray
+    precision: np.ndarray
+    recall: np.ndarray
+    satisfied: np.ndarray
+    status: np.ndarray
+    n_iter: np.ndarray
+    n_constraints: np.ndarray  # (run, fold)
+    weights: np.ndarray
+
+
+@dataclass
+class TaskResult:
+    task: Task
+    blocks: list
+    seconds: float  # compute time in the worker
+
+
+@functools.lru_cache(maxsize=64)
+def dataset(name, data_dir=None):
+    """The data set, loaded once per process."""
+    return load(name, data_dir)
+
+
+@functools.lru_cache(maxsize=8)  # a protocol caches its fold pools (MBs for ionosphere)
+def protocol(name, data_dir, seed, n_folds):
+    """The data set's protocol (folds, pools and constraint samples), once per process."""
+    return Protocol(dataset(name, data_dir), seed=seed, n_folds=n_folds)
+
+
+@functools.lru_cache(maxsize=256)
+def deterministic_centres(name, data_dir, init):
+    """DKM++, ROBIN(D) or Maximin(D) centres of the data set (they depend on X and k only,
+    initialisations.md §0), computed once per process."""
+    data = dataset(name, data_dir)
+    rows = DETERMINISTIC_INITS[init](data.X, data.n_clusters)
+    centres = data.X[np.asarray(rows)]
+    centres.setflags(write=False)
+    return centres
+
+
+def make_estimator(setting, init, random_state=None):
+    """The estimator of ``setting`` starting from ``init`` (a centres array or "seeding")."""
+    params = dict(setting.params)
+    if setting.estimator in USES_SPEC_MAX_ITER:
+        params.setdefault("max_iter", setting.max_iter)
+    cls = getattr(algorithms, ESTIMATOR_CLASSES[setting.estimator])
+    n_clusters = dataset(setting.dataset, setting.data_dir).n_clusters
+    return cls(n_clusters=n_clusters, init=init, random_state=random_state, **params)
+
+
+class _Fit:
+    """Labels (S, n), weights (S, p), n_iter (S,) and status codes (S,) of one fit."""
+
+    def __init__(self, labels, weights, n_iter, status):
+        self.labels = np.atleast_2d(labels)
+        self.weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+        self.n_iter = np.atleast_1d(np.asarray(n_iter, dtype=np.int64))
+        self.status = np.atleast_1d(np.asarray(status, dtype=np.int8))
+        self.failed = np.isin(self.status, list(FAILED))
+
+
+def fit(setting, must_link=None, cannot_link=None, seeding_seed=None):
+    """One fit on all n points: the whole s grid for SKM/PCSKM, else one estimator fit.
+
+    ``seeding_seed`` is the cell's Seeding SeedSequence (init "seeding" only). LKM and SKM
+    receive the constraints only with Seeding, which builds its centres from them; their
+    clustering ignores them.
+    """
+    data = dataset(setting.dataset, setting.data_dir)
+    if setting.init == SEEDING:
+        estimator = make_estimator(setting, SEEDING, random_state=seeding_seed)
+    else:
+        estimator = make_estimator(
+            setting, deterministic_centres(setting.dataset, setting.data_dir, setting.init)
+        )
+    constraints = {}
+    if setting.init == SEEDING or setting.estimator not in UNCONSTRAINED:
+        constraints = {"must_link": must_link, "cannot_link": cannot_link}
+    with warnings.catch_warnings():
+        # a failed fit warns; here it is recorded in the status and scored NaN (§8.1)
+        warnings.simplefilter("ignore", algorithms.ClusteringFailedWarning)
+        if setting.is_sparse:
+            path = estimator.fit_path(data.X, np.asarray(setting.sparsities), **constraints)
+            return _Fit(path.labels, path.weights, path.n_iter, path.status_code)
+        estimator.fit(data.X, **constraints)
+    return _Fit(estimator.labels_, estimator.weights_, estimator.n_iter_,
+                STATUS_NAMES.index(estimator.status_))
+
+
+def _scores(y_test, fitted, test):
+    """F, precision, recall (S, 3) of every s on the test points; NaN for a failed fit."""
+    out = np.full((len(fitted.status), 3), np.nan)
+    for s, labels in enumerate(fitted.labels):
+        if not fitted.failed[s]:
+            out[s] = algorithms.pairwise_f_score(y_test, labels[test])
+    return out
+
+
+def _satisfied(constraints, fitted):
+    """Fraction of the cell's constraints satisfied by the labels of every s (NaN if
+    failed)."""
+    return np.array([
+        np.nan if failed else constraints.satisfied_fraction(labels)
+        for labels, failed in zip(fitted.labels, fitted.failed, strict=True)
+    ])
+
+
+def _empty_block(block, setting, n_folds, n_features):
+    shape = (len(block.runs), n_folds, setting.n_sparsity)
+    return BlockResult(
+        block=block,
+        f_score=np.full(shape, np.nan), precision=np.full(shape, np.nan),
+        recall=np.full(shape, np.nan), satisfied=np.full(shape, np.nan),
+        status=np.zeros(shape, np.int8), n_iter=np.zeros(shape, np.int64),
+        n_constraints=np.zeros(shape[:2], np.int64),
+        weights=np.full((*shape, n_features), np.nan),
+    )
+
+
+def _record(result, r, f, fitted, scores, constraints):
+    result.f_score[r, f] = scores[:, 0]
+    result.precision[r, f] = scores[:, 1]
+    result.recall[r, f] = scores[:, 2]
+    result.satisfied[r, f] = _satisfied(constraints, fitted)
+    result.status[r, f] = fitted.status
+    result.n_iter[r, f] = fitted.n_iter
+    result.n_constraints[r, f] = len(constraints)
+    result.weights[r, f] = fitted.weights
+
+
+def evaluate(task):
+    """Fit and score every cell of ``task``; returns a :class:`TaskResult`."""
+    start = time.perf_counter()
+    setting = task.setting
+    data = dataset(setting.dataset, setting.data_dir)
+    cv = protocol(setting.dataset, setting.data_dir, setting.seed, setting.n_folds)
+    folds = task.fold_list
+    tests = [cv.test_index(fold) for fold in folds]
+    shared = shared_scores = None
+    if setting.shares_fits:
+        shared = fit(setting)
+        shared_scores = [_scores(data.y[test], shared, test) for test in tests]
+    results = []
+    for block in task.blocks:
+        result = _empty_block(block, setting, len(folds), data.n_features)
+        for r, run in enumerate(block.runs):
+            for f, (fold, test) in enumerate(zip(folds, tests, strict=True)):
+                must_link, cannot_link = cv.constraints(block.kind, block.percent, run, fold)
+                constraints = Constraints.from_pairs(
+                    must_link, cannot_link, n_samples=data.n_samples
+                )
+                if shared is not None:
+                    fitted, scores = shared, shared_scores[f]
+                else:
+                    seeding_seed = (
+                        cv.seeding_seed(block.kind, block.percent, run, fold)
+                        if setting.init == SEEDING else None
+                    )
+                    fitted = fit(setting, must_link, cannot_link, seeding_seed)
+                    scores = _scores(data.y[test], fitted, test)
+                _record(result, r, f, fitted, scores, constraints)
+        results.append(result)
+    return TaskResult(task=task, blocks=results, seconds=time.perf_counter() - start)

@@ -1,0 +1,321 @@
+"""The data sets of the study: a registry, ``load``, and the data-folder commands
+(spec ``datasets.md``).
+
+Every data set has a stable integer ``code`` (the spec's ``ds``) and ``subset`` (``sub``) used
+in the random-number keys (``protocol.md`` §2). The contaminated digits carry the code and
+subset of their clean subset, so their folds and constraint samples are the clean subset's;
+``iris`` (scikit-learn's bundled copy) carries fisheriris's code for the same reason.
+"""
+
+import difflib
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _brodinova
+from ._datafiles import (
+    BASE_URL,
+    COMMIT,
+    fetch_files,
+    is_available,
+    locate,
+    resolve_data_dir,
+)
+from ._datafiles import verify as _verify_files
+from ._matfiles import check_features, read_labelled_mat, relabel
+from ._seeds import DATA_SEED, generator
+
+_REPO = f"avouros/Code-PCSKM@{COMMIT[:7]}"
+N_CONTAMINATION = 4  # datasets.md §5: four Exp(mean 1) columns
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """One data set: raw float64 features (no scaling) and labels 0..k-1.
+
+    ``uninformative`` marks the known uninformative columns (None when nothing is known);
+    ``informative`` marks the known informative ones (None when unknown; only the
+    Brodinova sets have it).
+    """
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: tuple
+    uninformative: np.ndarray | None
+    description: str
+    source: str
+    code: int
+    subset: int = 0
+    informative: np.ndarray | None = None
+
+    def __post_init__(self):
+        n, p = self.X.shape
+        if self.X.dtype != np.float64 or self.y.dtype != np.int64 or self.y.shape != (n,):
+            raise ValueError(f"{self.name}: X must be float64 (n, p) and y int64 (n,)")
+        if len(self.feature_names) != p:
+            raise ValueError(
+                f"{self.name}: {len(self.feature_names)} feature names for {p} columns"
+            )
+        for mask in (self.uninformative, self.informative):
+            if mask is not None and (mask.dtype != bool or mask.shape != (p,)):
+                raise ValueError(f"{self.name}: feature masks must be bool of shape ({p},)")
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def n_clusters(self):
+        return int(self.y.max()) + 1
+
+    @property
+    def feature_quality(self):
+        """The label of the known feature quality (protocol.md §11): "+5 -5",
+        "8 unknown, -10"; None when nothing is known."""
+        if self.uninformative is None:
+            return None
+        bad = int(self.uninformative.sum())
+        if self.informative is not None:
+            return f"+{int(self.informative.sum())} -{bad}"
+        return f"{self.n_features - bad} unknown, -{bad}"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    code: int
+    subset: int
+    shape: tuple  # (n, p, k)
+    description: str
+    source: str
+    files: tuple  # relative paths in the data folder
+    build: Callable  # data_dir -> Dataset
+
+
+def _mask(p, columns):
+    mask = np.zeros(p, dtype=bool)
+    mask[list(columns)] = True
+    return mask
+
+
+def _mat_builder(name, code, subset, relpath, description, feature_names, uninformative):
+    def build(data_dir):
+        X, y, _ = read_labelled_mat(locate(relpath, data_dir))
+        return Dataset(
+            name=name, X=X, y=y, feature_names=feature_names, uninformative=uninformative,
+            description=description, source=f"{_REPO} {relpath}", code=code, subset=subset,
+        )
+    return build
+
+
+_IRIS_NAMES = ("sepal length (cm)", "sepal width (cm)", "petal length (cm)", "petal width (cm)")
+_DIGIT_NAMES = tuple(f"x{j}" for j in range(1, 17))
+_MWM_NAMES = (
+    tuple(f"feature {j}" for j in range(1, 9))
+    + ("segment length",)
+    + tuple(f"shuffled length {j}" for j in range(1, 10))
+)
+_MWM_DESCRIPTION = (
+    "Morris Water Maze path segments {which}: 8 engineered features of unknown quality, the "
+    "segment length (uninformative) and 9 random shuffles of it; labels {labels} -> 0/1/2"
+)
+
+
+def _iris(_data_dir):
+    from sklearn.datasets import load_iris
+
+    bunch = load_iris()
+    return Dataset(
+        name="iris", X=check_features(bunch.data), y=relabel(bunch.target)[0],
+        feature_names=tuple(bunch.feature_names), uninformative=None,
+        description="scikit-learn's bundled iris, identical to fisheriris.mat (same code, "
+        "so the same folds and constraint samples)",
+        source="sklearn.datasets.load_iris()", code=1, subset=0,
+    )
+
+
+def _brodinova_builder(name, code, p_info, p_noise):
+    def build(_data_dir):
+        X, y = _brodinova.simulate(p_info, p_noise, generator(DATA_SEED, (4, code)))
+        p = p_info + p_noise
+        return Dataset(
+            name=name, X=X, y=y,
+            feature_names=tuple(f"informative {j}" for j in range(1, p_info + 1))
+            + tuple(f"noise {j}" for j in range(1, p_noise + 1)),
+            uninformative=_mask(p, range(p_info, p)), informative=_mask(p, range(p_info)),
+            description=f"Brodinova synthetic set: 3 groups of 40, {p_info} informative and "
+            f"{p_noise} N(0, 1) features, no outliers, MINDIST = 0 (D15)",
+            source=f"generated (datasets.md §4, key (4, {code}), master seed {DATA_SEED})",
+            code=code, subset=0,
+        )
+    return build
+
+
+def _contaminated_builder(name, clean_build, code, subset):
+    def build(data_dir):
+        clean = clean_build(data_dir)
+        n, p = clean.X.shape
+        extra = generator(DATA_SEED, (5, code, subset)).exponential(
+            scale=1.0, size=(n, N_CONTAMINATION)
+        )
+        return Dataset(
+            name=name, X=np.hstack([clean.X, extra]), y=clean.y,
+            feature_names=clean.feature_names
+            + tuple(f"exp {j}" for j in range(1, N_CONTAMINATION + 1)),
+            uninformative=_mask(p + N_CONTAMINATION, range(p, p + N_CONTAMINATION)),
+            description=f"{clean.description}, plus {N_CONTAMINATION} Exp(mean 1) columns (D16)",
+            source=f"{clean.source} + {N_CONTAMINATION} Exp(1) columns (datasets.md §5, key "
+            f"(5, {code}, {subset}), master seed {DATA_SEED})",
+            code=code, subset=subset,
+        )
+    return build
+
+
+def _registry():
+    entries = []
+
+    def add(name, code, subset, shape, description, source, files, build):
+        entries.append(_Entry(name, code, subset, shape, description, source, files, build))
+
+    def add_mat(name, code, subset, relpath, shape, description, feature_names, uninformative):
+        build = _mat_builder(name, code, subset, relpath, description, feature_names,
+                             uninformative)
+        add(name, code, subset, shape, description, f"{_REPO} {relpath}", (relpath,), build)
+
+    add_mat("fisheriris", 1, 0, "datasets/real/fisheriris.mat", (150, 4, 3),
+            "Fisher's iris (corrected version), labels 1/2/3 -> 0/1/2", _IRIS_NAMES, None)
+    add("iris", 1, 0, (150, 4, 3), "scikit-learn's bundled iris (= fisheriris, no download)",
+        "sklearn.datasets.load_iris()", (), _iris)
+    add_mat("ionosphere", 2, 0, "datasets/real/ionosphere.mat", (351, 34, 2),
+            "UCI ionosphere; column 2 is constant 0", tuple(f"x{j}" for j in range(1, 35)), None)
+    digits = {}
+    for code, classes in ((3, "048"), (4, "389")):
+        for sub in range(1, 11):
+            name = f"digits{classes}-{sub}"
+            relpath = f"datasets/digits{classes}/data{sub}.mat"
+            add_mat(name, code, sub, relpath, (150, 16, 3),
+                    f"UCI pen-based digits {'-'.join(classes)}, random subset {sub} of 50 per "
+                    "class (uint8 features 0..100)", _DIGIT_NAMES, None)
+            digits[name] = entries[-1]
+    for name, code, file, labels in (("mwm-ttscst", 5, "TTSCST", "1/3/8"),
+                                     ("mwm-ttchst", 6, "TTCHST", "1/5/8")):
+        add_mat(name, code, 0, f"datasets/MWM/{file}.mat",
+                (424 if code == 5 else 406, 18, 3),
+                _MWM_DESCRIPTION.format(which=file, labels=labels), _MWM_NAMES,
+                _mask(18, range(8, 18)))
+    for name, code, p_info in (("brodinova-5-5", 7, 5), ("brodinova-3-7", 8, 3)):
+        entry_build = _brodinova_builder(name, code, p_info, 10 - p_info)
+        add(name, code, 0, (120, 10, 3), f"Brodinova synthetic set, {p_info} informative and "
+            f"{10 - p_info} uninformative features (generated)",
+            f"generated (datasets.md §4, key (4, {code}))", (), entry_build)
+    for clean_name, clean in digits.items():
+        classes, sub = clean_name[len("digits"):].split("-")
+        name = f"digits{classes}-contaminated-{sub}"
+        add(name, clean.code, clean.subset, (150, 20, 3),
+            f"{clean_name} plus 4 Exp(mean 1) uninformative features (derived)",
+            f"{clean.source} + 4 Exp(1) columns (datasets.md §5, key (5, {clean.code}, "
+            f"{clean.subset}))", clean.files,
+            _contaminated_builder(name, clean.build, clean.code, clean.subset))
+    return {entry.name: entry for entry in entries}
+
+
+_REGISTRY = _registry()
+
+
+def list_datasets():
+    """Every data set name, in a stable order (by code, the contaminated digits last)."""
+    return list(_REGISTRY)
+
+
+def _entry(name):
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(
+            f"unknown data set {name!r}{hint} (see `pcskm datasets list` for all names)"
+        )
+    return _REGISTRY[name]
+
+
+def match_datasets(patterns):
+    """Expand names and fnmatch patterns (``"digits048-*"``) over ``list_datasets()``, in
+    the order given, without duplicates; raise on an unknown name or an empty pattern."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    names = []
+    for pattern in patterns:
+        if any(char in pattern for char in "*?["):
+            matched = fnmatch.filter(list_datasets(), pattern)
+            if not matched:
+                raise ValueError(f"the data set pattern {pattern!r} matches no data set")
+        else:
+            matched = [_entry(pattern).name]
+        names.extend(name for name in matched if name not in names)
+    return names
+
+
+def load(name, data_dir=None):
+    """The data set ``name``; file-backed sets are read from the data folder (``data_dir``,
+    else ``$PCSKM_DATA``, else the user cache) and checked against their SHA-256."""
+    return _entry(name).build(data_dir)
+
+
+def dataset_info(name, data_dir=None):
+    """``dict(name, n, p, k, code, subset, description, source, files, available)``;
+    ``available`` is True when every file it needs is in the data folder and verified."""
+    entry = _entry(name)
+    n, p, k = entry.shape
+    return {
+        "name": entry.name, "n": n, "p": p, "k": k, "code": entry.code,
+        "subset": entry.subset, "description": entry.description, "source": entry.source,
+        "files": entry.files,
+        "available": all(is_available(relpath, data_dir) for relpath in entry.files),
+    }
+
+
+def fetch(names=None, data_dir=None, *, base_url=BASE_URL):
+    """Download the files of ``names`` (names or patterns; default: every data set) into the
+    data folder, verifying SHA-256; files already present and verified are kept.
+
+    Returns ``{relative path: "present" | "downloaded"}``.
+    """
+    selected = list_datasets() if names is None else match_datasets(names)
+    relpaths = []
+    for name in selected:
+        relpaths.extend(f for f in _REGISTRY[name].files if f not in relpaths)
+    return fetch_files(relpaths, data_dir, base_url)
+
+
+def verify(data_dir=None):
+    """Check the SHA-256 of every known file: ``{relative path: "ok" | "mismatch" |
+    "missing"}``."""
+    return _verify_files(data_dir)
+
+
+def format_dataset_table(data_dir=None):
+    """The ``pcskm datasets list`` table: every data set with n, p, k, source, and whether
+    it is available locally."""
+    folder, how = resolve_data_dir(data_dir)
+    header = ("name", "n", "p", "k", "available", "source")
+    infos = [dataset_info(name, folder) for name in list_datasets()]
+    rows = []
+    for info in infos:
+        available = ("yes" if info["available"] else "no") if info["files"] else "yes (built in)"
+        rows.append((info["name"], str(info["n"]), str(info["p"]), str(info["k"]), available,
+                     info["source"]))
+    widths = [max(len(row[j]) for row in [header, *rows]) for j in range(len(header) - 1)]
+    lines = [f"data folder: {folder} ({how})"]
+    for row in [header, *rows]:
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
+        lines.append("  ".join([*cells, row[-1]]))
+    if not all(info["available"] for info in infos):
+        lines.append("missing files: run `pcskm datasets fetch`, or set PCSKM_DATA=/path "
+                     "(or --data-dir /path) to a folder that holds them")
+    return "\n".join(lines)

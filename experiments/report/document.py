@@ -1,0 +1,254 @@
+"""Writing the report: every table as CSV, every figure as PNG, and report.md."""
+
+import tomllib
+
+import pandas as pd
+
+from . import (
+    best_s,
+    claims,
+    constraint_table,
+    coverage,
+    performance,
+    statistics,
+    weights,
+)
+from .markdown import Document
+from .selection import SELECTION_TITLES, SELECTIONS
+
+MAX_MISSING_LINES = 40
+TEST_COLUMNS = ["analysis", "test", "n_cases", "n", "not_computed", "dropped_nan",
+                "n_nonzero", "statistic", "p_value", "median_diff", "wins", "losses", "ties",
+                "direction"]
+
+
+def _csv(frame, out, name, written):
+    path = out / name
+    frame.to_csv(path, index=False)
+    written.append(path)
+    return path
+
+
+def _spec_description(attrs):
+    try:
+        return tomllib.loads(attrs.get("spec_toml", "")).get("description", "").strip()
+    except tomllib.TOMLDecodeError:
+        return ""
+
+
+def _header(doc, results):
+    store, attrs = results.store, results.store.attrs
+    doc.heading(f"Report of {store.path.name}", level=1)
+    versions = attrs.get("versions") or {}
+    doc.bullets([
+        f"store: `{store.path.resolve()}`",
+        f"spec: {attrs.get('spec_name', '?')} (hash {str(attrs.get('spec_hash', '?'))[:12]}; "
+        f"{len(attrs.get('spec_hashes') or [])} spec(s) wrote into this store)",
+        "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+        f"best-s selections stored in `{results.sidecar.resolve()}` (Zarr, one group per data "
+        "set: paper_s, paper_f, honest_s, honest_f, computed, expected)",
+    ])
+    description = _spec_description(attrs)
+    if description:
+        doc.paragraph("Spec description: " + description.replace("\n", " "))
+    doc.paragraph(
+        "Reading guide. A *missing* cell is not computed yet: it is never averaged, only "
+        "counted. A *failed* fit (status empty_cluster or degenerate_weights) has F = NaN: "
+        "means are nanmean over the computed cells (protocol.md §9) and the failures are "
+        "counted. Digits: every step per subset, then the mean over the subsets in the cube. "
+        "Two best-s selections are shown throughout: " + "; ".join(
+            f"**{name}** = {SELECTION_TITLES[name]}" for name in SELECTIONS) + ".")
+
+
+def _coverage(doc, results, out, written):
+    doc.heading("1. What the cube holds")
+    notes = coverage.grid_differences(results.store, results)
+    if notes:
+        doc.paragraph("**Differences from the paper's grid (REDUCED GRID where values are "
+                      "fewer):**")
+        doc.bullets(notes)
+    else:
+        doc.paragraph("The cube's grid is the paper's.")
+    table = results.coverage_table()
+    _csv(table, out, "coverage.csv", written)
+    if table.empty:
+        return
+    member_of = {name: results.family_labels[label]
+                 for label, members in results.family_members.items() for name in members}
+    summary = table.assign(dataset=table.dataset.map(member_of)).groupby(
+        ["dataset", "algorithm"], sort=False)[["cells", "computed", "missing", "fits",
+                                               "failed_fits"]].sum().reset_index()
+    doc.paragraph("Cells are (init, kind, percent, run, fold) entries of the grid; a sparse "
+                  "algorithm fits every s of a cell (fits). Per data set (digits: summed over "
+                  "the subsets) and algorithm; details per init and kind in `coverage.csv`.")
+    doc.table(summary)
+    missing = table[table.missing > 0]
+    if missing.empty:
+        doc.paragraph("Every expected cell is computed.")
+        return
+    lines = [f"{r.dataset} / {r.algorithm} / {r.init} / {r.kind}: {r.missing} of {r.cells} "
+             f"cells missing (percentages {r.missing_percentages})"
+             for r in missing.itertuples()]
+    doc.paragraph(f"**Missing cells** ({int(missing.missing.sum())} in {len(missing)} "
+                  "(data set, algorithm, init, kind)); values built on them are marked "
+                  "(hollow markers, '*') and left out of the statistics:")
+    doc.bullets(lines[:MAX_MISSING_LINES] + (
+        [f"... {len(lines) - MAX_MISSING_LINES} more in coverage.csv"]
+        if len(lines) > MAX_MISSING_LINES else []))
+
+
+def _table1(doc, results, out, written):
+    doc.heading("2. Table 1: data set constraints")
+    used = pd.concat(results.constraints_used, ignore_index=True)
+    _csv(used, out, "constraints_in_cube.csv", written)
+    table = constraint_table.table(results.store, used)
+    _csv(table, out, "table1.csv", written)
+    doc.paragraph(
+        "Each cell: CV10 labels, CV10 constraints (pool), [used at 1 %, at 10 %]. *printed*: "
+        "the paper; *nominal*: L = 0.9 N kept fractional, rounded half away from zero "
+        "(protocol.md §4.1); *actual fold 0*: our folds' fold-0 training size t, P1 = "
+        "t(t-1)/2 and the even counts the experiment uses; *in cube*: the counts m recorded "
+        "in the cube (`constraints_in_cube.csv`).")
+    doc.table(table)
+    return table
+
+
+def _best_s(doc, results, out, written):
+    doc.heading("3. Best s")
+    detail = best_s.by_dataset(results)
+    _csv(detail, out, "best_s.csv", written)
+    doc.paragraph(
+        "Paper-style (§9.1): per (data set, init, kind, percentage) the s with the best mean "
+        "F over runs x folds (NaN excluded, ties -> smallest s). Honest (§9.2): per run and "
+        "fold the s whose labels satisfy the most sampled training constraints (failed s "
+        "excluded, ties -> smallest s), then F at that s. Digits: per subset. Both are "
+        f"stored in `{results.sidecar.name}`; per percentage in `best_s.csv`. Below: the "
+        "range of the paper-style s, the mean honest s, and how much higher the paper-style "
+        "mean F is (mean over percentages).")
+    doc.table(best_s.by_family(results, detail), digits=3)
+
+
+def _performance(doc, results, out, written):
+    doc.heading("4. Performance")
+    long = performance.long_table(results)
+    _csv(long, out, "performance.csv", written)
+    _csv(performance.by_dataset_table(results), out, "performance_by_dataset.csv", written)
+    doc.paragraph(
+        "Mean F-score (nanmean over runs x folds, §9; digits: mean over the subsets) against "
+        "the percentage of constraints; band: one standard deviation over runs of the "
+        "per-run mean over folds. Columns: the paper's six data sets, then the other data "
+        "sets of the cube; panels not in the cube say \"not computed\". All values: "
+        "`performance.csv` (per data set and subset: `performance_by_dataset.csv`).")
+    cols = performance.columns(results)
+    figure_rows = [*performance.FIGURES]
+    other = performance.other_rows(results)
+    if other:
+        figure_rows.append((performance.OTHER_STEM, performance.OTHER_TITLE, other))
+    for selection in SELECTIONS:
+        doc.heading(f"4.{SELECTIONS.index(selection) + 1} {SELECTION_TITLES[selection]}",
+                    level=3)
+        for stem, title, rows in figure_rows:
+            png = out / f"{stem}_{selection}.png"
+            if performance.figure(results, selection, title, rows, png):
+                written.append(png)
+                plotted = long[(long.selection == selection)
+                               & long.family.isin(cols)
+                               & pd.Series(list(zip(long.init, long.kind, strict=True)),
+                                           index=long.index).isin(rows)]
+                csv = _csv(plotted, out, f"{stem}_{selection}.csv", written)
+                doc.image(png, f"{title} ({selection})")
+                doc.paragraph(f"Plotted values: `{csv.name}`.")
+            else:
+                doc.paragraph(f"{title}: not computed (none of its settings "
+                              f"{', '.join('/'.join(r) for r in rows)} is in the cube).")
+    cases = performance.case_table(results)
+    _csv(cases, out, "case_values.csv", written)
+    doc.paragraph("V = mean over the percentages of the mean F (the Wilcoxon case value, "
+                  "§10); '*': some expected cell missing (the mean of what is there); empty: "
+                  "not computed.")
+    for selection in SELECTIONS:
+        doc.paragraph(f"**{selection}**")
+        doc.table(cases[cases.selection == selection].drop(columns="selection")
+                  if not cases.empty else cases)
+
+
+def _statistics(doc, results, out, written):
+    doc.heading("5. Wilcoxon signed-rank analyses")
+    tests, cases = statistics.analyses(results)
+    _csv(tests, out, "wilcoxon_tests.csv", written)
+    _csv(cases, out, "wilcoxon_cases.csv", written)
+    doc.paragraph(
+        "`scipy.stats.wilcoxon(x, y, zero_method=\"wilcox\", correction=False, "
+        "alternative=\"two-sided\", method=\"auto\")` on the case values V (§10). Analysis 1: "
+        "x = PCSKM, y = the other algorithm, 60 cases ((Seeding, random) and DKM++/ROBIN(D)/"
+        "Maximin(D) x random/must-link/cannot-link, x six data sets). Analysis 2: x, y = two "
+        "constraint kinds, 72 cases (DKM++/ROBIN(D)/Maximin(D) x PCKM/MPCKM/SKM/PCSKM x six "
+        "data sets). n: cases used; not_computed: cases with missing cells or absent from "
+        "the cube; dropped_nan: computed cases with V = NaN; wins/losses: x > y / x < y; "
+        "direction: the side with the larger signed-rank sum. Per case: "
+        "`wilcoxon_cases.csv`.")
+    if tests.empty:
+        doc.paragraph("Not computed: no data set of the analyses is in the cube.")
+        return tests
+    for selection in SELECTIONS:
+        doc.paragraph(f"**{selection}** ({SELECTION_TITLES[selection]})")
+        doc.table(tests[tests.selection == selection][TEST_COLUMNS])
+    return tests
+
+
+def _weights(doc, results, out, written):
+    doc.heading("6. Feature weights")
+    doc.paragraph(
+        "Kind random; bars: the mean weight of each feature (column order; the known "
+        "uninformative features are the last columns, drawn light) per percentage. SKM and "
+        "PCSKM: mean over every s of the grid (no best-s selection), runs and folds, of the "
+        "non-failed fits; MPCKM: its metric diagonal, on its own y scale.")
+    plotted = weights.plotted_table(results)
+    for stem, title, family_list, inits in weights.FIGURES:
+        png = out / f"{stem}.png"
+        if weights.figure(results, title, family_list, inits, png):
+            written.append(png)
+            csv = _csv(plotted[plotted.figure == stem] if not plotted.empty else plotted, out,
+                       f"{stem}.csv", written)
+            doc.image(png, title)
+            doc.paragraph(f"Plotted values: `{csv.name}`.")
+        else:
+            doc.paragraph(f"{title}: not computed (no data set "
+                          f"{', '.join(f.label for f in family_list)} with init "
+                          f"{', '.join(inits)} in the cube).")
+    per_setting = weights.share_table(results, ("percent",))
+    _csv(per_setting, out, "weight_shares.csv", written)
+    summary = weights.share_table(results, ("percent", "init", "kind"))
+    _csv(summary, out, "weight_shares_summary.csv", written)
+    doc.paragraph(
+        "Share of the total (mean) weight on the known uninformative features, and the "
+        "fraction of those features whose mean weight is exactly 0 (a mean of 0 over s, "
+        "runs and folds means 0 in every fit), per method and data set, pooled over inits, "
+        "kinds and percentages (per init and kind: `weight_shares.csv`).")
+    doc.table(summary)
+    return per_setting
+
+
+def write_document(results, out):
+    """Write every table, figure and report.md of ``results`` into ``out``; returns the
+    path of report.md."""
+    written = []
+    doc = Document()
+    _header(doc, results)
+    _coverage(doc, results, out, written)
+    table1 = _table1(doc, results, out, written)
+    _best_s(doc, results, out, written)
+    _performance(doc, results, out, written)
+    tests = _statistics(doc, results, out, written)
+    shares = _weights(doc, results, out, written)
+    doc.heading("7. Paper vs ours")
+    claim_table = claims.table(table1, tests, shares, results.family_labels)
+    _csv(claim_table, out, "claims.csv", written)
+    doc.paragraph(
+        "Each quantitative claim of the paper's Results section, our figure and a verdict. "
+        "The statistical verdicts use the paper-style selection (the paper's method); the "
+        "honest selection is shown beside it. \"partial\": fewer cases than the paper's.")
+    doc.table(claim_table)
+    doc.heading("Files")
+    doc.bullets([f"`{path.name}`" for path in written])
+    return doc.write(out / "report.md")

@@ -1,0 +1,64 @@
+"""The data sets as the paper reports them (protocol.md §9-§11): a *family* is one column of a
+figure or one data set of a Wilcoxon case, made of one or more cube groups (the ten digits
+subsets of "digits 0-4-8" are averaged after every per-subset step)."""
+
+from dataclasses import dataclass
+
+N_SUBSETS = 10
+
+
+@dataclass(frozen=True)
+class Family:
+    """A reported data set: its label and the cube groups it averages (``members``);
+    ``stand_ins`` replace the members when none of them is in the cube (iris stands for
+    fisheriris, protocol.md §12)."""
+
+    label: str
+    members: tuple
+    stand_ins: tuple = ()
+
+    def present(self, names):
+        """The members (or stand-ins) that are groups of the cube, and the label to show."""
+        found = tuple(name for name in self.members if name in names)
+        if found or not self.stand_ins:
+            return found, self.label
+        found = tuple(name for name in self.stand_ins if name in names)
+        return found, (f"{' '.join(found)} (= {self.label})" if found else self.label)
+
+    @property
+    def n_members(self):
+        return len(self.members)
+
+
+def _subsets(prefix):
+    return tuple(f"{prefix}-{i}" for i in range(1, N_SUBSETS + 1))
+
+
+# The six real data sets of Figure 1 and of both Wilcoxon analyses, in the paper's order.
+PAPER_SIX = (
+    Family("ionosphere", ("ionosphere",)),
+    Family("fisheriris", ("fisheriris",), stand_ins=("iris",)),
+    Family("digits 0-4-8", _subsets("digits048")),
+    Family("digits 3-8-9", _subsets("digits389")),
+    Family("TT-SC-ST", ("mwm-ttscst",)),
+    Family("TT-CH-ST", ("mwm-ttchst",)),
+)
+BRODINOVA = (
+    Family("Brodinova 5+5", ("brodinova-5-5",)),
+    Family("Brodinova 3+7", ("brodinova-3-7",)),
+)
+CONTAMINATED = (
+    Family("digits 0-4-8 contaminated", _subsets("digits048-contaminated")),
+    Family("digits 3-8-9 contaminated", _subsets("digits389-contaminated")),
+)
+ALL = (*PAPER_SIX, *BRODINOVA, *CONTAMINATED)
+# Figure 2 (main and appendix A/B): the synthetic and Morris Water Maze sets.
+WEIGHT_FAMILIES = (*BRODINOVA, PAPER_SIX[4], PAPER_SIX[5])
+
+
+def family_of(name):
+    """The family a cube group belongs to (ValueError for an unknown name)."""
+    for family in ALL:
+        if name in family.members or name in family.stand_ins:
+            return family
+    raise ValueError(f"data set {name!r} belongs to no reported family")

@@ -1,0 +1,124 @@
+"""The results cube as analysis input (schema: ``runner/cube.py``): one xarray Dataset per
+data set with dims (algorithm, init, kind, percent, run, fold, sparsity), and the masks that
+tell a fit that applies, one that is computed and one that failed.
+
+* ``applies`` (algorithm, sparsity): the entries an algorithm fills, the s grid for SKM and
+  PCSKM (and their variants), the NaN entry for the others.
+* ``expected`` (algorithm, init, kind, percent, run, fold): the cell belongs to the grid
+  (its status is not ``not_applicable``, e.g. Seeding with a kind it is not run with).
+* ``computed``: expected, its run marked ``done``, and no applicable entry still ``missing``.
+  A cell that is not computed is *missing*: it is never averaged, only counted.
+* ``failed`` (the fit dims): a computed fit with status ``empty_cluster`` or
+  ``degenerate_weights`` (F = NaN; ``nanmean`` leaves it out, the counts report it).
+
+Only the store is read here, with xarray; the analysis does not import the runner.
+"""
+
+import contextlib
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+FIT_DIMS = ("algorithm", "init", "kind", "percent", "run", "fold", "sparsity")
+CELL_DIMS = FIT_DIMS[:-1]
+LABEL_DIMS = ("algorithm", "init", "kind")
+SPARSE_ESTIMATORS = frozenset({"SKM", "PCSKM"})
+FAILED_FLAGS = ("empty_cluster", "degenerate_weights")
+DEFAULT_FLAGS = ("missing", "converged", "max_iter", "empty_cluster", "degenerate_weights",
+                 "not_applicable")
+
+
+@dataclass
+class Store:
+    """An open cube: its path, root attributes, groups and the estimator of each algorithm."""
+
+    path: Path
+    tree: xr.DataTree
+    attrs: dict
+    names: tuple  # data set groups
+
+    def group(self, name):
+        """The lazily read Dataset of one data set (label coordinates as plain ``str``)."""
+        ds = self.tree[name].to_dataset()
+        return ds.assign_coords({dim: np.array([str(v) for v in ds[dim].values], dtype=str)
+                                 for dim in LABEL_DIMS})
+
+    def estimator(self, algorithm):
+        """The estimator behind an algorithm name (a variant's estimator, e.g. PCSKM for
+        PCSKM-paper)."""
+        definitions = self.attrs.get("algorithm_definitions") or {}
+        return (definitions.get(algorithm) or {}).get("estimator", algorithm)
+
+
+def open_store(store):
+    """Open the cube at ``store`` read-only (ValueError if it is not a pcskm cube)."""
+    path = Path(store)
+    if not path.exists():
+        raise ValueError(f"no results cube at {path}")
+    tree = xr.open_datatree(str(path), engine="zarr")
+    names = tuple(name for name, node in tree.children.items() if "f_score" in node.data_vars)
+    if not names:
+        raise ValueError(f"{path} holds no data set group with f_score: not a pcskm cube")
+    return Store(path=path, tree=tree, attrs=dict(tree.attrs), names=names)
+
+
+def status_codes(status):
+    """``{flag: code}`` of the status variable (its CF ``flag_meanings``)."""
+    meanings = status.attrs.get("flag_meanings")
+    flags = meanings.split() if meanings else DEFAULT_FLAGS
+    values = status.attrs.get("flag_values", range(len(flags)))
+    return {flag: int(value) for flag, value in zip(flags, values, strict=True)}
+
+
+def fit_table(store, name):
+    """The analysis variables of data set ``name`` (loaded into memory): f_score and
+    satisfied (float64), the masks ``applies``, ``expected``, ``computed``, ``failed`` and
+    ``sparse`` (algorithm), n_constraints, and the data set's attributes (the weights are
+    read by :mod:`.weights`)."""
+    ds = store.group(name)
+    grid = ds.sparsity.values[~np.isnan(ds.sparsity.values)]
+    if np.any(np.diff(grid) <= 0):
+        raise ValueError(f"{name}: the s grid is not ascending ({grid}); ties in the best-s "
+                         "selection go to the smallest s and need an ascending grid")
+    codes = status_codes(ds.status)
+    status = ds.status.load()
+    done = ds.done.load().astype(bool)
+    sparse = xr.DataArray(
+        [store.estimator(str(a)) in SPARSE_ESTIMATORS for a in ds.algorithm.values],
+        coords={"algorithm": ds.algorithm}, dims="algorithm")
+    applies = sparse == ds.sparsity.notnull()
+    expected = ((status != codes["not_applicable"]) & applies).any("sparsity")
+    complete = ((status != codes["missing"]) | ~applies).all("sparsity")
+    computed = expected & done & complete
+    failed = status.isin([codes[flag] for flag in FAILED_FLAGS]) & applies & computed
+    out = xr.Dataset(
+        {
+            "f_score": ds.f_score.astype(np.float64),
+            "satisfied": ds.satisfied.astype(np.float64),
+            "applies": applies,
+            "expected": expected.transpose(*CELL_DIMS),
+            "computed": computed.transpose(*CELL_DIMS),
+            "failed": failed.transpose(*FIT_DIMS),
+            "sparse": sparse,
+        },
+        attrs=dict(ds.attrs),
+    ).load()
+    out["n_constraints"] = ds.n_constraints.load()
+    if "uninformative" in ds.variables:
+        out = out.assign_coords(uninformative=ds["uninformative"].load().astype(bool))
+    return out
+
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence NumPy's warnings for all-NaN slices: a mean or standard deviation of nothing
+    is NaN here by design, and the counts say why."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        warnings.filterwarnings("ignore", "Degrees of freedom <= 0", RuntimeWarning)
+        warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
+        yield

@@ -1,0 +1,228 @@
+"""Feature weights (protocol.md §11, paper Figure 2 and appendix): mean weights per
+percentage, the bar figures, and the share of weight on the known uninformative features.
+
+The cube's weight of an SKM/PCSKM cell is already the mean over the s values whose fit did
+not fail, so the mean over *all* s of the grid, runs and folds is the mean of the cell weights
+weighted by their number of non-failed fits (exact pooling; equal weights when nothing
+failed). MPCKM's weights are its metric diagonal (one fit per cell).
+"""
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from . import families, plotting
+from .fits import quiet
+
+WEIGHTED_ESTIMATORS = ("SKM", "PCSKM", "MPCKM")
+FIGURE_ALGORITHMS = ("SKM", "PCSKM", "MPCKM")  # Figure 2's rows: gray, blue, red
+COLOURS = {"SKM": "0.45", "PCSKM": "tab:blue", "MPCKM": "tab:red"}
+KIND = "random"
+CELL = ("run", "fold")
+# (file stem, title, families, inits): protocol.md §11
+FIGURES = (
+    ("figure2_weights", "Figure 2: feature weights (Seeding, DKM++; random constraints)",
+     families.WEIGHT_FAMILIES, ("seeding", "dkm++")),
+    ("figureA3_weights_robin", "Appendix: feature weights with ROBIN(D) (random constraints)",
+     families.WEIGHT_FAMILIES, ("robin",)),
+    ("figureA4_weights_maximin",
+     "Appendix: feature weights with Maximin(D) (random constraints)",
+     families.WEIGHT_FAMILIES, ("maximin",)),
+    ("figureA5_weights_contaminated",
+     "Appendix: feature weights on the contaminated digits (subset means; random constraints)",
+     families.CONTAMINATED, ("seeding", "dkm++", "robin", "maximin")),
+)
+INIT_LABELS = {"seeding": "Seeding", "dkm++": "DKM++", "robin": "ROBIN(D)",
+               "maximin": "Maximin(D)"}
+
+
+def means(store, name, fits):
+    """Weight sums and fit counts of data set ``name`` for the weighted algorithms, per
+    (algorithm, init, kind, percent, feature): ``total`` (sum of weights over every non-failed
+    fit), ``n_fits``; the mean is ``total / n_fits``."""
+    keep = [str(a) for a in fits.algorithm.values
+            if store.estimator(str(a)) in WEIGHTED_ESTIMATORS]
+    group = store.group(name)
+    weights = group.weights.sel(algorithm=keep).astype(np.float64).load()
+    fitted = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=keep)
+    count = fitted.sum("sparsity")
+    out = xr.Dataset({
+        "total": (weights.fillna(0.0) * count).sum(CELL),
+        "n_fits": count.sum(CELL),
+    })
+    return out.assign_coords(
+        uninformative=fits.uninformative,
+        feature_name=("feature", list(fits.attrs.get("feature_names", []))
+                      or [str(f) for f in fits.feature.values]),
+    ).assign_attrs(feature_quality=fits.attrs.get("feature_quality", ""))
+
+
+def combine(per_member, n_members):
+    """A family's mean weights: per member total / n_fits, then the mean over members (the
+    digits subsets); ``n_fits`` summed, ``complete`` when every member is present."""
+    with quiet():
+        member_means = [m.total / m.n_fits.where(m.n_fits > 0) for m in per_member]
+        stacked = xr.concat(member_means, dim="subset", join="outer")
+        out = xr.Dataset({
+            "mean": stacked.mean("subset"),
+            "n_fits": xr.concat([m.n_fits for m in per_member], dim="subset", join="outer",
+                                fill_value=0).sum("subset"),
+        })
+    first = per_member[0]
+    return out.assign_coords(uninformative=first.uninformative,
+                             feature_name=first.feature_name).assign_attrs(
+        feature_quality=first.attrs.get("feature_quality", ""),
+        complete=len(per_member) == n_members)
+
+
+def pooled(member, dims):
+    """Mean weights of one data set pooled over ``dims`` (e.g. percent, init, kind)."""
+    with quiet():
+        return member.total.sum(dims) / member.n_fits.sum(dims).where(
+            member.n_fits.sum(dims) > 0)
+
+
+def _shares(mean):
+    """Share of the summed mean weight on the uninformative features, the fraction of those
+    features with mean weight exactly 0, and the mean weight of each feature group."""
+    bad = mean.uninformative
+    with quiet():
+        return xr.Dataset({
+            "share_uninformative": mean.where(bad).sum("feature") / mean.sum("feature"),
+            "zero_fraction": (mean.where(bad) == 0).sum("feature") / bad.sum(),
+            "mean_w_uninformative": mean.where(bad).mean("feature"),
+            "mean_w_other": mean.where(~bad).mean("feature"),
+        }).where(mean.notnull().all("feature"))
+
+
+def share_table(results, pool):
+    """Rows per family and algorithm (and the dims not in ``pool``): the weight shares of
+    ``_shares`` for the family's mean weights pooled over ``pool`` (members pooled first,
+    then averaged over the subsets)."""
+    rows = []
+    for label, members in results.family_members.items():
+        if not all(name in results.weight_means for name in members):
+            continue
+        with quiet():
+            member_means = [pooled(results.weight_means[name], pool) for name in members]
+            mean = xr.concat(member_means, dim="subset", join="outer").mean("subset")
+        first = results.weight_means[members[0]]
+        mean = mean.assign_coords(uninformative=first.uninformative)
+        frame = _shares(mean).to_dataframe().reset_index()
+        frame = frame.drop(columns=[c for c in ("uninformative",) if c in frame])
+        frame.insert(0, "dataset", results.family_labels[label])
+        frame.insert(1, "feature_quality", first.attrs.get("feature_quality", ""))
+        rows.append(frame)
+    if not rows:
+        return pd.DataFrame()
+    table = pd.concat(rows, ignore_index=True)
+    for column in ("algorithm", "init", "kind"):
+        if column in table:
+            table[column] = table[column].astype(str)
+    return table
+
+
+def plotted_table(results):
+    """The plotted values of every weight figure: one row per (figure, family, init,
+    algorithm, percent, feature)."""
+    rows = []
+    for stem, _title, family_list, inits in FIGURES:
+        for family in family_list:
+            data = results.family_weights.get(family.label)
+            if data is None:
+                continue
+            for init in inits:
+                for algorithm in FIGURE_ALGORITHMS:
+                    panel = _panel(data, algorithm, init)
+                    if panel is None:
+                        continue
+                    frame = panel.to_dataframe(name="mean_weight").reset_index()
+                    frame = frame[["percent", "feature", "feature_name", "uninformative",
+                                   "mean_weight"]]
+                    frame.insert(0, "figure", stem)
+                    frame.insert(1, "dataset", results.family_labels[family.label])
+                    frame.insert(2, "init", init)
+                    frame.insert(3, "algorithm", algorithm)
+                    rows.append(frame)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def _panel(data, algorithm, init):
+    """(percent, feature) mean weights of one panel, or None if not computed."""
+    try:
+        mean = data["mean"].sel(algorithm=algorithm, init=init, kind=KIND)
+        n_fits = data["n_fits"].sel(algorithm=algorithm, init=init, kind=KIND)
+    except KeyError:
+        return None
+    if int(n_fits.sum()) == 0:
+        return None
+    return mean.dropna("percent", how="all")
+
+
+def figure(results, title, family_list, inits, path):
+    """Draw one weight figure (rows: init x algorithm; columns: data sets) into ``path``;
+    returns False (and draws nothing) when none of its panels is computed."""
+    from matplotlib.patches import Rectangle
+
+    panels = {(f.label, init, a): _panel(results.family_weights[f.label], a, init)
+              if f.label in results.family_weights else None
+              for f in family_list for init in inits for a in FIGURE_ALGORITHMS}
+    if all(panel is None for panel in panels.values()):
+        return False
+    rows = [(init, a) for init in inits for a in FIGURE_ALGORITHMS]
+    used = [any(panels[(f.label, *row)] is not None for row in rows) for f in family_list]
+    fig, grid = plotting.panel_grid([4.6 if u else 1.2 for u in used], [1.35] * len(rows),
+                                    left=0.75, wgap=0.75, hgap=0.7)
+    for j, family in enumerate(family_list):
+        label = results.family_labels.get(family.label, family.label)
+        if not used[j]:
+            ax = fig.add_subplot(grid[:, j])
+            ax.set_title(label.replace(" ", "\n", 1), fontsize=9)
+            plotting.not_computed(ax, "not\ncomputed")
+            continue
+        quality = results.family_weights[family.label].attrs.get("feature_quality", "")
+        sparse_top = max((float(panels[(family.label, i, a)].max())
+                          for i in inits for a in ("SKM", "PCSKM")
+                          if panels[(family.label, i, a)] is not None), default=1.0)
+        for r, (init, algorithm) in enumerate(rows):
+            ax = fig.add_subplot(grid[r, j])
+            panel = panels[(family.label, init, algorithm)]
+            name = f"{label} [{quality}]" if quality else label
+            ax.set_title(f"{name}: {algorithm}, {INIT_LABELS.get(init, init)}", fontsize=9)
+            if panel is None:
+                plotting.not_computed(ax)
+                continue
+            _bars(ax, panel, COLOURS[algorithm])
+            if algorithm != "MPCKM":
+                ax.set_ylim(0, 1.05 * sparse_top if sparse_top > 0 else 1)
+            if r == len(rows) - 1 or panels[(family.label, *rows[r + 1])] is None:
+                ax.set_xlabel("constraints (% of the pool)", fontsize=8)
+            ax.set_ylabel("metric a" if algorithm == "MPCKM" else "weight", fontsize=8)
+    handles = [Rectangle((0, 0), 1, 1, color=COLOURS[a]) for a in FIGURE_ALGORITHMS]
+    handles.append(Rectangle((0, 0), 1, 1, facecolor="0.93", edgecolor="0.6"))
+    plotting.finish(
+        fig, f"{title}\nSKM, PCSKM: mean over every s of the grid, runs and folds "
+        "(non-failed fits); MPCKM: metric diagonal, own y scale", handles,
+        [*FIGURE_ALGORITHMS, "known uninformative feature (shaded slot, light bar)"], path,
+        ncol=4)
+    return True
+
+
+def _bars(ax, panel, colour):
+    """One group of p bars per percentage, features in column order."""
+    percents = panel.percent.values
+    n_features = panel.sizes["feature"]
+    gap = max(2, n_features // 4)
+    bad = panel.uninformative.values
+    for i, percent in enumerate(percents):
+        x = i * (n_features + gap) + np.arange(n_features)
+        for position in x[bad]:
+            ax.axvspan(position - 0.5, position + 0.5, color="0.93", linewidth=0, zorder=0)
+        heights = panel.sel(percent=percent).values
+        ax.bar(x[~bad], heights[~bad], width=0.9, color=colour, linewidth=0)
+        ax.bar(x[bad], heights[bad], width=0.9, color=colour, alpha=0.35, linewidth=0)
+    centres = np.arange(len(percents)) * (n_features + gap) + (n_features - 1) / 2
+    step = max(1, int(np.ceil(len(percents) / 10)))
+    ax.set_xticks(centres[::step], [f"{p:g}" for p in percents[::step]], fontsize=8)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_xlim(-gap, len(percents) * (n_features + gap))

@@ -1,0 +1,285 @@
+"""Experiment specifications: TOML files naming the grid of a study (spec ``protocol.md`` §1).
+
+A spec names the data sets (names or fnmatch patterns over ``list_datasets()``), the
+algorithms (estimator names, or variants defined in ``[variants.NAME]`` tables with
+parameters), the inits, the constraint kinds (``kinds`` for DKM++, ROBIN(D) and Maximin(D);
+``seeding_kinds`` for Seeding), the percentages (a list, or ``{start, stop, step}`` with an
+inclusive stop), runs, folds, ``max_iter`` and the s grid (``sparsity_*``). The bundled specs
+are ``smoke``, ``quick`` and ``paper`` (``experiments/specs/*.toml``).
+"""
+
+import difflib
+import hashlib
+import json
+import numbers
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .datasets import match_datasets
+from .protocol import KINDS, pct10, sparsity_grid
+
+ESTIMATORS = ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
+INITS = ("dkm++", "seeding", "robin", "maximin")
+BUNDLED = ("smoke", "quick", "paper")
+
+_DEFAULTS = {
+    "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
+    "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
+}
+_REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs")
+_KEYS = ("name", *_REQUIRED, *_DEFAULTS)
+_VARIANT_KEYS = ("estimator", "params")
+_RANGE_KEYS = ("start", "stop", "step")
+# The content that determines the results; name, description and source text do not.
+_UNHASHED = ("name", "description", "source_text")
+
+
+def _canonical_json(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+@dataclass(frozen=True)
+class AlgorithmVariant:
+    """An algorithm of a spec: ``estimator`` (LKM, SKM, PCKM, MPCKM or PCSKM) with constructor
+    ``params`` (e.g. ``PCSKM-paper`` = PCSKM with ``weight_update="paper"``)."""
+
+    name: str
+    estimator: str
+    params: dict = field(default_factory=dict)
+
+    def __hash__(self):
+        return hash((self.name, self.estimator, _canonical_json(self.params)))
+
+    def to_dict(self):
+        return {"name": self.name, "estimator": self.estimator, "params": dict(self.params)}
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """A validated experiment grid. ``kinds`` run with DKM++, ROBIN(D) and Maximin(D);
+    ``seeding_kinds`` with Seeding."""
+
+    name: str
+    description: str
+    seed: int
+    datasets: tuple
+    algorithms: tuple
+    inits: tuple
+    kinds: tuple
+    seeding_kinds: tuple
+    percentages: tuple
+    n_runs: int
+    n_folds: int
+    max_iter: int = 25
+    sparsity_start: float = 1.1
+    sparsity_step: float = 0.2
+    sparsity_max_values: int = 30
+    source_text: str = ""
+
+    def sparsity_grid(self, n_features):
+        """The s grid of protocol.md §7 for ``n_features`` columns."""
+        return sparsity_grid(n_features, self.sparsity_start, self.sparsity_step,
+                             self.sparsity_max_values)
+
+    def to_dict(self):
+        return {
+            "name": self.name, "description": self.description, "seed": self.seed,
+            "datasets": list(self.datasets),
+            "algorithms": [variant.to_dict() for variant in self.algorithms],
+            "inits": list(self.inits), "kinds": list(self.kinds),
+            "seeding_kinds": list(self.seeding_kinds), "percentages": list(self.percentages),
+            "n_runs": self.n_runs, "n_folds": self.n_folds, "max_iter": self.max_iter,
+            "sparsity_start": self.sparsity_start, "sparsity_step": self.sparsity_step,
+            "sparsity_max_values": self.sparsity_max_values, "source_text": self.source_text,
+        }
+
+    def hash(self):
+        """SHA-256 of the canonical JSON of the validated content (not the raw text; name,
+        description and source text excluded)."""
+        content = {k: v for k, v in self.to_dict().items() if k not in _UNHASHED}
+        return hashlib.sha256(_canonical_json(content).encode()).hexdigest()
+
+
+class _Checker:
+    """Validation helpers whose errors name the spec and the offending key."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def fail(self, message):
+        raise ValueError(f"spec {self.source}: {message}")
+
+    def keys(self, table, allowed, where):
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                self.fail(f"unknown key {key!r} in {where}{hint} (valid keys: "
+                          f"{', '.join(allowed)})")
+
+    def choices(self, values, allowed, key, what):
+        if not isinstance(values, list) or not values:
+            self.fail(f"{key} must be a non-empty list of {what}s; got {values!r}")
+        for value in values:
+            if value not in allowed:
+                close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                self.fail(f"unknown {what} {value!r} in {key}{hint} (valid: "
+                          f"{', '.join(allowed)})")
+        repeated = sorted({value for value in values if values.count(value) > 1})
+        if repeated:
+            self.fail(f"{key} lists {', '.join(map(repr, repeated))} more than once")
+        return tuple(values)
+
+    def integer(self, value, key, minimum):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.fail(f"{key} must be an integer >= {minimum}; got {value!r}")
+        return value
+
+    def number(self, value, key):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            self.fail(f"{key} must be a number; got {value!r}")
+        return float(value)
+
+    def percentage(self, value, key):
+        try:
+            return pct10(value)
+        except ValueError as error:
+            self.fail(f"bad percentage in {key}: {error}")
+
+    def percentages(self, value):
+        if isinstance(value, dict):
+            self.keys(value, _RANGE_KEYS, "percentages")
+            missing = [k for k in _RANGE_KEYS if k not in value]
+            if missing:
+                self.fail(f"the percentages range needs {', '.join(_RANGE_KEYS)}; missing "
+                          f"{', '.join(missing)}")
+            start, stop = (self.percentage(value[k], f"percentages.{k}") for k in ("start",
+                                                                                   "stop"))
+            step = self.number(value["step"], "percentages.step")
+            if step <= 0:
+                self.fail(f"percentages.step must be positive; got {value['step']!r}")
+            step = self.percentage(step, "percentages.step")
+            if stop < start:
+                self.fail(f"percentages.stop ({value['stop']}) is below start ({value['start']})")
+            tenths = list(range(start, stop + 1, step))
+        elif isinstance(value, list):
+            if not value:
+                self.fail("percentages is empty")
+            tenths = [self.percentage(v, "percentages") for v in value]
+            if len(set(tenths)) != len(tenths):
+                self.fail(f"percentages lists a value twice: {value!r}")
+        else:
+            self.fail(f"percentages must be a list or a {{start, stop, step}} table; got "
+                      f"{value!r}")
+        return tuple(t / 10 for t in tenths)
+
+    def params(self, value, where):
+        if not isinstance(value, dict):
+            self.fail(f"{where}.params must be a table; got {value!r}")
+        try:
+            _canonical_json(value)
+        except TypeError as error:
+            self.fail(f"{where}.params holds a value that is not a string, number, boolean, "
+                      f"list or table: {error}")
+        return dict(value)
+
+    def algorithms(self, names, variants):
+        if not isinstance(variants, dict):
+            self.fail(f"variants must be a table of tables; got {variants!r}")
+        for name, table in variants.items():
+            where = f"variants.{name}"
+            if name in ESTIMATORS:
+                self.fail(f"{where}: a variant cannot reuse the estimator name {name!r}")
+            if not isinstance(table, dict):
+                self.fail(f"{where} must be a table with estimator and params")
+            self.keys(table, _VARIANT_KEYS, where)
+            if "estimator" not in table:
+                self.fail(f"{where} needs an estimator (one of {', '.join(ESTIMATORS)})")
+            self.choices([table["estimator"]], ESTIMATORS, f"{where}.estimator", "estimator")
+        self.choices(names, (*ESTIMATORS, *variants), "algorithms", "algorithm")
+        unused = [name for name in variants if name not in names]
+        if unused:
+            self.fail(f"variants {', '.join(unused)} defined but not listed in algorithms")
+        return tuple(
+            AlgorithmVariant(name, name, {}) if name in ESTIMATORS
+            else AlgorithmVariant(name, variants[name]["estimator"],
+                                  self.params(variants[name].get("params", {}),
+                                              f"variants.{name}"))
+            for name in names
+        )
+
+
+def parse_spec(text, *, source="<string>", default_name="spec"):
+    """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``."""
+    check = _Checker(source)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        check.fail(f"invalid TOML: {error}")
+    check.keys(raw, _KEYS, "the spec")
+    missing = [key for key in _REQUIRED if key not in raw]
+    if missing:
+        check.fail(f"missing required key(s): {', '.join(missing)}")
+    values = {**_DEFAULTS, "name": default_name, **raw}
+    for key in ("name", "description"):
+        if not isinstance(values[key], str):
+            check.fail(f"{key} must be a string; got {values[key]!r}")
+    patterns = values["datasets"]
+    if not isinstance(patterns, list) or not patterns:
+        check.fail(f"datasets must be a non-empty list of names or patterns; got {patterns!r}")
+    try:
+        datasets = tuple(match_datasets([str(p) for p in patterns]))
+    except ValueError as error:
+        check.fail(f"in datasets: {error}")
+    start = check.number(values["sparsity_start"], "sparsity_start")
+    step = check.number(values["sparsity_step"], "sparsity_step")
+    if not start > 1:
+        check.fail(f"sparsity_start must be above 1 (s > 1); got {start}")
+    if not step > 0:
+        check.fail(f"sparsity_step must be positive; got {step}")
+    return ExperimentSpec(
+        name=values["name"],
+        description=values["description"].strip(),
+        seed=check.integer(values["seed"], "seed", 0),
+        datasets=datasets,
+        algorithms=check.algorithms(values["algorithms"], values["variants"]),
+        inits=check.choices(values["inits"], INITS, "inits", "init"),
+        kinds=check.choices(values["kinds"], KINDS, "kinds", "kind"),
+        seeding_kinds=check.choices(values["seeding_kinds"], KINDS, "seeding_kinds", "kind"),
+        percentages=check.percentages(values["percentages"]),
+        n_runs=check.integer(values["n_runs"], "n_runs", 1),
+        n_folds=check.integer(values["n_folds"], "n_folds", 2),
+        max_iter=check.integer(values["max_iter"], "max_iter", 1),
+        sparsity_start=start,
+        sparsity_step=step,
+        sparsity_max_values=check.integer(values["sparsity_max_values"],
+                                          "sparsity_max_values", 1),
+        source_text=text,
+    )
+
+
+def list_specs():
+    """The names of the bundled specs."""
+    return list(BUNDLED)
+
+
+def load_spec(name_or_path):
+    """A bundled spec by name (``smoke``, ``quick``, ``paper``) or a TOML file by path."""
+    if isinstance(name_or_path, str) and name_or_path in BUNDLED:
+        text = (resources.files("experiments") / "specs" / f"{name_or_path}.toml").read_text(
+            encoding="utf-8"
+        )
+        return parse_spec(text, source=f"{name_or_path} (bundled)", default_name=name_or_path)
+    path = Path(name_or_path)
+    if not path.is_file():
+        close = difflib.get_close_matches(str(name_or_path), BUNDLED, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"no spec {str(name_or_path)!r}: not a bundled spec ({', '.join(BUNDLED)}) and no "
+            f"such file{hint}"
+        )
+    return parse_spec(path.read_text(encoding="utf-8"), source=str(path),
+                      default_name=path.stem)

@@ -1,0 +1,228 @@
+"""The ``pcskm`` command line: run experiments, inspect and report cubes, manage data."""
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+log = logging.getLogger("pcskm")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_SPEC = "quick"
+
+
+def default_store(spec_name):
+    return Path("results") / f"{spec_name}.zarr"
+
+
+def _resume_command(args, store):
+    parts = ["pcskm", "run", args.spec, "--store", str(store)]
+    if args.data_dir:
+        parts += ["--data-dir", str(args.data_dir)]
+    if args.only:
+        parts += ["--only", args.only]
+    return " ".join(parts)
+
+
+def _cluster_options(args):
+    return {"scheduler": args.scheduler, "cluster": args.cluster, "workers": args.workers,
+            "jobs": args.jobs, "minimum_jobs": args.minimum_jobs,
+            "maximum_jobs": args.maximum_jobs}
+
+
+def _duration(seconds):
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _dry_run(args, spec, store):
+    from .calibrate import estimate
+    from .clusters import machine_cores
+    from .cube import CubeView
+    from .tasks import parse_only, plan
+
+    view = CubeView.planned(store, spec, args.data_dir)
+    the_plan = plan(spec, view, selection=parse_only(args.only), force=args.force,
+                    data_dir=args.data_dir)
+    print(f"spec {spec.name} (hash {spec.hash()[:12]}), store {store}"
+          f"{'' if store.exists() else ' (new)'}")
+    print(f"cells: {the_plan.n_cells_total} in the spec, {the_plan.n_cells_done} done, "
+          f"{the_plan.n_cells} to compute ({the_plan.n_fits} fits counting each s) in "
+          f"{len(the_plan.tasks)} tasks")
+    if not the_plan.tasks:
+        return EXIT_OK
+    result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds)
+    workers = args.workers or (args.jobs or 0) or machine_cores()
+    print(f"calibration: {result.n_probes} of {result.n_groups} task groups timed in "
+          f"{result.probe_seconds:.1f} s on this machine")
+    print(f"estimated compute: {_duration(result.core_seconds)} on one core "
+          f"({result.core_seconds / 3600:.2f} core-hours)")
+    print(f"estimated run time on {workers} workers: "
+          f"{_duration(result.core_seconds / workers / 0.95)} (95 % efficiency)")
+    return EXIT_OK
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def cmd_run(args):
+    from experiments.spec import load_spec
+
+    from .cube import IncompatibleStore
+    from .execute import run_spec
+    from .tasks import parse_only
+
+    spec = load_spec(args.spec)
+    store = Path(args.store) if args.store else default_store(spec.name)
+    if args.dry_run:
+        return _dry_run(args, spec, store)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    resume = _resume_command(args, store)
+    try:
+        summary = run_spec(spec, store, cluster_options=_cluster_options(args),
+                           selection=parse_only(args.only), force=args.force,
+                           data_dir=args.data_dir, progress=not args.no_progress)
+    except IncompatibleStore as error:
+        log.error("%s", error)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        log.warning("interrupted; the store keeps every finished cell. Resume with: %s",
+                    resume)
+        return EXIT_INTERRUPTED
+    if summary is None:
+        return EXIT_OK
+    log.info("%s", summary.describe())
+    if summary.interrupted:
+        log.warning("interrupted; the store keeps every finished cell. Resume with: %s",
+                    resume)
+        return EXIT_INTERRUPTED
+    if summary.errors:
+        log.error("%d tasks failed (first: %s: %s); their cells stay missing. Rerun to retry: "
+                  "%s", len(summary.errors), *summary.errors[0], resume)
+        return EXIT_FAILED
+    log.info("complete: %s. Open it with runner.open_cube(%r) or "
+             "xarray.open_datatree(%r, engine='zarr')", store, str(store), str(store))
+    return EXIT_OK
+
+
+def cmd_status(args):
+    from .summary import status_text
+
+    store = Path(args.store)
+    if not store.exists():
+        log.error("no store at %s", store)
+        return EXIT_USAGE
+    print(status_text(store))
+    return EXIT_OK
+
+
+def cmd_report(args):
+    try:
+        from experiments.report import write_report
+    except ImportError:
+        log.error("pcskm report is not implemented yet (experiments.report.write_report is "
+                  "missing); open the cube with runner.open_cube(%r) meanwhile", args.store)
+        return EXIT_USAGE
+    store = Path(args.store)
+    if not store.exists():
+        log.error("no store at %s", store)
+        return EXIT_USAGE
+    out_dir = Path(args.out) if args.out else store.with_suffix("").with_name(
+        store.stem + "-report")
+    write_report(store, out_dir)
+    log.info("report written to %s", out_dir)
+    return EXIT_OK
+
+
+def cmd_datasets(args):
+    from experiments import datasets
+
+    if args.action == "list":
+        print(datasets.format_dataset_table(args.data_dir))
+        return EXIT_OK
+    if args.action == "fetch":
+        outcome = datasets.fetch(args.names or None, args.data_dir)
+        for relpath, state in outcome.items():
+            print(f"{state:10}  {relpath}")
+        return EXIT_OK
+    outcome = datasets.verify(args.data_dir)
+    for relpath, state in outcome.items():
+        print(f"{state:8}  {relpath}")
+    return EXIT_OK if all(state in ("ok", "missing") for state in outcome.values()) \
+        else EXIT_FAILED
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="pcskm", description="Run the PCSKM study on Dask and inspect its results cube.")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser(
+        "run", help="compute the missing cells of a spec into its Zarr store",
+        description="Compute every missing cell of SPEC and write it to the store as tasks "
+                    "finish. Rerunning the same command resumes an interrupted run.")
+    run.add_argument("spec", nargs="?", default=DEFAULT_SPEC,
+                     help="bundled spec (smoke, quick, paper) or a TOML file (default: quick)")
+    run.add_argument("--store", help="Zarr store (default: results/<spec name>.zarr)")
+    run.add_argument("--data-dir", help="folder of the paper's data files (else $PCSKM_DATA, "
+                                        "else the user cache)")
+    run.add_argument("--only", help="restrict to a selection: key=pattern[|pattern],... with "
+                                    "keys dataset, algorithm, init, kind, percent")
+    run.add_argument("--force", action="store_true",
+                     help="recompute the selected cells even if done")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print cells, tasks and an estimated run time; compute nothing")
+    run.add_argument("--calibration-seconds", type=float, default=60.0,
+                     help="time budget of the --dry-run calibration (default 60)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    where = run.add_argument_group("where to compute (default: a local cluster)")
+    where.add_argument("--workers", type=int,
+                       help="worker processes of the local cluster (default: one per core)")
+    where.add_argument("--scheduler", help="address of a running Dask scheduler")
+    where.add_argument("--cluster", choices=("slurm", "pbs", "sge", "lsf", "htcondor"),
+                       help="submit workers as batch jobs with dask-jobqueue (configured in "
+                            "~/.config/dask/jobqueue.yaml)")
+    where.add_argument("--jobs", type=int, help="number of worker jobs (lost jobs replaced)")
+    where.add_argument("--minimum-jobs", type=int, help="adaptive: fewest worker jobs")
+    where.add_argument("--maximum-jobs", type=int, help="adaptive: most worker jobs")
+    run.set_defaults(func=cmd_run)
+
+    status = commands.add_parser("status", help="cells done, failed and missing in a store")
+    status.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)))
+    status.set_defaults(func=cmd_status)
+
+    report = commands.add_parser("report", help="tables and figures from a store")
+    report.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)))
+    report.add_argument("--out", help="output folder (default: <store>-report)")
+    report.set_defaults(func=cmd_report)
+
+    data = commands.add_parser("datasets", help="list, fetch or verify the data files")
+    data.add_argument("action", choices=("list", "fetch", "verify"))
+    data.add_argument("names", nargs="*", help="fetch: data set names or patterns")
+    data.add_argument("--data-dir", help="data folder (else $PCSKM_DATA, else the user cache)")
+    data.set_defaults(func=cmd_datasets)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("pcskm: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.WARNING if args.quiet else logging.INFO)
+    log.propagate = False
+    try:
+        return args.func(args)
+    except ValueError as error:  # bad spec, bad --only, unknown data set, ...
+        log.error("%s", error)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Dask clusters: a LocalCluster sized to the machine, a running scheduler, or batch jobs on
+an HPC scheduler through dask-jobqueue (configured the Dask way, in
+``~/.config/dask/jobqueue.yaml`` or ``DASK_JOBQUEUE__<SYSTEM>__<OPTION>`` variables)."""
+
+import contextlib
+import logging
+import os
+
+log = logging.getLogger("pcskm")
+
+JOBQUEUE = {
+    "slurm": "SLURMCluster",
+    "pbs": "PBSCluster",
+    "sge": "SGECluster",
+    "lsf": "LSFCluster",
+    "htcondor": "HTCondorCluster",
+}
+
+
+def machine_cores():
+    """Cores this process may use (affinity and cgroup limits included)."""
+    from dask.system import CPU_COUNT
+
+    return CPU_COUNT
+
+
+def local_cluster(n_workers=None):
+    """One single-threaded worker process per core (numeric code holds the GIL)."""
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=n_workers or machine_cores(), threads_per_worker=1, processes=True,
+        dashboard_address=None,
+    )
+
+
+def jobqueue_cluster(system, jobs=None, minimum_jobs=None, maximum_jobs=None):
+    """A dask-jobqueue cluster for ``system`` (slurm, pbs, sge, lsf, htcondor), configured
+    from Dask's config. ``jobs`` keeps that many jobs (a lost job is replaced); otherwise the
+    cluster adapts between ``minimum_jobs`` and ``maximum_jobs`` (default 1 and 1)."""
+    import dask_jobqueue
+
+    if system not in JOBQUEUE:
+        raise ValueError(f"--cluster must be one of {', '.join(JOBQUEUE)}; got {system!r}")
+    cluster = getattr(dask_jobqueue, JOBQUEUE[system])()
+    if jobs is not None:
+        minimum_jobs = maximum_jobs = jobs
+    minimum_jobs = 1 if minimum_jobs is None else minimum_jobs
+    maximum_jobs = max(minimum_jobs, 1 if maximum_jobs is None else maximum_jobs)
+    # adapt, not scale: adapt replaces a job that dies or is cancelled, scale does not
+    cluster.adapt(minimum_jobs=minimum_jobs, maximum_jobs=maximum_jobs)
+    log.info("submitted %s worker jobs to %s (%d to %d jobs); job script:\n%s",
+             system, JOBQUEUE[system], minimum_jobs, maximum_jobs, cluster.job_script())
+    return cluster
+
+
+@contextlib.contextmanager
+def dask_client(*, scheduler=None, cluster=None, workers=None, jobs=None, minimum_jobs=None,
+                maximum_jobs=None):
+    """A connected ``distributed.Client``: to ``scheduler`` (an address) if given, else to a
+    dask-jobqueue ``cluster``, else to a new LocalCluster with ``workers`` processes."""
+    from distributed import Client
+
+    if scheduler and cluster:
+        raise ValueError("give either --scheduler or --cluster, not both")
+    if scheduler:
+        with Client(scheduler) as client:
+            log.info("connected to the Dask scheduler at %s", scheduler)
+            yield client
+        return
+    made = (jobqueue_cluster(cluster, jobs, minimum_jobs, maximum_jobs) if cluster
+            else local_cluster(workers))
+    with made, Client(made) as client:
+        if not cluster:
+            log.info("local Dask cluster: %d worker processes (one thread each) on %d cores",
+                     len(made.workers), machine_cores())
+        yield client
+
+
+def worker_pids(client):
+    """``{worker address: pid}`` of the connected workers."""
+    return client.run(os.getpid)

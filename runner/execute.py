@@ -1,0 +1,165 @@
+"""Running tasks on a Dask cluster and writing each result as it arrives.
+
+The client submits every task (largest first), then writes results in completion order; the
+client is the only writer (:mod:`runner.writer`). SIGINT and SIGTERM received during a write
+are held until the write and its completion marker are on disk. The summary measures the
+scheduling overhead as 1 - (compute time reported by the tasks) / (worker time available).
+"""
+
+import contextlib
+import logging
+import signal
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+
+from experiments import cells
+
+from .tasks import task_key
+from .writer import CubeWriter
+
+log = logging.getLogger("pcskm")
+
+
+@dataclass
+class RunSummary:
+    n_tasks: int
+    n_written: int = 0
+    n_cells: int = 0
+    n_fits: int = 0
+    wall_seconds: float = 0.0
+    compute_seconds: float = 0.0
+    worker_seconds: float = 0.0  # integral of the number of connected workers over time
+    write_seconds: float = 0.0  # time the client spent writing results
+    errors: list = field(default_factory=list)  # (task key, message)
+    interrupted: bool = False
+
+    @property
+    def efficiency(self):
+        """Compute time over worker time: 1 minus the overhead of scheduling, transfer,
+        writing and idle workers."""
+        return self.compute_seconds / self.worker_seconds if self.worker_seconds else float("nan")
+
+    def describe(self):
+        rate = self.n_cells / self.wall_seconds if self.wall_seconds else 0.0
+        return (f"{self.n_written} of {self.n_tasks} tasks written ({self.n_cells} cells, "
+                f"{self.n_fits} fits) in {self.wall_seconds:.1f} s: {rate:.1f} cells/s; "
+                f"workers busy computing {100 * self.efficiency:.1f} % of their time; "
+                f"writing took {self.write_seconds:.1f} s")
+
+
+@contextlib.contextmanager
+def held_signals():
+    """Hold SIGINT and SIGTERM inside the block; deliver them (once) when it ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if received:
+            signal.raise_signal(received[0])
+
+
+def _n_workers(client):
+    return len(client.scheduler_info().get("workers", {}))
+
+
+def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
+    """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube`` as it
+    arrives. ``on_result(result, summary)`` is called after each write. Returns a
+    :class:`RunSummary`; a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by the CLI)
+    cancels the remaining tasks and returns with ``interrupted`` set."""
+    from distributed import as_completed
+    from tqdm import tqdm
+
+    summary = RunSummary(n_tasks=len(tasks))
+    if not tasks:
+        return summary
+    writer = CubeWriter(cube)
+    token = uuid.uuid4().hex[:8]
+    by_key, futures = {}, []
+    for i, task in enumerate(tasks):
+        key = task_key(task, token)
+        by_key[key] = task
+        futures.append(client.submit(cells.evaluate, task, key=key, pure=False,
+                                     priority=len(tasks) - i))
+    bar = tqdm(total=sum(task.n_cells for task in tasks), unit="cell", disable=not progress,
+               smoothing=0.05, dynamic_ncols=True, desc="cells")
+    start = last = time.perf_counter()
+    workers = _n_workers(client)
+    try:
+        for future in as_completed(futures):
+            task = by_key[future.key]
+            now = time.perf_counter()
+            summary.worker_seconds += workers * (now - last)
+            last, workers = now, _n_workers(client)
+            if future.status == "finished":
+                result = future.result()
+                began = time.perf_counter()
+                with held_signals():
+                    summary.n_cells += writer.write(result)
+                summary.write_seconds += time.perf_counter() - began
+                summary.n_written += 1
+                summary.n_fits += task.n_fits
+                summary.compute_seconds += result.seconds
+                if on_result is not None:
+                    on_result(result, summary)
+            elif future.status == "error":
+                error = future.exception()
+                message = "".join(traceback.format_exception_only(type(error), error)).strip()
+                summary.errors.append((future.key, message))
+                log.error("task %s failed: %s", future.key, message)
+            else:  # cancelled or lost: the scheduler is gone
+                raise ConnectionError(f"task {future.key} was {future.status}; the Dask "
+                                      "scheduler or the connection to it was lost")
+            bar.update(task.n_cells)
+            bar.set_postfix(workers=workers, errors=len(summary.errors), refresh=False)
+            future.release()
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        client.cancel(futures)
+    finally:
+        bar.close()
+        now = time.perf_counter()
+        summary.worker_seconds += workers * (now - last)
+        summary.wall_seconds = now - start
+    return summary
+
+
+def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
+             data_dir=None, progress=True, on_result=None, min_work=None):
+    """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
+
+    Uses ``client`` if given, else opens one with ``runner.clusters.dask_client(
+    **cluster_options)`` (only when there is something to compute). Returns the
+    :class:`RunSummary`, or None when nothing was missing.
+    """
+    from .clusters import dask_client
+    from .cube import prepare
+    from .tasks import MIN_WORK, plan
+
+    cube, action = prepare(store, spec, data_dir)
+    log.info("store: %s (%s)", cube.path.resolve(), action)
+    the_plan = plan(spec, cube, selection=selection, force=force, data_dir=data_dir,
+                    min_work=MIN_WORK if min_work is None else min_work)
+    log.info("spec %s: %d cells, %d already done; computing %d cells (%d fits) in %d tasks",
+             spec.name, the_plan.n_cells_total, the_plan.n_cells_done, the_plan.n_cells,
+             the_plan.n_fits, len(the_plan.tasks))
+    if not the_plan.tasks:
+        log.info("nothing to compute")
+        return None
+    if force:
+        cube.clear_done(the_plan.tasks)
+    if client is not None:
+        return run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result)
+    with dask_client(**(cluster_options or {})) as own_client:
+        return run_tasks(own_client, cube, the_plan.tasks, progress=progress,
+                         on_result=on_result)

@@ -1,0 +1,223 @@
+"""The runner end to end on a LocalCluster: the cube's content, reproducibility across
+worker counts, killed workers, interruptions, spec extensions and refusals."""
+
+import os
+import signal
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import algorithms
+from experiments import cells
+from experiments.protocol import Protocol
+from experiments.spec import load_spec, parse_spec
+from runner import IncompatibleStore, open_cube, run_spec
+from runner.cube import prepare
+
+SMOKE = load_spec("smoke")
+FAILED_FLAGS = [3, 4]  # empty_cluster, degenerate_weights (attrs flag_meanings)
+NOT_APPLICABLE = 5
+
+SMALL = """
+name = "small"
+seed = 0
+datasets = ["iris"]
+algorithms = ["LKM", "PCSKM"]
+inits = ["dkm++", "seeding"]
+kinds = ["random"]
+percentages = [1]
+n_runs = 1
+n_folds = 10
+"""
+EXTENDED = """
+name = "extended"
+seed = 0
+datasets = ["iris", "brodinova-3-7"]
+algorithms = ["LKM", "PCKM", "PCSKM"]
+inits = ["dkm++", "seeding"]
+kinds = ["random", "must-link"]
+percentages = [1, 5.5]
+n_runs = 2
+n_folds = 10
+"""
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def reference(client, tmp_path_factory):
+    """The smoke spec, uninterrupted, on two workers."""
+    store = tmp_path_factory.mktemp("reference") / "smoke.zarr"
+    summary = run_spec(SMOKE, store, client=client, progress=False)
+    assert not summary.errors and not summary.interrupted
+    return store
+
+
+def assert_same_cube(a, b):
+    """Every group, coordinate, variable and attribute identical (NaN equal to NaN)."""
+    ta, tb = xr.open_datatree(a, engine="zarr"), xr.open_datatree(b, engine="zarr")
+    assert set(ta.children) == set(tb.children)
+    assert ta.attrs == tb.attrs
+    for name in ta.children:
+        xr.testing.assert_identical(ta[name].to_dataset().load(), tb[name].to_dataset().load())
+
+
+def n_done_cells(store):
+    root = zarr.open_group(str(store), mode="r")
+    return sum(int(group["done"][:].sum()) * group["fold"].shape[0]
+               for _, group in root.groups())
+
+
+def spec_cells(spec):
+    """Cells of a spec, counted from its definition (Seeding only with seeding_kinds)."""
+    count = 0
+    for init in spec.inits:
+        kinds = spec.seeding_kinds if init == "seeding" else spec.kinds
+        count += len(kinds)
+    return (count * len(spec.datasets) * len(spec.algorithms) * len(spec.percentages)
+            * spec.n_runs * spec.n_folds)
+
+
+def test_end_to_end_on_two_workers(reference):
+    """Read without project code: every cell present, status where it belongs, values
+    where they belong (one cell checked against a direct fit)."""
+    for name in SMOKE.datasets:
+        ds = xr.open_zarr(reference, group=name).load()
+        assert (ds.done == 1).all()
+        status = ds.status
+        sparse = ds.algorithm.isin(["SKM", "PCSKM"])
+        no_s = ds.sparsity.isnull()
+        assert ((status == NOT_APPLICABLE) == (sparse ^ no_s)).all()
+        assert not (status == 0).any()
+        failed = status.isin(FAILED_FLAGS) | (status == NOT_APPLICABLE)
+        assert (ds.f_score.isnull() == failed).all()
+        cv = Protocol(cells.dataset(name), seed=SMOKE.seed)
+        for percent in SMOKE.percentages:
+            assert (ds.n_constraints.sel(percent=percent) == cv.count(percent)).all()
+        # LKM with DKM++ is one fit: its fold scores repeat over percentages and runs (§6)
+        lkm = ds.f_score.sel(algorithm="LKM", init="dkm++").isel(sparsity=0)
+        assert (lkm == lkm.isel(percent=0, run=0)).all()
+
+    data, cv = cells.dataset("brodinova-5-5"), Protocol(cells.dataset("brodinova-5-5"), seed=0)
+    kind, percent, run, fold = "random", 10.0, 1, 4
+    must_link, cannot_link = cv.constraints(kind, percent, run, fold)
+    model = algorithms.PCSKMeans(n_clusters=3, init="seeding", max_iter=25,
+                                 random_state=cv.seeding_seed(kind, percent, run, fold))
+    grid = SMOKE.sparsity_grid(data.n_features)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", algorithms.ClusteringFailedWarning)
+        path = model.fit_path(data.X, grid, must_link=must_link, cannot_link=cannot_link)
+    cell = xr.open_zarr(reference, group="brodinova-5-5").sel(
+        algorithm="PCSKM", init="seeding", kind=kind, percent=percent, run=run, fold=fold)
+    test = cv.fold_of == fold
+    expected = [algorithms.pairwise_f_score(data.y[test], labels[test])[0]
+                for labels in path.labels]
+    np.testing.assert_allclose(cell.f_score.values[1:], expected, rtol=1e-6)
+    ok = ~np.isin(path.status_code, list(algorithms._result.FAILED))
+    np.testing.assert_allclose(cell.weights.values, path.weights[ok].mean(axis=0), rtol=1e-6)
+    assert (cell.status.values[1:] == path.status_code + 1).all()
+
+
+def test_one_worker_gives_the_same_cube(reference, tmp_path):
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster) as one:
+        run_spec(SMOKE, tmp_path / "one.zarr", client=one, progress=False)
+    assert_same_cube(reference, tmp_path / "one.zarr")
+
+
+def test_killed_worker_then_rerun_gives_the_same_cube(reference, client, tmp_path):
+    store = tmp_path / "killed.zarr"
+    killed = []
+
+    def kill_one_worker(result, summary):
+        if summary.n_written == 3 and not killed:
+            pid = next(iter(client.run(os.getpid).values()))
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    summary = run_spec(SMOKE, store, client=client, progress=False,
+                       on_result=kill_one_worker)
+    assert killed and not summary.interrupted
+    run_spec(SMOKE, store, client=client, progress=False)  # computes what is missing, if any
+    assert_same_cube(reference, store)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_interrupted_run_resumes_with_only_the_missing_cells(reference, client, tmp_path):
+    store = tmp_path / "interrupted.zarr"
+
+    def interrupt(result, summary):
+        if summary.n_written == 5:
+            raise KeyboardInterrupt
+
+    first = run_spec(SMOKE, store, client=client, progress=False, on_result=interrupt)
+    assert first.interrupted and first.n_written == 5
+    done = n_done_cells(store)
+    assert done == first.n_cells
+    second = run_spec(SMOKE, store, client=client, progress=False)
+    assert second.n_cells == spec_cells(SMOKE) - done
+    assert_same_cube(reference, store)
+
+
+def test_extended_spec_computes_only_the_new_cells(client, tmp_path):
+    small, extended = parse_spec(SMALL), parse_spec(EXTENDED)
+    store = tmp_path / "grown.zarr"
+    first = run_spec(small, store, client=client, progress=False)
+    assert first.n_cells == spec_cells(small)
+    second = run_spec(extended, store, client=client, progress=False)
+    assert second.n_cells == spec_cells(extended) - spec_cells(small)
+    direct = tmp_path / "direct.zarr"
+    run_spec(extended, direct, client=client, progress=False)
+    grown, fresh = open_cube(store), open_cube(direct)
+    for name in extended.datasets:
+        a, b = grown[name].to_dataset(), fresh[name].to_dataset()
+        xr.testing.assert_identical(a.sel({d: b[d] for d in b.dims}).load(), b.load())
+
+
+def test_incompatible_spec_is_refused(tmp_path):
+    store = tmp_path / "store.zarr"
+    prepare(store, parse_spec(SMALL))
+    changes = {
+        "seed": SMALL.replace("seed = 0", "seed = 1"),
+        "n_folds": SMALL.replace("n_folds = 10", "n_folds = 5"),
+        "max_iter": SMALL + "max_iter = 30\n",
+        "sparsity_step": SMALL + "sparsity_step = 0.3\n",
+    }
+    for what, text in changes.items():
+        with pytest.raises(IncompatibleStore, match=what):
+            prepare(store, parse_spec(text))
+    renamed = SMALL.replace('"PCSKM"]', '"PCSKM", "X"]') + (
+        '[variants.X]\nestimator = "PCSKM"\nparams = { weight_update = "paper" }\n')
+    prepare(store, parse_spec(renamed))  # a new variant name extends the store
+    clash = renamed.replace('"paper"', '"code"')
+    with pytest.raises(IncompatibleStore, match="algorithm X"):
+        prepare(store, parse_spec(clash))
+
+
+def test_only_and_force_select_cells(client, tmp_path):
+    spec = parse_spec(SMALL)
+    store = tmp_path / "only.zarr"
+    first = run_spec(spec, store, client=client, progress=False,
+                     selection={"algorithm": ["PCSKM"], "init": ["seed*"]})
+    per_setting = spec_cells(spec) // (len(spec.algorithms) * len(spec.inits))
+    assert first.n_cells == per_setting
+    ds = xr.open_zarr(store, group="iris")
+    assert int(ds.done.sum()) * 10 == per_setting
+    assert (ds.done.sel(algorithm="PCSKM", init="seeding") == 1).all()
+    before = ds.f_score.load()
+    forced = run_spec(spec, store, client=client, progress=False, force=True,
+                      selection={"algorithm": ["PCSKM"], "init": ["seeding"]})
+    assert forced.n_cells == per_setting
+    xr.testing.assert_identical(xr.open_zarr(store, group="iris").f_score.load(), before)

@@ -1,0 +1,193 @@
+"""Sparse engine (spec ``algorithms.md`` §4): scores, clipping, exact Delta, the weight loop
+and the s-path, against the spec's worked examples, a bisection and the plain reference."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from reference.pckm import random_problem
+from reference.sparse import sparse_kmeans as reference_sparse
+
+from algorithms._result import STATUS_NAMES
+from algorithms._sparse import feature_scores, solve_delta, sparse_engine, sparse_weights
+from algorithms.constraints import Constraints
+
+N_PROBLEMS = 80
+
+SCORE_X = np.array([[0, 0], [1, 2], [2, 1], [8, 1], [9, 3], [10, 2]], dtype=float)
+SCORE_LABELS = np.array([0, 0, 0, 1, 1, 1])
+
+
+def test_scores_example():
+    """§4.3: TSS = (100, 5.5), WCSS = (4, 4), ML = (36, 0), CL = (99, 8)."""
+    none = Constraints.empty(6)
+    ml = Constraints.from_pairs([[2, 3]], None, n_samples=6)
+    both = Constraints.from_pairs([[2, 3]], [[4, 5]], n_samples=6)
+    np.testing.assert_allclose(feature_scores(SCORE_X, SCORE_LABELS, 2, none), [96, 1.5])
+    # "code" ignores constraints; "paper" subtracts the violated ones.
+    np.testing.assert_allclose(feature_scores(SCORE_X, SCORE_LABELS, 2, both), [96, 1.5])
+    np.testing.assert_allclose(
+        feature_scores(SCORE_X, SCORE_LABELS, 2, ml, weight_update="paper"), [60, 1.5]
+    )
+    degenerate = feature_scores(SCORE_X, SCORE_LABELS, 2, both, weight_update="paper")
+    np.testing.assert_allclose(degenerate, [-39, -6.5])
+    with pytest.raises(ValueError, match="degenerate"):
+        sparse_weights(degenerate, 1.2)
+
+
+def test_singleton_cluster_adds_zero_wcss():
+    """D3: a one-point cluster adds 0 to every WCSS_j."""
+    X = np.array([[0.0, 5.0], [2.0, 1.0], [4.0, 3.0]])
+    scores = feature_scores(X, [0, 0, 1], 2, Constraints.empty(3))
+    tss = ((X - X.mean(0)) ** 2).sum(0)
+    wcss = ((X[:2] - X[:2].mean(0)) ** 2).sum(0)
+    np.testing.assert_allclose(scores, tss - wcss, rtol=1e-15)
+
+
+def test_clipping_example():
+    """§4.4: gamma = (4, -2, 3, 1), s = 1.3 -> Delta = 2.332566, w = (0.928388, 0, 0.371612, 0)."""
+    assert solve_delta([4, -2, 3, 1], 1.3) == pytest.approx(2.332566, abs=1e-6)
+    np.testing.assert_allclose(
+        sparse_weights([4, -2, 3, 1], 1.3), [0.928388, 0, 0.371612, 0], atol=1e-6
+    )
+
+
+def test_delta_example():
+    """§4.5: g = (10, 6, 3, 1, 0); s = 1.5 -> Delta = 1.366779; s = 1.9 -> Delta = 0."""
+    g = [10, 6, 3, 1, 0]
+    assert solve_delta(g, 1.5) == pytest.approx(1.366779, abs=1e-6)
+    w = sparse_weights(g, 1.5)
+    np.testing.assert_allclose(w, [0.869136, 0.466442, 0.164422, 0, 0], atol=1e-6)
+    assert w.sum() == pytest.approx(1.5, abs=1e-12)
+    assert solve_delta(g, 1.9) == 0.0
+    np.testing.assert_allclose(
+        sparse_weights(g, 1.9), [0.827606, 0.496564, 0.248282, 0.082761, 0], atol=1e-6
+    )
+
+
+def test_delta_limit_case():
+    """§4.5 LIMIT: s^2 <= t exactly tied maxima -> w = 1/sqrt(t) on them."""
+    g = [3.0, 1.0, 3.0, 0.0]
+    assert solve_delta(g, 1.2) == 3.0
+    np.testing.assert_allclose(sparse_weights(g, 1.2), [2 ** -0.5, 0, 2 ** -0.5, 0])
+
+
+def bisection(g, s):
+    """sparcl-style bisection of §4.5 "Test requirement"; returns (Delta, weights)."""
+    g = np.asarray(g, dtype=float)
+    lo, hi = 0.0, g.max()
+
+    def ratio(delta):
+        u = np.maximum(g - delta, 0)
+        return u, (u.sum() / np.sqrt((u ** 2).sum()) if u.any() else 0.0)
+
+    if ratio(0.0)[1] <= s:
+        return 0.0, g / np.sqrt((g ** 2).sum())
+    while hi - lo >= 1e-12 * g.max():
+        mid = (lo + hi) / 2
+        u, r = ratio(mid)
+        if not u.any() or r < s:
+            hi = mid
+        else:
+            lo = mid
+    u, _ = ratio(lo)
+    return (lo + hi) / 2, u / np.sqrt((u ** 2).sum())
+
+
+def test_exact_delta_matches_bisection():
+    """§4.5 test requirement on random scores with zeros, exact ties and near-ties."""
+    rng = np.random.default_rng(45)
+    checked_sum = 0
+    for trial in range(2000):
+        p = int(rng.integers(1, 21))
+        kind = trial % 4
+        if kind == 0:
+            g = rng.exponential(size=p)
+        elif kind == 1:
+            g = rng.integers(0, 4, size=p).astype(float)  # zeros and exact ties
+        elif kind == 2:
+            g = rng.exponential(size=p) * (rng.random(p) < 0.5)
+        else:
+            g = rng.exponential(size=p)
+            g[rng.integers(p)] = g.max() * (1 - 1e-6)  # near-tie of the top two
+        if not (g > 0).any():
+            continue
+        s = 1 + rng.random() * max(np.sqrt(p), 1.01)
+        delta = solve_delta(g, s)
+        w = sparse_weights(g, s)
+        want_delta, want_w = bisection(g, s)
+        where = f"trial {trial}: g={g.tolist()}, s={s}"
+        assert abs(delta - want_delta) <= 1e-4 * g.max(), where
+        np.testing.assert_allclose(w, want_w, rtol=0, atol=1e-4, err_msg=where)
+        assert np.linalg.norm(w) == pytest.approx(1.0, abs=1e-12)
+        n_tied = int((g == g.max()).sum())
+        if delta > 0 and s * s > n_tied:
+            assert abs(w.sum() - s) <= 1e-9, where
+            checked_sum += 1
+    assert checked_sum > 500
+
+
+def engine(X, C0, s, ml=None, cl=None, **kwargs):
+    constraints = Constraints.from_pairs(ml, cl, n_samples=len(X))
+    return sparse_engine(np.asarray(X, float), C0, constraints, np.atleast_1d(s), **kwargs)
+
+
+def random_sparsity(rng, p):
+    return 1 + (np.sqrt(p) - 1) * rng.uniform(0.01, 1.0)
+
+
+@pytest.mark.parametrize("empty_cluster", ["fail", "zero", "relocate"])
+@pytest.mark.parametrize(
+    "constrained, weight_update",
+    [(False, "code"), (True, "code"), (True, "paper")],
+    ids=["SKM", "PCSKM-code", "PCSKM-paper"],
+)
+def test_matches_plain_reference(constrained, weight_update, empty_cluster):
+    """Identical labels, n_iter, status and inner passes; centres and weights to 1e-10."""
+    rng = np.random.default_rng([12, constrained, len(weight_update), len(empty_cluster)])
+    seen = Counter()
+    for trial in range(N_PROBLEMS):
+        X, C0, ml, cl, inner_max_iter = random_problem(
+            rng, constrained=constrained, min_features=2
+        )
+        s = random_sparsity(rng, X.shape[1])
+        max_iter = int(rng.choice([1, 2, 25, 25]))
+        kwargs = dict(weight_update=weight_update, max_iter=max_iter,
+                      inner_max_iter=inner_max_iter, empty_cluster=empty_cluster)
+        got = engine(X, C0, s, ml, cl, **kwargs)
+        want = reference_sparse(X, C0, s, ml, cl, **kwargs)
+        where = f"trial {trial}"
+        assert STATUS_NAMES[got.status[0]] == want["status"], where
+        assert got.n_iter[0] == want["n_iter"], where
+        np.testing.assert_array_equal(got.labels[0], want["labels"], err_msg=where)
+        inner = got.inner_n_iter[0]
+        assert inner[: len(want["inner_n_iter"])].tolist() == want["inner_n_iter"], where
+        assert not inner[len(want["inner_n_iter"]):].any(), where
+        assert got.n_empty_events[0] == want["n_empty"], where
+        for name, value in [("weights", got.weights[0]), ("centers", got.centers[0]),
+                            ("weighted_centers", got.weighted_centers[0])]:
+            np.testing.assert_allclose(value, want[name], rtol=0, atol=1e-10,
+                                       err_msg=f"{where}: {name}")
+        np.testing.assert_allclose(got.objective[0], want["objective"], rtol=1e-12,
+                                   err_msg=where)
+        seen[want["status"]] += 1
+        seen["empty events"] += want["n_empty"] > 0
+    assert seen["converged"] > 0 and seen["max_iter"] > 0
+    assert seen["empty_cluster" if empty_cluster == "fail" else "empty events"] > 0
+    if weight_update == "paper":
+        assert seen["degenerate_weights"] > 0
+
+
+def test_path_equals_single_fits():
+    """Steps 1-2 shared over the grid change nothing: each s equals its own run."""
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        X, C0, ml, cl, _ = random_problem(rng, constrained=trial % 2 == 0, min_features=2)
+        grid = np.sort([random_sparsity(rng, X.shape[1]) for _ in range(5)])
+        update = "paper" if trial % 4 == 0 else "code"
+        path = engine(X, C0, grid, ml, cl, weight_update=update, empty_cluster="zero")
+        for i, s in enumerate(grid):
+            single = engine(X, C0, s, ml, cl, weight_update=update, empty_cluster="zero")
+            for name in path._fields:
+                np.testing.assert_array_equal(getattr(path, name)[i], getattr(single, name)[0],
+                                              err_msg=f"trial {trial}, s={s}: {name}")

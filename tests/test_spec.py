@@ -1,0 +1,169 @@
+"""Experiment specs (experiments/spec.py and the bundled TOML files)."""
+
+import json
+import re
+
+import pytest
+
+from experiments.datasets import list_datasets
+from experiments.spec import AlgorithmVariant, ExperimentSpec, load_spec, parse_spec
+
+MINIMAL = """
+datasets = ["iris"]
+algorithms = ["LKM", "PCSKM"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1, 10]
+n_runs = 2
+"""
+
+
+def _error(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_spec(text, source="test.toml")
+
+
+def test_paper_spec_is_the_full_study():
+    spec = load_spec("paper")
+    assert isinstance(spec, ExperimentSpec) and spec.name == "paper"
+    expected = (["fisheriris", "ionosphere"]
+                + [f"digits{c}-{s}" for c in ("048", "389") for s in range(1, 11)]
+                + ["mwm-ttscst", "mwm-ttchst", "brodinova-5-5", "brodinova-3-7"]
+                + [f"digits{c}-contaminated-{s}" for c in ("048", "389") for s in range(1, 11)])
+    assert spec.datasets == tuple(expected)
+    assert [a.name for a in spec.algorithms] == ["LKM", "SKM", "PCKM", "MPCKM", "PCSKM",
+                                                 "PCSKM-paper"]
+    assert spec.algorithms[-1] == AlgorithmVariant("PCSKM-paper", "PCSKM",
+                                                   {"weight_update": "paper"})
+    assert all(a.params == {} and a.estimator == a.name for a in spec.algorithms[:5])
+    assert set(spec.inits) == {"dkm++", "seeding", "robin", "maximin"}
+    assert set(spec.kinds) == {"random", "must-link", "cannot-link", "balanced"}
+    assert spec.seeding_kinds == ("random",)
+    assert spec.percentages == tuple((10 + 5 * i) / 10 for i in range(19))
+    assert (spec.n_runs, spec.n_folds, spec.max_iter, spec.seed) == (25, 10, 25, 0)
+    assert (spec.sparsity_start, spec.sparsity_step, spec.sparsity_max_values) == (1.1, 0.2, 30)
+    assert len(spec.sparsity_grid(34)) == 24
+
+
+def test_quick_and_smoke_specs():
+    quick, smoke = load_spec("quick"), load_spec("smoke")
+    assert quick.datasets == ("iris", "brodinova-5-5", "brodinova-3-7")
+    assert smoke.datasets == ("iris", "brodinova-5-5")
+    for spec in (quick, smoke):
+        assert [a.name for a in spec.algorithms] == ["LKM", "SKM", "PCKM", "MPCKM", "PCSKM"]
+        assert spec.inits == ("dkm++", "seeding") and spec.n_folds == 10
+        assert "REDUCED" in spec.description
+    assert quick.percentages == (1.0, 5.5, 10.0) and quick.n_runs == 5
+    assert smoke.percentages == (1.0, 10.0) and smoke.n_runs == 2 and smoke.kinds == ("random",)
+
+
+def test_defaults_and_load_from_a_path(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(MINIMAL)
+    spec = load_spec(path)
+    assert spec.name == "mine" and spec.seed == 0 and spec.n_folds == 10
+    assert spec.max_iter == 25 and spec.seeding_kinds == ("random",)
+    assert spec.source_text == MINIMAL
+    assert load_spec(str(path)) == spec
+
+
+def test_percentage_range_is_inclusive_and_exact():
+    spec = parse_spec(MINIMAL.replace("[1, 10]", "{ start = 1.1, stop = 2.0, step = 0.3 }"))
+    assert spec.percentages == (1.1, 1.4, 1.7, 2.0)
+    listed = parse_spec(MINIMAL.replace("[1, 10]", "[1.1, 1.4, 1.7, 2.0]"))
+    assert listed.hash() == spec.hash()
+
+
+def test_dataset_patterns_expand_in_registry_order():
+    spec = parse_spec(MINIMAL.replace('["iris"]', '["digits389-*", "brodinova-*", "iris"]'))
+    expected = ([f"digits389-{s}" for s in range(1, 11)]
+                + [f"digits389-contaminated-{s}" for s in range(1, 11)])
+    assert spec.datasets == tuple(expected + ["brodinova-5-5", "brodinova-3-7", "iris"])
+    assert all(name in list_datasets() for name in spec.datasets)
+
+
+def test_hash_ignores_layout_order_and_description():
+    reordered = """
+# same content
+n_runs   = 2
+percentages = [ 1.0,
+                10 ]
+kinds = [ "random" ]
+description = "another text"
+inits = ["dkm++"]
+algorithms = ["LKM", "PCSKM"]
+datasets = ["iris"]
+seed = 0
+"""
+    base = parse_spec(MINIMAL)
+    assert parse_spec(reordered).hash() == base.hash()
+    assert parse_spec(MINIMAL.replace("n_runs = 2", "n_runs = 3")).hash() != base.hash()
+    assert parse_spec(MINIMAL + "seed = 1\n").hash() != base.hash()
+    variant = MINIMAL.replace('"PCSKM"]', '"PCSKM", "P"]')
+    paper = parse_spec(variant + '[variants.P]\nestimator = "PCSKM"\n'
+                       'params = { weight_update = "paper" }\n')
+    code = parse_spec(variant + '[variants.P]\nestimator = "PCSKM"\n'
+                      'params = { weight_update = "code" }\n')
+    assert paper.hash() != code.hash()
+    assert json.loads(json.dumps(paper.to_dict()))["algorithms"][2] == {
+        "name": "P", "estimator": "PCSKM", "params": {"weight_update": "paper"}}
+    assert len({hash(a) for a in paper.algorithms}) == 3
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ('["iris"]', '["irs"]', "unknown data set 'irs'; did you mean 'iris'"),
+    ('["iris"]', '["mnist-*"]', "the data set pattern 'mnist-*' matches no data set"),
+    ('["iris"]', "[]", "datasets must be a non-empty list"),
+    ('["LKM", "PCSKM"]', '["LKM", "PCSKN"]', "unknown algorithm 'PCSKN' in algorithms; did you "
+     "mean 'PCSKM'?"),
+    ('["LKM", "PCSKM"]', '["LKM", "LKM"]', "algorithms lists 'LKM' more than once"),
+    ('["dkm++"]', '["robbin"]', "unknown init 'robbin' in inits; did you mean 'robin'?"),
+    ('["random"]', '["both"]', "unknown kind 'both' in kinds"),
+    ('["random"]', "[]", "kinds must be a non-empty list"),
+    ("[1, 10]", "[]", "percentages is empty"),
+    ("[1, 10]", "[1.05]", "bad percentage in percentages: percentage 1.05 is not a multiple"),
+    ("[1, 10]", "[0, 10]", "percentage must lie in (0, 100]"),
+    ("[1, 10]", "[1, 1.0]", "percentages lists a value twice"),
+    ("[1, 10]", "{ start = 1, stop = 10, step = 0 }", "percentages.step must be positive"),
+    ("[1, 10]", "{ start = 1, stop = 10, step = -0.5 }", "percentages.step must be positive"),
+    ("[1, 10]", "{ start = 1, stop = 10 }", "missing step"),
+    ("[1, 10]", "{ start = 5, stop = 1, step = 1 }", "percentages.stop (1) is below start"),
+    ("[1, 10]", "{ start = 1, end = 10, step = 1 }", "unknown key 'end' in percentages"),
+    ("n_runs = 2", "n_runs = 0", "n_runs must be an integer >= 1; got 0"),
+    ("n_runs = 2", "n_run = 2", "unknown key 'n_run' in the spec; did you mean 'n_runs'?"),
+    ("n_runs = 2", "n_runs = 2\nn_fold = 3", "unknown key 'n_fold' in the spec; did you mean "
+     "'n_folds'?"),
+    ("n_runs = 2", "n_runs = 2\nsparsity_step = 0", "sparsity_step must be positive"),
+    ("n_runs = 2", "n_runs = 2\nsparsity_step = -0.2", "sparsity_step must be positive"),
+    ("n_runs = 2", "n_runs = 2\nsparsity_start = 1.0", "sparsity_start must be above 1"),
+    ("n_runs = 2", "n_runs = 2\nseeding_kinds = []", "seeding_kinds must be a non-empty list"),
+    ("n_runs = 2", "n_runs = 2\nn_folds = 1", "n_folds must be an integer >= 2"),
+    ("n_runs = 2", "n_runs = 2\nseed = -1", "seed must be an integer >= 0"),
+    ("n_runs = 2", "", "missing required key(s): n_runs"),
+    ("n_runs = 2", "n_runs = ", "invalid TOML"),
+])
+def test_errors_name_the_problem(old, new, message):
+    assert old in MINIMAL
+    _error(MINIMAL.replace(old, new, 1), message)
+
+
+def test_variant_errors():
+    listed = MINIMAL.replace('"PCSKM"]', '"PCSKM", "PCSKM-paper"]')
+    _error(listed, "unknown algorithm 'PCSKM-paper'")
+    _error(listed + '[variants.PCSKM-paper]\nestimator = "PCSKX"\n',
+           "unknown estimator 'PCSKX' in variants.PCSKM-paper.estimator; did you mean 'PCSKM'?")
+    _error(listed + '[variants.PCSKM-paper]\nestimater = "PCSKM"\n',
+           "unknown key 'estimater' in variants.PCSKM-paper; did you mean 'estimator'?")
+    _error(listed + "[variants.PCSKM-paper]\nparams = {}\n",
+           "variants.PCSKM-paper needs an estimator")
+    _error(listed + '[variants.PCSKM-paper]\nestimator = "PCSKM"\nparams = 3\n',
+           "variants.PCSKM-paper.params must be a table")
+    _error(MINIMAL + '[variants.unused]\nestimator = "PCSKM"\n',
+           "variants unused defined but not listed in algorithms")
+    _error(MINIMAL + '[variants.PCSKM]\nestimator = "PCSKM"\n',
+           "a variant cannot reuse the estimator name 'PCSKM'")
+
+
+def test_unknown_spec_name():
+    with pytest.raises(ValueError, match="not a bundled spec .* did you mean 'quick'"):
+        load_spec("quik")
