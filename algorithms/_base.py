@@ -6,6 +6,7 @@ estimator, the failure warning, ``fit_predict`` and ``predict``. Subclasses only
 engine to run (``_run_engine``) and which Seeding fill they use.
 """
 
+import functools
 import numbers
 import warnings
 
@@ -49,11 +50,30 @@ def _check_policy(value, name):
 
 
 def _check_random_state(value, name):
-    try:
-        np.random.default_rng(value)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be None, an int, a numpy SeedSequence or Generator; "
-                         f"got {value!r}") from error
+    """None, an int >= 0, a SeedSequence, BitGenerator or Generator (for ``default_rng``).
+
+    Checked by type: calling ``default_rng(None)`` here would draw OS entropy on every fit.
+    """
+    valid = value is None or isinstance(
+        value, np.random.SeedSequence | np.random.Generator | np.random.BitGenerator
+    ) or (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0)
+    if not valid:
+        raise ValueError(f"{name} must be None, a non-negative int, a numpy SeedSequence or "
+                         f"Generator; got {value!r}")
+
+
+def _check_distinct_rows(n_clusters, X):
+    """n_clusters <= number of distinct rows of X, stopping as soon as enough are seen.
+
+    Rows are compared by their bytes after adding +0.0 (which turns -0.0 into 0.0), i.e. by
+    float equality as ``np.unique`` does; the full count is only needed to report an error.
+    """
+    seen = set()
+    for row in X + 0.0:
+        seen.add(row.tobytes())
+        if len(seen) >= n_clusters:
+            return
+    check_n_clusters(n_clusters, X)  # raises, naming the number of distinct rows
 
 
 def _check_sparsity_value(value, name):
@@ -87,6 +107,12 @@ _PARAMETER_CHECKS = {
 }
 
 
+@functools.cache
+def _parameter_names(cls):
+    """``cls._get_param_names()`` once per class (it inspects the signature: slow per fit)."""
+    return tuple(cls._get_param_names())
+
+
 class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
     """Shared machinery of LloydKMeans, PCKMeans, MPCKMeans, SparseKMeans and PCSKMeans.
 
@@ -97,8 +123,8 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
 
     def _validate_params(self):
         """Check every constructor parameter (types and ranges that need no data)."""
-        for name, value in self.get_params(deep=False).items():
-            _PARAMETER_CHECKS[name](value, name)
+        for name in _parameter_names(type(self)):
+            _PARAMETER_CHECKS[name](getattr(self, name), name)
 
     def _check_X(self, X, *, reset):
         """X as C-contiguous float64 (integer data converted before any arithmetic)."""
@@ -147,7 +173,7 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
         """Validate parameters, data and constraints; returns ``(X, constraints, C0, l0)``."""
         self._validate_params()
         X = self._check_X(X, reset=True)
-        check_n_clusters(self.n_clusters, X)
+        _check_distinct_rows(self.n_clusters, X)
         constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
         centres, seed_labels = self._initial_state(X, constraints)
         return X, constraints, centres, seed_labels
@@ -167,7 +193,7 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
             warnings.warn(
                 f"{type(self).__name__} failed with status {self.status_!r} after "
                 f"{self.n_iter_} iterations; labels_ are kept for inspection, weights_ and "
-                "objective_ are NaN", ClusteringFailedWarning, stacklevel=3,
+                "objective_ are NaN", ClusteringFailedWarning, stacklevel=4,
             )
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
@@ -189,9 +215,10 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
 
         The distance is ``sum_m weights_m (x_m - c_m)^2`` to the rows of ``cluster_centers_``
         (weights one for LloydKMeans/PCKMeans, the metric diagonal for MPCKMeans, the feature
-        weights for the sparse estimators: the squared distance in Z = X sqrt(w)). Constraints
-        play no part, so on the training data this can differ from ``labels_`` for the
-        constrained estimators. Raises ``ValueError`` after a failed fit.
+        weights for the sparse estimators: the squared distance in Z = X sqrt(w) under the
+        final w). Constraints play no part, so on the training data this can differ from
+        ``labels_`` for the constrained estimators (and, for the sparse ones, where the last
+        weight update moved w). Raises ``ValueError`` after a failed fit.
         """
         check_is_fitted(self)
         X = self._check_X(X, reset=False)

@@ -12,7 +12,6 @@ from ._kernels import (
     assign_sequential,
     box_diameters,
     cluster_means,
-    pair_sq_distances,
     relocate_empty,
 )
 from ._result import (
@@ -27,6 +26,43 @@ from ._validation import check_choice, check_positive_int
 POLICY_FAIL = EMPTY_CLUSTER_POLICIES["fail"]
 POLICY_ZERO = EMPTY_CLUSTER_POLICIES["zero"]
 POLICY_RELOCATE = EMPTY_CLUSTER_POLICIES["relocate"]
+
+
+@njit(cache=True)
+def pair_distances_into(out, Y, pairs):
+    """``out[c] = |y_a - y_b|^2`` for every constraint (a, b) (unit-metric
+    ``_kernels.pair_sq_distances``, bit for bit).
+
+    Each sum still runs over the features in ascending order; four constraints are summed
+    side by side so that their independent additions overlap (about twice as fast).
+    """
+    n_pairs = pairs.shape[0]
+    p = Y.shape[1]
+    c = 0
+    while c + 4 <= n_pairs:
+        a0, b0 = pairs[c, 0], pairs[c, 1]
+        a1, b1 = pairs[c + 1, 0], pairs[c + 1, 1]
+        a2, b2 = pairs[c + 2, 0], pairs[c + 2, 1]
+        a3, b3 = pairs[c + 3, 0], pairs[c + 3, 1]
+        d0 = d1 = d2 = d3 = 0.0
+        for m in range(p):
+            diff = Y[a0, m] - Y[b0, m]
+            d0 += diff * diff
+            diff = Y[a1, m] - Y[b1, m]
+            d1 += diff * diff
+            diff = Y[a2, m] - Y[b2, m]
+            d2 += diff * diff
+            diff = Y[a3, m] - Y[b3, m]
+            d3 += diff * diff
+        out[c], out[c + 1], out[c + 2], out[c + 3] = d0, d1, d2, d3
+        c += 4
+    while c < n_pairs:
+        d = 0.0
+        for m in range(p):
+            diff = Y[pairs[c, 0], m] - Y[pairs[c, 1], m]
+            d += diff * diff
+        out[c] = d
+        c += 1
 
 
 @njit(cache=True)
@@ -45,6 +81,9 @@ def pckm_loop(
     with status ``empty_cluster`` and ``centers`` keeps the centroids of that E-step.
     ``n_empty`` counts empty-cluster events: one per empty cluster per E-step. A relocated
     point counts as a label change, so a pass with a relocation never converges.
+
+    "l == l_prev" is tested as "no label changed in the pass": each label is written once
+    per pass, so the E-step's change count is exactly the number of i with l_i != l_prev_i.
     """
     k = centers.shape[0]
     p = centers.shape[1]
@@ -78,16 +117,14 @@ def pckm_loop(
 @njit(cache=True)
 def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy):
     """§2.2 in full on ``X``: returns ``(labels, centers, n_iter, status, objective, n_empty)``.
-
-    "l == l_prev" is tested as "no label changed in the pass": each label is written once
-    per pass, so the E-step's change count is exactly the number of i with l_i != l_prev_i.
     """
     n, p = X.shape
     metric = np.ones(p)
     centers = C0.copy()
     labels = np.full(n, -1, dtype=np.int64)
     dmax = box_diameters(X).sum()
-    pair_dist = pair_sq_distances(X, pairs, metric)
+    pair_dist = np.empty(pairs.shape[0])
+    pair_distances_into(pair_dist, X, pairs)
     n_iter, status, objective, n_empty = pckm_loop(
         X, centers, labels, metric, pair_dist, dmax, indptr, partner, link, is_must_link,
         max_iter, policy,

@@ -9,6 +9,7 @@ of point i is the sublist of constraints that contain i, in list order.
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 
 def _as_pairs(pairs, name, n_samples):
@@ -23,19 +24,60 @@ def _as_pairs(pairs, name, n_samples):
         )
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ValueError(f"{name} must have shape (m, 2); got {pairs.shape}")
-    if (pairs < 0).any():
-        row = int(np.argwhere((pairs < 0).any(axis=1))[0, 0])
+    pairs = pairs.astype(np.int64, copy=False)
+    low = np.minimum(pairs[:, 0], pairs[:, 1])
+    high = np.maximum(pairs[:, 0], pairs[:, 1])
+    if low.min() < 0:
+        row = int(np.argmax(low < 0))
         raise ValueError(f"{name} row {row} has a negative index: {pairs[row].tolist()}")
-    if (pairs >= n_samples).any():
-        row = int(np.argwhere((pairs >= n_samples).any(axis=1))[0, 0])
+    if high.max() >= n_samples:
+        row = int(np.argmax(high >= n_samples))
         raise ValueError(
             f"{name} row {row} has an index out of range for {n_samples} samples: "
             f"{pairs[row].tolist()}"
         )
-    if (pairs[:, 0] == pairs[:, 1]).any():
-        row = int(np.argwhere(pairs[:, 0] == pairs[:, 1])[0, 0])
+    if (low == high).any():
+        row = int(np.argmax(low == high))
         raise ValueError(f"{name} row {row} pairs a point with itself: {pairs[row].tolist()}")
-    return np.sort(pairs.astype(np.int64), axis=1)
+    return np.stack([low, high], axis=1)
+
+
+@njit(cache=True)
+def _partner_lists(pairs, n_samples):
+    """Per-point partner lists in CSR form, by a counting sort (O(n + m), list order kept).
+
+    Also finds a repeated pair: returns ``(indptr, partner, link, duplicate)`` where
+    ``duplicate`` holds the list positions of the first repeated pair found, or (-1, -1).
+    """
+    m = pairs.shape[0]
+    indptr = np.zeros(n_samples + 1, dtype=np.int64)
+    for c in range(m):
+        indptr[pairs[c, 0] + 1] += 1
+        indptr[pairs[c, 1] + 1] += 1
+    for i in range(n_samples):
+        indptr[i + 1] += indptr[i]
+    fill = indptr[:-1].copy()
+    partner = np.empty(2 * m, dtype=np.int64)
+    link = np.empty(2 * m, dtype=np.int64)
+    for c in range(m):
+        for end in range(2):
+            i = pairs[c, end]
+            partner[fill[i]] = pairs[c, 1 - end]
+            link[fill[i]] = c
+            fill[i] += 1
+    duplicate = np.full(2, -1, dtype=np.int64)
+    seen_from = np.full(n_samples, -1, dtype=np.int64)  # the point whose list last saw j
+    seen_link = np.empty(n_samples, dtype=np.int64)
+    for i in range(n_samples):
+        for e in range(indptr[i], indptr[i + 1]):
+            j = partner[e]
+            if seen_from[j] == i:
+                duplicate[0] = seen_link[j]
+                duplicate[1] = link[e]
+                return indptr, partner, link, duplicate
+            seen_from[j] = i
+            seen_link[j] = link[e]
+    return indptr, partner, link, duplicate
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,41 +107,19 @@ class Constraints:
         cl = _as_pairs(cannot_link, "cannot_link", n_samples)
         pairs = np.concatenate([ml, cl])
         is_ml = np.concatenate([np.ones(len(ml), bool), np.zeros(len(cl), bool)])
-        if len(pairs):
-            keys = pairs[:, 0] * n_samples + pairs[:, 1]
-            unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
-            if (counts > 1).any():
-                key = unique[counts > 1][0]
-                clash = np.flatnonzero(keys == key)
-                a, b = divmod(int(key), n_samples)
-                if is_ml[clash].any() and not is_ml[clash].all():
-                    raise ValueError(
-                        f"the pair ({a}, {b}) is both must-link and cannot-link"
-                    )
-                kind = "must_link" if is_ml[clash[0]] else "cannot_link"
-                raise ValueError(f"{kind} contains the pair ({a}, {b}) more than once")
-        return cls._from_list(pairs, is_ml, n_samples)
-
-    @classmethod
-    def _from_list(cls, pairs, is_ml, n_samples):
-        ends = pairs.reshape(-1)  # (a0, b0, a1, b1, ...): each constraint listed from both ends
-        others = pairs[:, ::-1].reshape(-1)
-        order = np.argsort(ends, kind="stable")  # stable: list order within each point
-        counts = np.bincount(ends, minlength=n_samples)
-        indptr = np.zeros(n_samples + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        return cls(
-            n_samples=int(n_samples),
-            pairs=pairs,
-            is_must_link=is_ml,
-            indptr=indptr,
-            partner=np.ascontiguousarray(others[order], dtype=np.int64),
-            link=np.repeat(np.arange(len(pairs), dtype=np.int64), 2)[order],
-        )
+        indptr, partner, link, duplicate = _partner_lists(pairs, n_samples)
+        if duplicate[0] >= 0:
+            first, second = duplicate
+            a, b = pairs[first]
+            if is_ml[first] != is_ml[second]:
+                raise ValueError(f"the pair ({a}, {b}) is both must-link and cannot-link")
+            kind = "must_link" if is_ml[first] else "cannot_link"
+            raise ValueError(f"{kind} contains the pair ({a}, {b}) more than once")
+        return cls(int(n_samples), pairs, is_ml, indptr, partner, link)
 
     @classmethod
     def empty(cls, n_samples):
-        return cls._from_list(np.empty((0, 2), np.int64), np.empty(0, bool), n_samples)
+        return cls.from_pairs(None, None, n_samples=n_samples)
 
     @property
     def must_link(self):

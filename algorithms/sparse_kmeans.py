@@ -11,7 +11,7 @@ from ._validation import check_sparsity
 from .constraints import Constraints
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SparsityPath:
     """Results of :meth:`PCSKMeans.fit_path` over a grid of s (leading axis: the grid).
 

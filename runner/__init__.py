@@ -1,7 +1,20 @@
 """The distributed experiment runner: Dask execution, the Zarr results cube, the ``pcskm``
-command line."""
+command line.
 
-from .cube import STATUS_FLAGS, IncompatibleStore, open_cube
-from .execute import RunSummary, run_spec
+``open_cube(path)`` opens a cube as an ``xarray.DataTree``; ``run_spec(spec, store, ...)``
+fills it. Imported lazily, so that ``pcskm --help`` and ``pcskm datasets`` start fast.
+"""
 
-__all__ = ["STATUS_FLAGS", "IncompatibleStore", "RunSummary", "open_cube", "run_spec"]
+import importlib
+
+_EXPORTS = {
+    "STATUS_FLAGS": "cube", "IncompatibleStore": "cube", "open_cube": "cube",
+    "RunSummary": "execute", "run_spec": "execute",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

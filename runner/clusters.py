@@ -30,7 +30,7 @@ def local_cluster(n_workers=None):
 
     return LocalCluster(
         n_workers=n_workers or machine_cores(), threads_per_worker=1, processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",
     )
 
 

@@ -186,6 +186,10 @@ def _data_sha256(data):
     return digest.hexdigest()
 
 
+def _rounded(values):
+    return "[" + ", ".join(f"{v:g}" for v in values) + "]"
+
+
 def merge_layouts(old, new, store="the store"):
     """The layout covering both; raise :class:`IncompatibleStore` naming every difference
     that changes results (seed, folds, max_iter, s grid, algorithm parameters, data)."""
@@ -207,10 +211,10 @@ def merge_layouts(old, new, store="the store"):
         if before.attrs.get("data_sha256") != group.attrs.get("data_sha256"):
             problems.append(f"the data of {name} differ from the data in {store} (SHA-256 "
                             f"{before.attrs.get('data_sha256')} vs {group.attrs['data_sha256']})")
-        if not np.allclose(before.sparsity, group.sparsity, rtol=0, atol=1e-12) \
-                or len(before.sparsity) != len(group.sparsity):
-            problems.append(f"the s grid of {name} is {list(before.sparsity)} in {store} but "
-                            f"{list(group.sparsity)} in this spec")
+        if len(before.sparsity) != len(group.sparsity) or not np.allclose(
+                before.sparsity, group.sparsity, rtol=0, atol=1e-12):
+            problems.append(f"the s grid of {name} is {_rounded(before.sparsity)} in {store} "
+                            f"but {_rounded(group.sparsity)} in this spec")
         if before.n_folds != group.n_folds:
             problems.append(f"{name} has {before.n_folds} folds in {store}, {group.n_folds} "
                             "in this spec")
@@ -512,20 +516,21 @@ class CubeView:
 
 
 class Cube(CubeView):
-    """An open store, for the writer: its layout, groups and in-memory ``done`` markers."""
+    """An open store, for the writer: its layout, arrays and in-memory ``done`` markers."""
 
     def __init__(self, path):
         self.path = Path(path)
         root = zarr.open_group(str(self.path), mode="r+")
         layout = read_layout(self.path)
-        self.groups = {name: root[name] for name in layout.groups}
-        super().__init__(layout, {name: group["done"][:] for name, group in self.groups.items()})
+        self.arrays = {name: dict(root[name].arrays()) for name in layout.groups}
+        super().__init__(layout, {name: arrays["done"][:]
+                                  for name, arrays in self.arrays.items()})
 
     def mark_done(self, dataset, position, kinds, percents, runs):
         """Mark ``runs`` of the blocks (kinds x percents positions) of the (algorithm, init)
         at ``position`` done, and write the marker array."""
         self.done[dataset][(*position, *np.ix_(kinds, percents, runs))] = 1
-        self.groups[dataset]["done"][...] = self.done[dataset]
+        self.arrays[dataset]["done"][...] = self.done[dataset]
 
     def clear_done(self, tasks):
         """Unmark the blocks of ``tasks`` (``--force``), so that an interrupted forced run
@@ -539,15 +544,14 @@ class Cube(CubeView):
                 self.done[s.dataset][(*position, list(block.runs))] = 0
                 touched.add(s.dataset)
         for name in touched:
-            self.groups[name]["done"][...] = self.done[name]
+            self.arrays[name]["done"][...] = self.done[name]
 
     def mark_applicability(self, spec):
         """Status ``not_applicable`` for the spec's (init, kind) pairs it does not run
         (Seeding outside seeding_kinds), ``missing`` again for pairs it now runs, in blocks
         not yet done."""
         for name in spec.datasets:
-            group, layout = self.groups[name], self.layout.groups[name]
-            status = group["status"]
+            layout, status = self.layout.groups[name], self.arrays[name]["status"]
             for algorithm in (v.name for v in spec.algorithms):
                 for init in spec.inits:
                     for kind in layout.kinds:

@@ -72,6 +72,21 @@ def _n_workers(client):
     return len(client.scheduler_info().get("workers", {}))
 
 
+def _wait_for_a_worker(client, report_every=60.0):
+    """Wait (without limit: batch jobs may queue for long) until a worker has connected."""
+    from distributed.client import TimeoutError as DaskTimeoutError
+
+    waited = 0.0
+    while True:
+        try:
+            client.wait_for_workers(1, timeout=report_every)
+            return
+        except (TimeoutError, DaskTimeoutError):
+            waited += report_every
+            log.info("waiting for Dask workers (%.0f s so far; batch jobs may be queued)",
+                     waited)
+
+
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
     """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube`` as it
     arrives. ``on_result(result, summary)`` is called after each write. Returns a
@@ -91,6 +106,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
         by_key[key] = task
         futures.append(client.submit(cells.evaluate, task, key=key, pure=False,
                                      priority=len(tasks) - i))
+    _wait_for_a_worker(client)
     bar = tqdm(total=sum(task.n_cells for task in tasks), unit="cell", disable=not progress,
                smoothing=0.05, dynamic_ncols=True, desc="cells")
     start = last = time.perf_counter()
@@ -98,9 +114,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
     try:
         for future in as_completed(futures):
             task = by_key[future.key]
-            now = time.perf_counter()
-            summary.worker_seconds += workers * (now - last)
-            last, workers = now, _n_workers(client)
+            now, count = time.perf_counter(), _n_workers(client)
+            summary.worker_seconds += (workers + count) / 2 * (now - last)  # trapezoid
+            last, workers = now, count
             if future.status == "finished":
                 result = future.result()
                 began = time.perf_counter()

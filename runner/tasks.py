@@ -20,9 +20,10 @@ from experiments.protocol import pct10
 from .cube import applicable
 
 SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
-# Work of a task: fits (one per s) times points clustered. About 150 points x 100 fits ~ one
-# second of compute for the slowest estimators on one core (see docs/runner.md).
-MIN_WORK = 150 * 100
+# Work of a task: fits (one per s) times points clustered. 150 000 units (1000 fits of 150
+# points) take about a second on one core; writing a task costs the client about 35 ms of
+# CPU, so this keeps the overhead near 3 % (docs/runner.md, "Overhead").
+MIN_WORK = 150 * 1000
 
 
 def parse_only(text):

@@ -86,7 +86,7 @@ class CubeWriter:
     def _write_rectangle(self, setting, kinds, percents, runs, grid):
         cube = self.cube
         name = setting.dataset
-        group = cube.groups[name]
+        group = cube.arrays[name]
         n_sparsity = 1 + len(cube.layout.groups[name].sparsity)
         a, i = cube.block_index(name, setting.algorithm, setting.init)
         cell_region = (_selection(kinds), _selection(percents), _selection(runs))

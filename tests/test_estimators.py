@@ -199,6 +199,7 @@ def test_string_inits_use_the_initialisations():
 def test_lloyd_matches_scikit_learn():
     """LKM = Lloyd: same labels, centres and iterations as sklearn's KMeans (tol=0)."""
     rng = np.random.default_rng(4)
+    compared = 0
     for _ in range(20):
         X, _ = blobs(rng, n=int(rng.integers(20, 60)), p=int(rng.integers(2, 6)), k=3)
         C0 = X[rng.choice(len(X), 3, replace=False)]
@@ -211,6 +212,8 @@ def test_lloyd_matches_scikit_learn():
         np.testing.assert_allclose(ours.cluster_centers_, theirs.cluster_centers_, atol=1e-10)
         assert ours.n_iter_ == theirs.n_iter_
         np.testing.assert_array_equal(ours.predict(X), ours.labels_)
+        compared += 1
+    assert compared >= 15
 
 
 # ------------------------------------------------------------------- fit_path and known answers
@@ -348,3 +351,11 @@ def test_uint8_data_are_converted_before_arithmetic(cls):
     np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
     np.testing.assert_array_equal(a.weights_, b.weights_)
     assert (a.labels_ == np.repeat([0, 1], 15)).all()
+
+
+def test_distinct_rows_compare_as_floats():
+    """-0.0 and 0.0 are the same row (as np.unique counts them): 2 distinct rows, not 3."""
+    X = np.array([[0.0, 1.0], [-0.0, 1.0], [5.0, 5.0], [5.0, 5.0]])
+    with pytest.raises(ValueError, match=r"distinct rows of X \(2\)"):
+        PCKMeans(n_clusters=3).fit(X)
+    assert PCKMeans(n_clusters=2, init=X[[0, 2]]).fit(X).labels_.tolist() == [0, 0, 1, 1]

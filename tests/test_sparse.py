@@ -191,3 +191,18 @@ def test_path_equals_single_fits():
             for name in path._fields:
                 np.testing.assert_array_equal(getattr(path, name)[i], getattr(single, name)[0],
                                               err_msg=f"trial {trial}, s={s}: {name}")
+
+
+def test_tied_top_features_take_the_limit_weights():
+    """§4.5 LIMIT in the loop: two identical informative columns tie exactly; with
+    s = 1.2 < sqrt(2) both get 1/sqrt(2) and every other feature 0."""
+    rng = np.random.default_rng(10)
+    truth = np.repeat([0, 1], 20)
+    signal = rng.normal(size=40) + 8.0 * truth
+    X = np.column_stack([signal, rng.normal(size=40), signal, rng.normal(size=40)])
+    got = engine(X, X[[0, 20]], 1.2)
+    want = reference_sparse(X, X[[0, 20]], 1.2)
+    assert STATUS_NAMES[got.status[0]] == want["status"] == "converged"
+    np.testing.assert_allclose(got.weights[0], [2 ** -0.5, 0, 2 ** -0.5, 0], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(got.labels[0], truth)
+    np.testing.assert_allclose(want["weights"], got.weights[0], rtol=0, atol=1e-15)

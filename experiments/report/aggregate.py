@@ -80,9 +80,8 @@ def _constraints_used(name, fits):
 
 
 def _write_selected(path, name, selected):
-    encoded = selected.assign({
-        var: selected[var].astype(np.float32) for var in ("paper_s", "paper_f", "honest_s",
-                                                           "honest_f")})
+    encoded = selected.assign({var: selected[var].astype(np.float32)
+                               for var in ("paper_f", "honest_f")})  # as f_score in the cube
     encoded = encoded.assign_coords({  # variable-length strings: Zarr v3's string type
         dim: np.array(encoded[dim].values.tolist(), dtype=np.dtypes.StringDType())
         for dim in LABEL_DIMS})

@@ -31,6 +31,14 @@ def by_dataset(results):
     return table[order].sort_values(order[:5]).reset_index(drop=True)
 
 
+def _span(values):
+    if not len(values):
+        return "none"
+    if values.min() == values.max():
+        return f"{values.min():.1f}"
+    return f"{values.min():.1f} to {values.max():.1f} (mostly {values.mode().iloc[0]:.1f})"
+
+
 def by_family(results, detail):
     """One row per (reported data set, init, kind) and sparse algorithm: the range of the
     paper-style s over percentages (and subsets), the mean honest s, and the mean over
@@ -49,8 +57,7 @@ def by_family(results, detail):
             rows.append({
                 "dataset": results.family_labels[family], "init": init, "kind": kind,
                 "algorithm": algorithm,
-                "paper_s": (f"{s.min():.1f}-{s.max():.1f} (mostly {s.mode().iloc[0]:.1f})"
-                            if len(s) else "none"),
+                "paper_s": _span(s),
                 "honest_s_mean": group.honest_s_mean.mean(),
                 "F_paper_minus_honest": gain,
             })

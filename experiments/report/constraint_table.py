@@ -21,10 +21,10 @@ STAND_INS = {"fisheriris": ("iris",)}
 
 
 def _actual(members, seed, n_folds):
-    """(t, P1, (m at 1 %, m at 10 %)) from the first member whose data load, else the reason
-    none could be loaded."""
+    """(t, P1, (m at 1 %, m at 10 %)) and the data set it comes from (the row's first member,
+    else its stand-in), or None and the reason the data could not be loaded."""
     reasons = []
-    for name in (*members, *STAND_INS.get(members[0], ())):
+    for name in (members[0], *STAND_INS.get(members[0], ())):
         try:
             data = load(name)
         except (DataNotFoundError, ChecksumError, OSError) as error:

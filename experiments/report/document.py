@@ -24,7 +24,7 @@ TEST_COLUMNS = ["analysis", "test", "n_cases", "n", "not_computed", "dropped_nan
 
 def _csv(frame, out, name, written):
     path = out / name
-    frame.to_csv(path, index=False)
+    frame.to_csv(path, index=False, float_format="%.10g")
     written.append(path)
     return path
 
@@ -247,7 +247,10 @@ def write_document(results, out):
     doc.paragraph(
         "Each quantitative claim of the paper's Results section, our figure and a verdict. "
         "The statistical verdicts use the paper-style selection (the paper's method); the "
-        "honest selection is shown beside it. \"partial\": fewer cases than the paper's.")
+        "honest selection is shown beside it. A test on fewer cases than the paper's is "
+        "\"not computed\" (its p-value answers another question; what it says on those cases "
+        "is in brackets); a weight claim checked on fewer settings than the paper's (its "
+        "figures: every init, kind random) says \"partial\".")
     doc.table(claim_table)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])

@@ -2,10 +2,11 @@
 (protocol.md §11): mean F against the percentage of constraints, one line per algorithm, one
 panel per (data set, init, kind), for the paper-style and for the honest selection."""
 
-import numpy as np
 import pandas as pd
+import xarray as xr
 
 from . import families, plotting
+from .fits import quiet
 from .selection import SELECTION_TITLES
 
 PAPER_ALGORITHMS = ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
@@ -195,32 +196,32 @@ def case_values(results):
 
 
 def case_table(results):
-    """V per (selection, dataset, init, kind) x algorithm, as printed in report.md (a '*'
-    marks a value with incomplete cells; empty: not computed)."""
+    """V per (selection, dataset, init, kind) x algorithm, as printed in report.md: '*' marks
+    a value with missing cells (then the mean over the percentages that have a value);
+    empty: nothing expected."""
     if results.families is None:
         return pd.DataFrame()
     values, complete = case_values(results)
-    expected = results.families.n_expected.sum("percent")
-    rows = []
-    for selection in values.selection.values:
-        for family in values.family.values:
-            for init in values.init.values:
-                for kind in values.kind.values:
-                    row = {"selection": str(selection),
-                           "dataset": results.family_labels[str(family)],
-                           "init": str(init), "kind": str(kind)}
-                    any_value = False
-                    for algorithm in algorithms(results):
-                        where = {"selection": selection, "family": family, "init": init,
-                                 "kind": kind, "algorithm": algorithm}
-                        if int(expected.sel(where)) == 0:
-                            row[algorithm] = ""
-                            continue
-                        v = float(values.sel(where))
-                        full = bool(complete.sel(where))
-                        row[algorithm] = ("NaN" if np.isnan(v) else f"{v:.4f}") + (
-                            "" if full else "*")
-                        any_value = True
-                    if any_value:
-                        rows.append(row)
-    return pd.DataFrame(rows)
+    data = results.families
+    with quiet():
+        frame = xr.Dataset({
+            "value": values, "complete": complete,
+            "partial_value": data.f_mean.mean("percent"),
+            "expected": data.n_expected.sum("percent"),
+        }).to_dataframe().reset_index()
+    frame = frame[frame.expected > 0]
+    if frame.empty:
+        return pd.DataFrame()
+    frame["text"] = [f"{v:.4f}" if done else f"{p:.4f}*"
+                     for v, p, done in zip(frame.value, frame.partial_value, frame.complete,
+                                           strict=True)]
+    keys = ["selection", "family", "init", "kind"]
+    table = frame.pivot(index=keys, columns="algorithm", values="text").reset_index()
+    for key in keys:  # the cube's order, not alphabetical
+        table[key] = pd.Categorical(table[key], categories=[str(v) for v in data[key].values],
+                                    ordered=True)
+    table = table.sort_values(keys)
+    table.insert(1, "dataset", table.family.astype(str).map(results.family_labels))
+    columns = ["selection", "dataset", "init", "kind",
+               *[a for a in algorithms(results) if a in table]]
+    return table[columns].fillna("").astype(str).reset_index(drop=True)

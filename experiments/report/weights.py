@@ -172,7 +172,7 @@ def figure(results, title, family_list, inits, path):
     rows = [(init, a) for init in inits for a in FIGURE_ALGORITHMS]
     used = [any(panels[(f.label, *row)] is not None for row in rows) for f in family_list]
     fig, grid = plotting.panel_grid([4.6 if u else 1.2 for u in used], [1.35] * len(rows),
-                                    left=0.75, wgap=0.75, hgap=0.7)
+                                    left=0.75, top=1.05, wgap=0.75, hgap=0.7)
     for j, family in enumerate(family_list):
         label = results.family_labels.get(family.label, family.label)
         if not used[j]:
@@ -209,19 +209,24 @@ def figure(results, title, family_list, inits, path):
 
 
 def _bars(ax, panel, colour):
-    """One group of p bars per percentage, features in column order."""
+    """One group of p bars per percentage, features in column order; the slots of the known
+    uninformative features are shaded (one span per run of adjacent ones)."""
     percents = panel.percent.values
     n_features = panel.sizes["feature"]
     gap = max(2, n_features // 4)
     bad = panel.uninformative.values
-    for i, percent in enumerate(percents):
-        x = i * (n_features + gap) + np.arange(n_features)
-        for position in x[bad]:
-            ax.axvspan(position - 0.5, position + 0.5, color="0.93", linewidth=0, zorder=0)
-        heights = panel.sel(percent=percent).values
-        ax.bar(x[~bad], heights[~bad], width=0.9, color=colour, linewidth=0)
-        ax.bar(x[bad], heights[bad], width=0.9, color=colour, alpha=0.35, linewidth=0)
-    centres = np.arange(len(percents)) * (n_features + gap) + (n_features - 1) / 2
+    starts = np.arange(len(percents)) * (n_features + gap)
+    x = (starts[:, None] + np.arange(n_features)).ravel()
+    heights = panel.transpose("percent", "feature").values.ravel()
+    shaded = np.tile(bad, len(percents))
+    ax.bar(x[~shaded], heights[~shaded], width=0.9, color=colour, linewidth=0)
+    ax.bar(x[shaded], heights[shaded], width=0.9, color=colour, alpha=0.35, linewidth=0)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(int), [0]])))
+    for start in starts:
+        for first, stop in zip(edges[::2], edges[1::2], strict=True):
+            ax.axvspan(start + first - 0.5, start + stop - 0.5, color="0.93", linewidth=0,
+                       zorder=0)
+    centres = starts + (n_features - 1) / 2
     step = max(1, int(np.ceil(len(percents) / 10)))
     ax.set_xticks(centres[::step], [f"{p:g}" for p in percents[::step]], fontsize=8)
     ax.tick_params(axis="y", labelsize=8)

@@ -1,0 +1,78 @@
+"""Runner throughput: cells per second of a plain loop over a spec's tasks in one process,
+against the runner (Dask LocalCluster, results written to a fresh cube) on 1 and 2 workers.
+
+    python benchmarks/bench_runner.py [SPEC] [--workers 1 2]
+
+Every process is warmed first (data sets loaded, Numba caches read) by one small cell per
+(data set, estimator, init), so the figures are steady-state rates; a cold worker pays about
+3 s once. Efficiency = runner rate / (workers x plain-loop rate). The runner also reports the
+share of worker time spent in task compute (1 - scheduling, transfer, writing and idle
+overhead) and the client's writing time per task.
+"""
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from experiments import cells
+from experiments.cells import Block, Task
+from experiments.spec import load_spec
+from runner.cube import CubeView
+from runner.execute import run_spec
+from runner.tasks import plan
+
+
+def warm(spec_name):
+    """Evaluate one cell per (data set, estimator, init) of the spec in this process."""
+    spec = load_spec(spec_name)
+    seen = set()
+    for task in plan(spec, CubeView.planned(Path(tempfile.mkdtemp()) / "x.zarr", spec)).tasks:
+        s = task.setting
+        if (s.dataset, s.estimator, s.init) in seen:
+            continue
+        seen.add((s.dataset, s.estimator, s.init))
+        block = task.blocks[0]
+        cells.evaluate(Task(s, (Block(block.kind, block.percent, (0,)),), folds=(0,)))
+    return len(seen)
+
+
+def plain_loop(spec):
+    tasks = plan(spec, CubeView.planned(Path(tempfile.mkdtemp()) / "x.zarr", spec)).tasks
+    start = time.perf_counter()
+    n_cells = sum(cells.evaluate(task).task.n_cells for task in tasks)
+    return n_cells, time.perf_counter() - start, len(tasks)
+
+
+def on_dask(spec, n_workers):
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        client.run(warm, spec.name)
+        store = Path(tempfile.mkdtemp()) / f"{spec.name}.zarr"
+        return run_spec(spec, store, client=client, progress=False)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec", nargs="?", default="quick")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    spec = load_spec(args.spec)
+    warm(spec.name)
+    n_cells, seconds, n_tasks = plain_loop(spec)
+    loop_rate = n_cells / seconds
+    print(f"{spec.name}: {n_cells} cells in {n_tasks} tasks")
+    print(f"plain loop, one process: {seconds:.1f} s, {loop_rate:.0f} cells/s")
+    for n in args.workers:
+        summary = on_dask(spec, n)
+        rate = summary.n_cells / summary.wall_seconds
+        print(f"runner, {n} worker(s): {summary.wall_seconds:.1f} s, {rate:.0f} cells/s, "
+              f"efficiency {rate / (n * loop_rate):.2f} of {n} x plain loop; worker time in "
+              f"compute {100 * summary.efficiency:.1f} %; writing "
+              f"{1000 * summary.write_seconds / summary.n_written:.0f} ms per task")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The ``pcskm`` command line in subprocesses: a full run, SIGINT mid-run and resume, the
+dry run, status, report, datasets and refusals."""
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import xarray as xr
+import zarr
+
+from experiments.spec import load_spec
+from runner.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = load_spec("smoke")
+SMOKE_CELLS = (len(SMOKE.datasets) * len(SMOKE.algorithms) * len(SMOKE.percentages)
+               * SMOKE.n_runs * SMOKE.n_folds
+               * sum(len(SMOKE.seeding_kinds if i == "seeding" else SMOKE.kinds)
+                     for i in SMOKE.inits))
+
+
+def pcskm(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "runner.cli", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def done_cells(store):
+    try:
+        root = zarr.open_group(str(store), mode="r")
+        return sum(int(g["done"][:].sum()) * g["fold"].shape[0] for _, g in root.groups())
+    except (FileNotFoundError, KeyError, ValueError):  # not created yet
+        return 0
+
+
+def assert_same_cube(a, b):
+    ta, tb = xr.open_datatree(a, engine="zarr"), xr.open_datatree(b, engine="zarr")
+    assert set(ta.children) == set(tb.children) and ta.attrs == tb.attrs
+    for name in ta.children:
+        xr.testing.assert_identical(ta[name].to_dataset().load(), tb[name].to_dataset().load())
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    store = tmp_path_factory.mktemp("cli") / "smoke.zarr"
+    done = pcskm("run", "smoke", "--store", store, "--workers", 2, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert f"store: {store.resolve()}" in done.stderr
+    return store
+
+
+def test_defaults_are_the_quick_spec_and_its_store():
+    args = build_parser().parse_args(["run"])
+    assert args.spec == "quick" and args.store is None
+
+
+def test_sigint_mid_run_then_rerun_gives_the_same_cube(reference, tmp_path):
+    store = tmp_path / "interrupted.zarr"
+    command = [sys.executable, "-m", "runner.cli", "run", "smoke", "--store", str(store),
+               "--workers", "2", "--no-progress"]
+    process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while done_cells(store) == 0 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "Resume with: pcskm run smoke --store" in stderr
+    done = done_cells(store)
+    assert 0 < done < SMOKE_CELLS
+    xr.open_datatree(store, engine="zarr").load()  # readable after the interruption
+    resumed = pcskm("run", "smoke", "--store", store, "--workers", 2, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} already done; computing {SMOKE_CELLS - done} cells" in resumed.stderr
+    assert_same_cube(reference, store)
+
+
+def test_dry_run_counts_cells_and_tasks_and_writes_nothing(tmp_path):
+    store = tmp_path / "never.zarr"
+    out = pcskm("run", "smoke", "--store", store, "--dry-run", "--calibration-seconds", 5)
+    assert out.returncode == 0, out.stderr
+    assert f"cells: {SMOKE_CELLS} in the spec, 0 done, {SMOKE_CELLS} to compute" in out.stdout
+    assert "estimated run time on" in out.stdout
+    assert not store.exists()
+
+
+def test_status_counts_the_cells(reference):
+    out = pcskm("status", reference)
+    assert out.returncode == 0, out.stderr
+    total = next(line for line in out.stdout.splitlines() if line.startswith("total"))
+    cells, done, missing = map(int, total.split()[1:4])
+    assert (cells, done, missing) == (SMOKE_CELLS, SMOKE_CELLS, 0)
+
+
+def test_rerun_of_a_complete_store_computes_nothing(reference):
+    out = pcskm("run", "smoke", "--store", reference, "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert "nothing to compute" in out.stderr
+
+
+def test_incompatible_spec_is_refused_with_exit_code_2(reference, tmp_path):
+    changed = tmp_path / "smoke-seed1.toml"
+    changed.write_text(SMOKE.source_text.replace("seed = 0", "seed = 1"))
+    out = pcskm("run", changed, "--store", reference)
+    assert out.returncode == 2
+    assert "seed is 0" in out.stderr and "but 1 in this spec" in out.stderr
+
+
+def test_report_calls_the_report_module_or_says_it_is_missing(reference, tmp_path):
+    out = pcskm("report", reference, "--out", tmp_path / "report")
+    try:
+        import experiments.report  # noqa: F401
+    except ImportError:
+        assert out.returncode == 2
+        assert "not implemented yet" in out.stderr
+    else:
+        assert out.returncode == 0, out.stderr
+        assert any((tmp_path / "report").iterdir())
+
+
+def test_datasets_list_and_bad_only_selection():
+    listed = pcskm("datasets", "list")
+    assert listed.returncode == 0 and "brodinova-5-5" in listed.stdout
+    bad = pcskm("run", "smoke", "--dry-run", "--only", "algorithm=KMEANS")
+    assert bad.returncode == 2 and "matches nothing" in bad.stderr

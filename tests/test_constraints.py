@@ -1,0 +1,87 @@
+"""The constraint list, its per-point partner lists and constraints_from_labels, against
+plain constructions written here from the spec (algorithms.md §0, protocol.md §4)."""
+
+import numpy as np
+import pytest
+
+from algorithms import Constraints, constraints_from_labels
+
+
+def plain_partner_lists(must_link, cannot_link, n):
+    """For each point, the (partner, constraint index) pairs in list order (ML, then CL)."""
+    listing = [(min(a, b), max(a, b)) for a, b in must_link] + [
+        (min(a, b), max(a, b)) for a, b in cannot_link
+    ]
+    lists = [[] for _ in range(n)]
+    for c, (a, b) in enumerate(listing):
+        lists[a].append((b, c))
+        lists[b].append((a, c))
+    return listing, lists
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_partner_lists_match_plain_construction(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    all_pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    chosen = rng.permutation(len(all_pairs))[: int(rng.integers(0, len(all_pairs) + 1))]
+    pairs = np.array([all_pairs[i] for i in chosen], dtype=np.int64).reshape(-1, 2)
+    pairs = np.where(rng.random((len(pairs), 1)) < 0.5, pairs, pairs[:, ::-1])  # either order
+    n_ml = int(rng.integers(0, len(pairs) + 1))
+    must_link, cannot_link = pairs[:n_ml], pairs[n_ml:]
+
+    constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=n)
+
+    listing, lists = plain_partner_lists(must_link.tolist(), cannot_link.tolist(), n)
+    assert constraints.pairs.tolist() == [list(p) for p in listing]
+    assert constraints.is_must_link.tolist() == [True] * n_ml + [False] * (len(pairs) - n_ml)
+    for i in range(n):
+        span = slice(constraints.indptr[i], constraints.indptr[i + 1])
+        got = list(
+            zip(constraints.partner[span].tolist(), constraints.link[span].tolist(), strict=True)
+        )
+        assert got == lists[i]
+
+
+def test_violated_and_satisfied_fraction_by_hand():
+    constraints = Constraints.from_pairs([[0, 1], [2, 3]], [[0, 2], [1, 3]], n_samples=4)
+    labels = np.array([0, 0, 0, 1])
+    # ML (0,1) kept, ML (2,3) broken, CL (0,2) broken, CL (1,3) kept
+    assert constraints.violated(labels).tolist() == [False, True, True, False]
+    assert constraints.satisfied_fraction(labels) == 0.5
+    partly_assigned = np.array([0, -1, 0, 1])
+    assert constraints.violated(partly_assigned).tolist() == [False, True, True, False]
+    assert np.isnan(Constraints.empty(4).satisfied_fraction(labels))
+
+
+@pytest.mark.parametrize(
+    ("must_link", "cannot_link", "message"),
+    [
+        ([[0, 1], [1, 0]], None, "must_link contains the pair \\(0, 1\\) more than once"),
+        (None, [[2, 3], [3, 2]], "cannot_link contains the pair \\(2, 3\\) more than once"),
+        ([[0, 4]], [[4, 0]], "both must-link and cannot-link"),
+        ([[0, 5]], None, "must_link row 0 has an index out of range for 5 samples"),
+        (None, [[1, 2], [-1, 2]], "cannot_link row 1 has a negative index"),
+        ([[3, 3]], None, "pairs a point with itself"),
+        ([[0.0, 1.0]], None, "must be an integer array"),
+        ([0, 1], None, "must have shape \\(m, 2\\)"),
+    ],
+)
+def test_bad_constraints_are_named(must_link, cannot_link, message):
+    with pytest.raises(ValueError, match=message):
+        Constraints.from_pairs(must_link, cannot_link, n_samples=5)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_constraints_from_labels_is_the_pool(seed):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, size=25)
+    index = np.sort(rng.choice(25, size=15, replace=False))
+    must_link, cannot_link = constraints_from_labels(labels, index)
+    expected_ml, expected_cl = [], []
+    for a in index:
+        for b in index:
+            if a < b:
+                (expected_ml if labels[a] == labels[b] else expected_cl).append([a, b])
+    assert must_link.tolist() == expected_ml
+    assert cannot_link.tolist() == expected_cl

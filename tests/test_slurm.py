@@ -1,0 +1,117 @@
+"""A real HPC scheduler: the smoke spec through ``pcskm run --cluster slurm`` with two
+one-core worker jobs, one of them cancelled with ``scancel`` mid-run, must still give the
+cube of a LocalCluster run, value for value. Needs a reachable Slurm (``.ci/slurm-start.sh``
+starts a single-node one); skipped when ``sinfo`` fails."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import xarray as xr
+import zarr
+
+from experiments.spec import load_spec
+from runner import run_spec
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = load_spec("smoke")
+
+pytestmark = pytest.mark.slurm
+
+
+def slurm_reachable():
+    if shutil.which("sinfo") is None:
+        return "sinfo is not installed"
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
+                             timeout=20)
+    except subprocess.TimeoutExpired:
+        return "sinfo timed out"
+    if out.returncode != 0:
+        return f"sinfo failed: {out.stderr.strip()}"
+    if not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
+        return f"no Slurm node is up (sinfo: {out.stdout.strip()!r})"
+    return None
+
+
+def running_jobs(name):
+    out = subprocess.run(["squeue", "-h", "-n", name, "-t", "RUNNING", "-o", "%i"],
+                         capture_output=True, text=True, timeout=20)
+    return out.stdout.split()
+
+
+def done_cells(store):
+    try:
+        root = zarr.open_group(str(store), mode="r")
+        return sum(int(g["done"][:].sum()) * g["fold"].shape[0] for _, g in root.groups())
+    except (FileNotFoundError, KeyError, ValueError):
+        return 0
+
+
+def test_smoke_on_slurm_survives_a_cancelled_worker_job(tmp_path):
+    reason = slurm_reachable()
+    if reason:
+        pytest.skip(f"no Slurm reachable: {reason}")
+    from distributed import Client, LocalCluster
+
+    reference = tmp_path / "local.zarr"
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        run_spec(SMOKE, reference, client=client, progress=False)
+
+    job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
+    config = tmp_path / "dask-config"
+    config.mkdir()
+    (config / "jobqueue.yaml").write_text(f"""
+jobqueue:
+  slurm:
+    name: {job_name}
+    cores: 1
+    processes: 1
+    memory: 1GB
+    walltime: "00:10:00"
+    interface: lo
+    death-timeout: 60
+    local-directory: {tmp_path / "dask-local"}
+    log-directory: {tmp_path / "dask-logs"}
+    scheduler-options:
+      dashboard_address: ":0"
+""")
+    store = tmp_path / "slurm.zarr"
+    total = len(SMOKE.datasets) * len(SMOKE.algorithms) * len(SMOKE.inits) \
+        * len(SMOKE.percentages) * SMOKE.n_runs * SMOKE.n_folds  # kind random only
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "run", "smoke", "--store", str(store),
+         "--cluster", "slurm", "--jobs", "2", "--no-progress"],
+        cwd=REPO, env={**os.environ, "DASK_CONFIG": str(config)},
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        jobs = []
+        while time.monotonic() < deadline and process.poll() is None:
+            jobs = running_jobs(job_name)
+            if len(jobs) == 2 and done_cells(store) > 0:
+                break
+            time.sleep(0.1)
+        assert len(jobs) == 2 and process.poll() is None, "the run never had two workers"
+        done_before = done_cells(store)
+        cancelled = subprocess.run(["scancel", jobs[0]], capture_output=True, text=True,
+                                   timeout=20)
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert done_before < total, "the run finished before the job could be cancelled"
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert done_cells(store) == total
+    a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
+    assert a.attrs == b.attrs and set(a.children) == set(b.children)
+    for name in a.children:
+        xr.testing.assert_identical(a[name].to_dataset().load(), b[name].to_dataset().load())
+    assert jobs[0] not in running_jobs(job_name)
