@@ -18,16 +18,21 @@ from pathlib import Path
 from experiments import cells
 from experiments.cells import Block, Task
 from experiments.spec import load_spec
+from runner.clusters import local_cluster
 from runner.cube import CubeView
 from runner.execute import run_spec
 from runner.tasks import plan
 
 
+def spec_tasks(spec):
+    """Every task of ``spec`` on an empty store."""
+    return plan(spec, CubeView.planned(Path("never-created.zarr"), spec)).tasks
+
+
 def warm(spec_name):
     """Evaluate one cell per (data set, estimator, init) of the spec in this process."""
-    spec = load_spec(spec_name)
     seen = set()
-    for task in plan(spec, CubeView.planned(Path(tempfile.mkdtemp()) / "x.zarr", spec)).tasks:
+    for task in spec_tasks(load_spec(spec_name)):
         s = task.setting
         if (s.dataset, s.estimator, s.init) in seen:
             continue
@@ -38,20 +43,20 @@ def warm(spec_name):
 
 
 def plain_loop(spec):
-    tasks = plan(spec, CubeView.planned(Path(tempfile.mkdtemp()) / "x.zarr", spec)).tasks
+    tasks = spec_tasks(spec)
     start = time.perf_counter()
     n_cells = sum(cells.evaluate(task).task.n_cells for task in tasks)
     return n_cells, time.perf_counter() - start, len(tasks)
 
 
 def on_dask(spec, n_workers):
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
+    with local_cluster(n_workers) as cluster, Client(cluster) as client:
         client.run(warm, spec.name)
-        store = Path(tempfile.mkdtemp()) / f"{spec.name}.zarr"
-        return run_spec(spec, store, client=client, progress=False)
+        with tempfile.TemporaryDirectory() as folder:
+            return run_spec(spec, Path(folder) / f"{spec.name}.zarr", client=client,
+                            progress=False)
 
 
 def main():

@@ -1,7 +1,8 @@
 """Run-time estimate for ``pcskm run --dry-run``: time a few real fits in this process.
 
 Tasks are grouped by what drives their cost: the data set's shape, the estimator and its
-parameters, and the init (Seeding or a fixed init; LKM/SKM with a fixed init share one fit).
+parameters, the init (Seeding or a fixed init; LKM/SKM with a fixed init share one fit) and
+the constraint kind.
 One probe per group runs real cells (run 0, the middle percentage): one untimed (loading),
 then three timed; a group without a probe (time budget spent) gets the mean cost per unit
 of work of the probed groups.
@@ -25,7 +26,7 @@ class Estimate:
 def _group(task, n_samples, n_features):
     s = task.setting
     return (n_samples, n_features, s.estimator, s.params, s.init == cells.SEEDING,
-            s.shares_fits, len(s.sparsities) if s.is_sparse else 0)
+            s.shares_fits, len(s.sparsities) if s.is_sparse else 0, task.blocks[0].kind)
 
 
 def _probe(task, percent):

@@ -94,6 +94,9 @@ def cmd_run(args):
         log.warning("interrupted; the store keeps every finished cell. Resume with: %s",
                     resume)
         return EXIT_INTERRUPTED
+    except OSError as error:  # ConnectionError, distributed's CommClosedError, ...
+        log.error("%s\nThe store keeps every finished cell. Resume with: %s", error, resume)
+        return EXIT_FAILED
     if summary is None:
         return EXIT_OK
     log.info("%s", summary.describe())
@@ -132,8 +135,7 @@ def cmd_report(args):
     if not store.exists():
         log.error("no store at %s", store)
         return EXIT_USAGE
-    out_dir = Path(args.out) if args.out else store.with_suffix("").with_name(
-        store.stem + "-report")
+    out_dir = Path(args.out) if args.out else store.with_name(store.stem + "-report")
     write_report(store, out_dir)
     log.info("report written to %s", out_dir)
     return EXIT_OK

@@ -21,9 +21,13 @@ at any moment leaves a readable store in which every finished cell is intact; ce
 data were written but not marked done are recomputed, with the same values, by the next run.
 """
 
+import contextlib
+import hashlib
 import json
+import logging
 import os
 import shutil
+import socket
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -37,6 +41,8 @@ import zarr
 from algorithms._result import STATUS_NAMES
 from experiments import cells
 from experiments.protocol import pct10
+
+log = logging.getLogger("pcskm")
 
 SCHEMA_VERSION = 1
 STATUS_FLAGS = ("missing", *STATUS_NAMES, "not_applicable")
@@ -80,6 +86,49 @@ _FIT_VARIABLES = {  # name: (dtype, fill value, attributes)
 
 class IncompatibleStore(ValueError):
     """The store was made with settings that change the results of this spec."""
+
+
+class StoreBusy(ValueError):
+    """Another ``pcskm run`` is writing the store."""
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def store_lock(path):
+    """Hold ``<store>.lock`` while writing, so that two runs never write one store. A lock
+    left by a dead process of this host is taken over."""
+    path = Path(path)
+    lock = path.with_name(path.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    me = f"{socket.gethostname()} {os.getpid()}"
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            host, _, pid = lock.read_text().strip().rpartition(" ")
+            if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+                lock.unlink(missing_ok=True)  # stale: its process is gone
+                continue
+            raise StoreBusy(
+                f"{path} is being written by process {pid} on {host} (lock file {lock}); "
+                "wait for that run to end, or delete the lock file if it is gone"
+            ) from None
+        with os.fdopen(fd, "w") as handle:
+            handle.write(me)
+        break
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 def _json(value):
@@ -178,8 +227,6 @@ def spec_layout(spec, data_dir=None):
 
 
 def _data_sha256(data):
-    import hashlib
-
     digest = hashlib.sha256()
     digest.update(np.ascontiguousarray(data.X, dtype=np.float64).tobytes())
     digest.update(np.ascontiguousarray(data.y, dtype=np.int64).tobytes())
@@ -225,9 +272,9 @@ def merge_layouts(old, new, store="the store"):
         percents = sorted(set(before.percents) | set(group.percents), key=pct10)
         groups[name] = GroupLayout(
             dataset=name,
-            algorithms=_union(group.algorithms, before.algorithms),
-            inits=_union(group.inits, before.inits),
-            kinds=_union(group.kinds, before.kinds),
+            algorithms=_union(before.algorithms, group.algorithms),  # old order, new appended
+            inits=_union(before.inits, group.inits),
+            kinds=_union(before.kinds, group.kinds),
             percents=tuple(percents),
             n_runs=max(before.n_runs, group.n_runs),
             n_folds=group.n_folds,
@@ -262,7 +309,6 @@ def _write_group(root, layout):
         fill = "" if dtype is str else (np.nan if values.dtype.kind == "f" else 0)
         array = _create_array(group, name, (name,), values.shape, dtype, fill, {})
         array[:] = values
-    feature_attrs = {}
     names = np.array(layout.feature_names, dtype=str)
     _create_array(group, "feature_name", ("feature",), names.shape, str, "",
                   {"long_name": "column name in the data file"})[:] = names
@@ -272,7 +318,6 @@ def _write_group(root, layout):
         _create_array(group, "uninformative", ("feature",), mask.shape, "bool", False,
                       {"long_name": "known uninformative feature (datasets.md §1)"})[:] = mask
         coordinates += " uninformative"
-    feature_attrs["coordinates"] = coordinates
     shape = layout.fit_shape()
     n_alg, n_init, n_kind, n_pct, n_run, n_fold, n_s = shape
     chunk = (1, 1, 1, n_pct, n_run, n_fold, n_s)  # one chunk per (algorithm, init, kind)
@@ -286,7 +331,7 @@ def _write_group(root, layout):
                       "fail (protocol.md §11)",
          "comment": "for SKM/PCSKM the mean over s of the non-failed fits; their number is "
                     "status.isin([1, 2]).sum('sparsity'), which gives exact pooled means",
-         **feature_attrs},
+         "coordinates": coordinates},
         (*chunk[:-1], n_features),
     )
     _create_array(group, "n_constraints", CELL_DIMS, (n_kind, n_pct, n_run, n_fold), "i4", -1,
@@ -392,7 +437,8 @@ def _copy_group(source, target, old, new):
 
 
 def _recover(path):
-    """Finish or undo an interrupted rebuild (see :func:`_rebuild`)."""
+    """Finish or undo an interrupted rebuild (see :func:`_rebuild`) and delete the temporary
+    files of writes cut short (``*.partial``: the file they were replacing is intact)."""
     path = Path(path)
     rebuild, old = path.with_name(path.name + ".rebuild"), path.with_name(path.name + ".old")
     if not path.exists() and old.exists():
@@ -401,6 +447,9 @@ def _recover(path):
         shutil.rmtree(old)
     if rebuild.exists():
         shutil.rmtree(rebuild)
+    if path.exists():
+        for partial in path.rglob("*.partial"):
+            partial.unlink()
 
 
 def _rebuild(path, old, new, spec, history):
@@ -436,7 +485,12 @@ def prepare(path, spec, data_dir=None):
     else:
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
-        history = zarr.open_group(str(path), mode="r").attrs.get("spec_hashes", [])
+        stored = zarr.open_group(str(path), mode="r").attrs.asdict()
+        history = stored.get("spec_hashes", [])
+        numpy_then = stored.get("versions", {}).get("numpy")
+        if numpy_then != np.__version__:  # protocol.md §2: generator streams may change
+            log.warning("%s was written with NumPy %s, this is NumPy %s: random streams may "
+                        "differ between versions", path, numpy_then, np.__version__)
         if merged != old:
             _rebuild(path, old, merged, spec, history)
             action = "extended"

@@ -112,13 +112,23 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
     start = last = time.perf_counter()
     workers = _n_workers(client)
     try:
-        for future in as_completed(futures):
+        completed = as_completed(futures)
+        for future in completed:
             task = by_key[future.key]
             now, count = time.perf_counter(), _n_workers(client)
             summary.worker_seconds += (workers + count) / 2 * (now - last)  # trapezoid
             last, workers = now, count
+            if future.status == "lost":  # its worker died after computing it: recomputed
+                completed.add(future)
+                continue
             if future.status == "finished":
-                result = future.result()
+                try:
+                    result = future.result()
+                except Exception:
+                    if future.status not in ("lost", "pending"):
+                        raise
+                    completed.add(future)  # lost while being fetched: wait for the rerun
+                    continue
                 began = time.perf_counter()
                 with held_signals():
                     summary.n_cells += writer.write(result)
@@ -133,7 +143,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
                 message = "".join(traceback.format_exception_only(type(error), error)).strip()
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
-            else:  # cancelled or lost: the scheduler is gone
+            else:  # cancelled: the scheduler is gone
                 raise ConnectionError(f"task {future.key} was {future.status}; the Dask "
                                       "scheduler or the connection to it was lost")
             bar.update(task.n_cells)
@@ -158,6 +168,15 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     **cluster_options)`` (only when there is something to compute). Returns the
     :class:`RunSummary`, or None when nothing was missing.
     """
+    from .cube import store_lock
+
+    with store_lock(store):
+        return _run_locked(spec, store, client, cluster_options, selection, force, data_dir,
+                           progress, on_result, min_work)
+
+
+def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
+                on_result, min_work):
     from .clusters import dask_client
     from .cube import prepare
     from .tasks import MIN_WORK, plan

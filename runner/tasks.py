@@ -1,12 +1,13 @@
 """Tasks from a spec: the blocks still to compute, deduplicated and batched.
 
 A block is every run still missing of one (data set, algorithm, init, kind, percent), all
-folds: the unit of writing (one inner chunk of the cube). A task is what one worker computes
-in one go: the blocks of one (data set, algorithm, init), batched until the task holds about
-``min_work`` units of work, so that the fixed cost of a task (scheduling, transfer,
-writing: a few milliseconds) stays under 5 % of its compute. LKM and SKM with DKM++,
-ROBIN(D) or Maximin(D) use no constraint and nothing random (``protocol.md`` §6): all their
-blocks form one task, which fits once and reuses the fold scores.
+folds. A task is what one worker computes in one go: a rectangle of kinds x percentages of
+blocks of one (data set, algorithm, init) with the same runs, batched until it holds about
+``min_work`` units of work, so that the fixed cost of a task (scheduling and transfer, a few
+milliseconds; the client's writing, 30-50 ms, done while the workers compute) stays small
+against its compute. LKM and SKM with DKM++, ROBIN(D) or Maximin(D) use no constraint and
+nothing random (``protocol.md`` §6): all their blocks form one task, which fits once and
+reuses the fold scores.
 """
 
 import fnmatch
@@ -14,16 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.cells import Block, Setting, Task
+from experiments.cells import SEEDING, Block, Setting, Task
 from experiments.protocol import pct10
 
-from .cube import applicable
-
 SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
-# Work of a task: fits (one per s) times points clustered. 150 000 units (1000 fits of 150
-# points) take about a second on one core; writing a task costs the client about 35 ms of
-# CPU, so this keeps the overhead near 3 % (docs/runner.md, "Overhead").
-MIN_WORK = 150 * 1000
+# Work of a task: fits (one per s) times points clustered; a unit takes about 2 us on one
+# core (quick spec, this machine), so 500 000 units are about a second of compute.
+MIN_WORK = 500 * 1000
 
 
 def parse_only(text):
@@ -151,10 +149,10 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=MIN
             continue
         layout = cube.layout.groups[setting.dataset]
         done_marks = cube.done[setting.dataset]
-        kinds = spec.seeding_kinds if setting.init == "seeding" else spec.kinds
+        kinds = spec.seeding_kinds if setting.init == SEEDING else spec.kinds
         blocks = []
-        for kind in kinds:
-            if not applicable(spec, setting.init, kind) or not _matches(selection, "kind", kind):
+        for kind in kinds:  # Seeding only with seeding_kinds (the others are not applicable)
+            if not _matches(selection, "kind", kind):
                 continue
             for percent in spec.percentages:
                 if not _matches(selection, "percent", percent):

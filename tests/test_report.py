@@ -208,6 +208,23 @@ def test_missing_cells_are_counted_never_averaged(tmp_path):
     assert "iris / PCSKM / dkm++ / random: 2 of 8 cells missing (percentages 10)" in text
 
 
+def test_a_cube_with_nothing_computed_reports_not_computed(tmp_path):
+    from experiments import load_spec
+    from runner.cube import prepare
+
+    store = tmp_path / "empty.zarr"
+    prepare(store, load_spec("smoke"))
+    report = write_report(store, tmp_path / "out")
+    text = report.read_text()
+    assert "Figure 1: performance: not computed" in text
+    assert "Figure 2: feature weights (Seeding, DKM++; random constraints): not computed" in text
+    assert not list((tmp_path / "out").glob("*.png"))
+    claims = pd.read_csv(tmp_path / "out" / "claims.csv")
+    assert set(claims[~claims.topic.str.startswith("Table 1")].verdict) == {"not computed"}
+    tests = pd.read_csv(tmp_path / "out" / "wilcoxon_tests.csv")
+    assert (tests.n == 0).all() and (tests.not_computed == tests.n_cases).all()
+
+
 # ---------------------------------------------------------------- statistics
 
 
@@ -366,6 +383,7 @@ def test_smoke_report_files(smoke_report):
         assert (out / name).stat().st_size > 0, name
     text = report.read_text()
     assert "Appendix: performance with ROBIN(D): not computed" in text
+    assert "Figure 1: performance (paper)" in text  # the image link
     assert "runs: 2 (the paper: 25)" in text
     claims = pd.read_csv(out / "claims.csv")
     assert len(claims) == 6 + 4 + 3 + 4

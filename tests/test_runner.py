@@ -221,3 +221,38 @@ def test_only_and_force_select_cells(client, tmp_path):
                       selection={"algorithm": ["PCSKM"], "init": ["seeding"]})
     assert forced.n_cells == per_setting
     xr.testing.assert_identical(xr.open_zarr(store, group="iris").f_score.load(), before)
+
+
+def test_two_runs_never_write_one_store(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from runner.cube import StoreBusy, store_lock
+
+    store = tmp_path / "locked.zarr"
+    with store_lock(store):
+        with pytest.raises(StoreBusy, match="being written by process"):
+            run_spec(parse_spec(SMALL), store, progress=False)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    lock = tmp_path / "locked.zarr.lock"
+    lock.write_text(f"{socket.gethostname()} {dead}")  # left by a killed run
+    with store_lock(store):
+        assert lock.read_text() == f"{socket.gethostname()} {os.getpid()}"
+    assert not lock.exists()
+
+
+def test_not_applicable_cells_become_missing_when_the_spec_runs_them(client, tmp_path):
+    """Seeding outside seeding_kinds is not_applicable (5), distinct from missing (0); a spec
+    that adds the kind to seeding_kinds computes exactly those cells."""
+    base = SMALL.replace('kinds = ["random"]', 'kinds = ["random", "must-link"]')
+    store = tmp_path / "seeding.zarr"
+    run_spec(parse_spec(base), store, client=client, progress=False)
+    status = xr.open_zarr(store, group="iris").status.sel(init="seeding", kind="must-link")
+    assert (status == NOT_APPLICABLE).all()
+    wider = parse_spec(base + 'seeding_kinds = ["random", "must-link"]\n')
+    summary = run_spec(wider, store, client=client, progress=False)
+    assert summary.n_cells == len(wider.algorithms) * wider.n_runs * wider.n_folds
+    status = xr.open_zarr(store, group="iris").status.sel(init="seeding", kind="must-link")
+    assert not status.isin([0]).any() and (status != NOT_APPLICABLE).any()

@@ -159,8 +159,8 @@ def _performance(doc, results, out, written):
                 doc.image(png, f"{title} ({selection})")
                 doc.paragraph(f"Plotted values: `{csv.name}`.")
             else:
-                doc.paragraph(f"{title}: not computed (none of its settings "
-                              f"{', '.join('/'.join(r) for r in rows)} is in the cube).")
+                doc.paragraph(f"{title}: not computed (no cell of its settings "
+                              f"{', '.join('/'.join(r) for r in rows)} is computed).")
     cases = performance.case_table(results)
     _csv(cases, out, "case_values.csv", written)
     doc.paragraph("V = mean over the percentages of the mean F (the Wilcoxon case value, "
@@ -213,9 +213,9 @@ def _weights(doc, results, out, written):
             doc.image(png, title)
             doc.paragraph(f"Plotted values: `{csv.name}`.")
         else:
-            doc.paragraph(f"{title}: not computed (no data set "
+            doc.paragraph(f"{title}: not computed (no computed fit of "
                           f"{', '.join(f.label for f in family_list)} with init "
-                          f"{', '.join(inits)} in the cube).")
+                          f"{', '.join(inits)}).")
     per_setting = weights.share_table(results, ("percent",))
     _csv(per_setting, out, "weight_shares.csv", written)
     summary = weights.share_table(results, ("percent", "init", "kind"))

@@ -112,7 +112,6 @@ def fit_table(store, name):
     return out
 
 
-
 @contextlib.contextmanager
 def quiet():
     """Silence NumPy's warnings for all-NaN slices: a mean or standard deviation of nothing

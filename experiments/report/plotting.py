@@ -20,13 +20,13 @@ def panel_grid(widths, heights, *, left=0.95, right=0.25, top=0.85, bottom=0.9, 
     return fig, grid
 
 
-def finish(fig, title, handles, labels, path, ncol):
+def finish(fig, title, handles, labels, path, ncol, dpi=110):
     """Title on top, legend at the bottom, save as PNG."""
     height = fig.get_figheight()
     fig.suptitle(title, fontsize=11, y=1 - 0.08 / height, va="top")
     fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.02 / height),
                ncol=ncol, frameon=False, fontsize=9)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
 
 
 def row_label(fig, grid, row, text):

@@ -68,7 +68,8 @@ def honest_selection(fits):
 
 def select(fits):
     """Both selections of one data set: a Dataset with ``paper_s``, ``paper_f``,
-    ``honest_s``, ``honest_f`` and ``computed`` (what the sidecar store holds)."""
+    ``honest_s``, ``honest_f``, ``computed`` and ``expected`` (what the sidecar store
+    holds)."""
     paper, honest = paper_selection(fits), honest_selection(fits)
     return xr.Dataset({
         "paper_s": paper.s, "paper_f": paper.f_score,

@@ -96,9 +96,9 @@ def _shares(mean):
 
 
 def share_table(results, pool):
-    """Rows per family and algorithm (and the dims not in ``pool``): the weight shares of
-    ``_shares`` for the family's mean weights pooled over ``pool`` (members pooled first,
-    then averaged over the subsets)."""
+    """Rows per family and algorithm (and the dims not in ``pool``) with fits: the weight
+    shares of ``_shares`` for the family's mean weights pooled over ``pool`` (members pooled
+    first, then averaged over the subsets) and the number of fits pooled."""
     rows = []
     for label, members in results.family_members.items():
         if not all(name in results.weight_means for name in members):
@@ -106,10 +106,13 @@ def share_table(results, pool):
         with quiet():
             member_means = [pooled(results.weight_means[name], pool) for name in members]
             mean = xr.concat(member_means, dim="subset", join="outer").mean("subset")
+        n_fits = xr.concat([results.weight_means[name].n_fits.sum(pool) for name in members],
+                           dim="subset", join="outer", fill_value=0).sum("subset")
         first = results.weight_means[members[0]]
         mean = mean.assign_coords(uninformative=first.uninformative)
-        frame = _shares(mean).to_dataframe().reset_index()
-        frame = frame.drop(columns=[c for c in ("uninformative",) if c in frame])
+        frame = _shares(mean).assign(n_fits=n_fits).to_dataframe().reset_index()
+        frame = frame[frame.n_fits > 0].drop(
+            columns=[c for c in ("uninformative",) if c in frame])
         frame.insert(0, "dataset", results.family_labels[label])
         frame.insert(1, "feature_quality", first.attrs.get("feature_quality", ""))
         rows.append(frame)
@@ -170,8 +173,9 @@ def figure(results, title, family_list, inits, path):
     if all(panel is None for panel in panels.values()):
         return False
     rows = [(init, a) for init in inits for a in FIGURE_ALGORITHMS]
-    used = [any(panels[(f.label, *row)] is not None for row in rows) for f in family_list]
-    fig, grid = plotting.panel_grid([4.6 if u else 1.2 for u in used], [1.35] * len(rows),
+    widths = [_panel_width([panels[(f.label, *row)] for row in rows]) for f in family_list]
+    used = [width is not None for width in widths]
+    fig, grid = plotting.panel_grid([w or 1.2 for w in widths], [1.35] * len(rows),
                                     left=0.75, top=1.05, wgap=0.75, hgap=0.7)
     for j, family in enumerate(family_list):
         label = results.family_labels.get(family.label, family.label)
@@ -204,8 +208,23 @@ def figure(results, title, family_list, inits, path):
         fig, f"{title}\nSKM, PCSKM: mean over every s of the grid, runs and folds "
         "(non-failed fits); MPCKM: metric diagonal, own y scale", handles,
         [*FIGURE_ALGORITHMS, "known uninformative feature (shaded slot, light bar)"], path,
-        ncol=4)
+        ncol=4, dpi=120)
     return True
+
+
+def _panel_width(panels):
+    """Inches for a column of bar panels: about 0.025 in per bar slot (at least 4.6, at most
+    14), None when none of them is computed."""
+    drawn = [panel for panel in panels if panel is not None]
+    if not drawn:
+        return None
+    slots = max(p.sizes["percent"] * (p.sizes["feature"] + _gap(p.sizes["feature"]))
+                for p in drawn)
+    return float(np.clip(0.025 * slots, 4.6, 14.0))
+
+
+def _gap(n_features):
+    return max(2, n_features // 4)
 
 
 def _bars(ax, panel, colour):
@@ -213,14 +232,15 @@ def _bars(ax, panel, colour):
     uninformative features are shaded (one span per run of adjacent ones)."""
     percents = panel.percent.values
     n_features = panel.sizes["feature"]
-    gap = max(2, n_features // 4)
+    gap = _gap(n_features)
     bad = panel.uninformative.values
     starts = np.arange(len(percents)) * (n_features + gap)
     x = (starts[:, None] + np.arange(n_features)).ravel()
     heights = panel.transpose("percent", "feature").values.ravel()
     shaded = np.tile(bad, len(percents))
-    ax.bar(x[~shaded], heights[~shaded], width=0.9, color=colour, linewidth=0)
-    ax.bar(x[shaded], heights[shaded], width=0.9, color=colour, alpha=0.35, linewidth=0)
+    ax.bar(x[~shaded], heights[~shaded], width=0.85, color=colour, linewidth=0, snap=False)
+    ax.bar(x[shaded], heights[shaded], width=0.85, color=colour, alpha=0.35, linewidth=0,
+           snap=False)
     edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(int), [0]])))
     for start in starts:
         for first, stop in zip(edges[::2], edges[1::2], strict=True):
