@@ -1,0 +1,92 @@
+"""Helpers shared by bench_peers.py, bench_scaling.py and bench_memory.py."""
+
+import importlib.util
+import numbers
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as `python benchmarks/bench_x.py` from anywhere
+    sys.path.insert(0, str(REPO))
+
+DATA_DIR = Path(os.environ.get("PCSKM_DATA", REPO.parent / "shared" / "pcskm-data"))
+
+
+def machine():
+    """One line naming the machine; every figure was measured on a shared machine."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"NumPy {np.__version__}")
+
+
+def median_seconds(repeat, function, *args, warm_up=True, **kwargs):
+    """Median wall seconds of ``function(*args, **kwargs)`` over ``repeat`` calls, after one
+    untimed warm-up call (Numba caches, imports) unless ``warm_up`` is False; returns
+    (seconds, result of the last call)."""
+    if warm_up:
+        function(*args, **kwargs)
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = function(*args, **kwargs)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)), result
+
+
+def print_table(header, rows):
+    """A plain text table: columns as wide as their widest cell, numbers right-aligned."""
+    cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row, raw):
+        return "  ".join(c.rjust(w) if isinstance(v, numbers.Number) else c.ljust(w)
+                         for c, w, v in zip(row, widths, raw, strict=True)).rstrip()
+
+    print(line(cells[0], header))
+    print("  ".join("-" * w for w in widths))
+    for text, raw in zip(cells[1:], rows, strict=True):
+        print(line(text, raw))
+
+
+def import_peers():
+    """``(PCKMeans, MPCKMeans)`` of the ``active-semi-supervised-clustering`` package (0.0.1,
+    2018), with the two fixes it needs to import, applied at run time (its files untouched):
+
+    * its ``semi_supervised/pairwise_constraints`` modules import ``..exceptions`` and
+      ``..farthest_first_traversal``, which the wheel ships one level higher (the package
+      fails with ModuleNotFoundError): the two top-level modules are registered under the
+      names the relative imports look for;
+    * ``mpckmeans.py`` calls ``np.seterr('raise')`` at import, for the whole process: the
+      previous settings are restored (run their fits under ``np.errstate(all="raise")``).
+    """
+    before = np.geterr()
+    # the wheel ships the same code twice, as active_semi_clustering (used by its labeled_data
+    # modules) and active_semi_supervised_clustering; both need the aliases
+    for package in ("active_semi_clustering", "active_semi_supervised_clustering"):
+        spec = importlib.util.find_spec(package)
+        if spec is None:
+            raise ImportError("pip install active-semi-supervised-clustering==0.0.1 "
+                              "(pip install -e '.[bench]')")
+        root = Path(spec.submodule_search_locations[0])
+        for module in ("exceptions", "farthest_first_traversal"):
+            name = f"{package}.semi_supervised.{module}"
+            if name not in sys.modules:
+                module_spec = importlib.util.spec_from_file_location(name, root / f"{module}.py")
+                sys.modules[name] = importlib.util.module_from_spec(module_spec)
+                module_spec.loader.exec_module(sys.modules[name])
+    from active_semi_supervised_clustering import MPCKMeans, PCKMeans
+
+    np.seterr(**before)
+    return PCKMeans, MPCKMeans
