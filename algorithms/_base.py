@@ -169,14 +169,29 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
             return np.ascontiguousarray(X[rows]), labels
         return check_centers(self.init, k, X.shape[1]), labels
 
-    def _fit_input(self, X, must_link, cannot_link):
-        """Validate parameters, data and constraints; returns ``(X, constraints, C0, l0)``."""
+    def _fit_input(self, X, must_link, cannot_link, constraints=None):
+        """Validate parameters, data and constraints; returns ``(X, constraints, C0, l0)``.
+
+        ``constraints``, if given, is a :class:`Constraints` already built (so validated)
+        over the rows of X, used instead of ``must_link`` / ``cannot_link``.
+        """
         self._validate_params()
         X = self._check_X(X, reset=True)
         _check_distinct_rows(self.n_clusters, X)
-        constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
+        if constraints is None:
+            constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
+        elif constraints.n_samples != X.shape[0]:
+            raise ValueError(f"constraints are over {constraints.n_samples} points but X has "
+                             f"{X.shape[0]} rows")
         centres, seed_labels = self._initial_state(X, constraints)
         return X, constraints, centres, seed_labels
+
+    def _fit_constraints(self, X, constraints):
+        """``fit`` with the constraints given as a built :class:`Constraints` over X's rows
+        (the experiment runner builds each cell's list once, for the fit and the scores).
+        Everything else is validated as in ``fit``."""
+        self._run_engine(*self._fit_input(X, None, None, constraints))
+        return self
 
     def _store(self, *, labels, centers, weights, n_iter, status, objective, initial_centers,
                n_empty_events):

@@ -33,69 +33,157 @@ def box_diameters(Y):
 
 @njit(cache=True)
 def pair_sq_distances(Y, pairs, metric):
-    """``|y_a - y_b|^2_metric`` for every constraint ``(a, b)``."""
-    m_pairs = pairs.shape[0]
+    """``|y_a - y_b|^2_metric`` for every constraint ``(a, b)``.
+
+    Each sum runs over the features in ascending order; four constraints are summed side by
+    side so that their independent additions overlap.
+    """
+    n_pairs = pairs.shape[0]
     p = Y.shape[1]
-    out = np.empty(m_pairs)
-    for c in range(m_pairs):
-        a = pairs[c, 0]
-        b = pairs[c, 1]
+    out = np.empty(n_pairs)
+    c = 0
+    while c + 4 <= n_pairs:
+        a0, b0 = pairs[c, 0], pairs[c, 1]
+        a1, b1 = pairs[c + 1, 0], pairs[c + 1, 1]
+        a2, b2 = pairs[c + 2, 0], pairs[c + 2, 1]
+        a3, b3 = pairs[c + 3, 0], pairs[c + 3, 1]
+        d0 = d1 = d2 = d3 = 0.0
+        for m in range(p):
+            weight = metric[m]
+            diff = Y[a0, m] - Y[b0, m]
+            d0 += weight * diff * diff
+            diff = Y[a1, m] - Y[b1, m]
+            d1 += weight * diff * diff
+            diff = Y[a2, m] - Y[b2, m]
+            d2 += weight * diff * diff
+            diff = Y[a3, m] - Y[b3, m]
+            d3 += weight * diff * diff
+        out[c], out[c + 1], out[c + 2], out[c + 3] = d0, d1, d2, d3
+        c += 4
+    while c < n_pairs:
         d = 0.0
         for m in range(p):
-            diff = Y[a, m] - Y[b, m]
+            diff = Y[pairs[c, 0], m] - Y[pairs[c, 1], m]
             d += metric[m] * diff * diff
         out[c] = d
+        c += 1
     return out
 
 
 @njit(cache=True)
-def assign_sequential(
-    Y, centers, metric, offset, dmax, indptr, partner, link, is_must_link, pair_dist, labels
-):
+def center_distances_into(out, YT, centers, metric):
+    """``out[h, i] = |y_i - mu_h|^2_metric`` from the transposed data ``YT`` (p, n).
+
+    Each sum runs over the features in ascending order from 0.0, adding
+    ``metric_m * diff * diff`` as the E-step of §2.2b literally does; the n sums of a cluster
+    are carried side by side (independent additions, vectorised), so the bits are those of
+    the point-by-point loop.
+    """
+    p, n = YT.shape
+    for h in range(centers.shape[0]):
+        row = out[h]
+        for i in range(n):
+            row[i] = 0.0
+        for m in range(p):
+            centre = centers[h, m]
+            weight = metric[m]
+            column = YT[m]
+            for i in range(n):
+                diff = column[i] - centre
+                row[i] += weight * diff * diff
+
+
+@njit(cache=True)
+def constraint_costs_into(must_cost, cannot_cost, pair_dist, is_must_link, dmax):
+    """Per constraint c, what it adds to the penalty of a cluster h when its partner has label
+    l (§2.2b): ``must_cost[c]`` if h != l (``pair_dist`` for a must-link, else 0.0) and
+    ``cannot_cost[c]`` if h == l (``dmax - pair_dist`` for a cannot-link, else 0.0)."""
+    for c in range(pair_dist.shape[0]):
+        if is_must_link[c]:
+            must_cost[c] = pair_dist[c]
+            cannot_cost[c] = 0.0
+        else:
+            must_cost[c] = 0.0
+            cannot_cost[c] = dmax - pair_dist[c]
+
+
+@njit(cache=True)
+def assign_sequential(dist, offset, indptr, partner, link, must_cost, cannot_cost, labels):
     """One sequential E-step pass (§2.2b, §3.3 step 1); updates ``labels`` in place.
 
     For i = 0..n-1 in index order and every cluster h, the penalty is accumulated as
 
-        P(i, h) = |y_i - mu_h|^2_metric + offset
+        P(i, h) = dist[h, i] + offset
                   then, for each partner j of i in list order with l_j != -1:
                   must-link:   + pair_dist  to every h != l_j
                   cannot-link: + (dmax - pair_dist)  to h == l_j
 
-    and l_i = argmin_h P(i, h) (lowest h on ties) is written immediately, so later points see
-    it. Returns ``(moved, objective)``: the number of labels that changed (including
-    -1 -> h) and the sum over i of the winning penalty.
+    (``dist`` from :func:`center_distances_into`, the per-constraint terms from
+    :func:`constraint_costs_into`) and l_i = argmin_h P(i, h) (lowest h on ties) is written
+    immediately, so later points see it. Returns ``(moved, objective)``: the number of labels
+    that changed (including -1 -> h) and the sum over i of the winning penalty.
+
+    Every partner adds ``must_cost`` or ``cannot_cost`` to every cluster; the one of the two
+    that the rule above does not add is +0.0, and adding +0.0 changes no penalty (they are
+    never -0.0), so the sums are bit for bit those of the rule. Up to four clusters the
+    penalties live in registers (the paper's data sets have k = 2 or 3).
     """
-    n, p = Y.shape
-    k = centers.shape[0]
-    cost = np.empty(k)
+    k, n = dist.shape
     moved = 0
     objective = 0.0
+    if k < 2 or k > 4:
+        cost = np.empty(k)
+        for i in range(n):
+            for h in range(k):
+                cost[h] = dist[h, i] + offset
+            for e in range(indptr[i], indptr[i + 1]):
+                lj = labels[partner[e]]
+                if lj < 0:
+                    continue
+                c = link[e]
+                for h in range(k):
+                    cost[h] += cannot_cost[c] if h == lj else must_cost[c]
+            best = 0
+            for h in range(1, k):
+                if cost[h] < cost[best]:
+                    best = h
+            if labels[i] != best:
+                moved += 1
+                labels[i] = best
+            objective += cost[best]
+        return moved, objective
     for i in range(n):
-        for h in range(k):
-            d = 0.0
-            for m in range(p):
-                diff = Y[i, m] - centers[h, m]
-                d += metric[m] * diff * diff
-            cost[h] = d + offset
+        # clusters k..3 do not exist: their sums are computed and never compared
+        c0 = dist[0, i] + offset
+        c1 = dist[1, i] + offset
+        c2 = dist[2, i] + offset if k > 2 else 0.0
+        c3 = dist[3, i] + offset if k > 3 else 0.0
         for e in range(indptr[i], indptr[i + 1]):
             lj = labels[partner[e]]
             if lj < 0:
                 continue
             c = link[e]
-            if is_must_link[c]:
-                for h in range(k):
-                    if h != lj:
-                        cost[h] += pair_dist[c]
-            else:
-                cost[lj] += dmax - pair_dist[c]
+            must = must_cost[c]
+            cannot = cannot_cost[c]
+            c0 += cannot if lj == 0 else must
+            c1 += cannot if lj == 1 else must
+            c2 += cannot if lj == 2 else must
+            c3 += cannot if lj == 3 else must
         best = 0
-        for h in range(1, k):
-            if cost[h] < cost[best]:
-                best = h
+        winner = c0
+        if c1 < winner:
+            best = 1
+            winner = c1
+        if k > 2 and c2 < winner:
+            best = 2
+            winner = c2
+        if k > 3 and c3 < winner:
+            best = 3
+            winner = c3
         if labels[i] != best:
             moved += 1
             labels[i] = best
-        objective += cost[best]
+        objective += winner
     return moved, objective
 
 

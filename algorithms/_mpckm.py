@@ -15,8 +15,10 @@ from numba import njit
 from ._kernels import (
     assign_sequential,
     box_diameters,
+    center_distances_into,
     cluster_counts,
     cluster_means,
+    constraint_costs_into,
     pair_sq_distances,
     relocate_empty,
 )
@@ -136,6 +138,10 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
     dmax = weighted_box(metric, dmax_m)
     pair_dist = pair_sq_distances(X, pairs, metric)
     offset = -regularisation * log_sum(metric)
+    XT = np.ascontiguousarray(X.T)
+    dist = np.empty((k, X.shape[0]))
+    must_cost = np.empty(pairs.shape[0])
+    cannot_cost = np.empty(pairs.shape[0])
     n_empty_events = 0
     status = MAX_ITER
     objective = np.nan
@@ -143,9 +149,10 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
     for t in range(1, max_iter + 1):
         n_iter = t
         # 1. sequential E-step under a; J_E = sum of the winning penalties
+        center_distances_into(dist, XT, centers, metric)
+        constraint_costs_into(must_cost, cannot_cost, pair_dist, is_must_link, dmax)
         moved, objective_e = assign_sequential(
-            X, centers, metric, offset, dmax, indptr, partner, link, is_must_link, pair_dist,
-            labels,
+            dist, offset, indptr, partner, link, must_cost, cannot_cost, labels
         )
         # 2. empty-cluster policy (§1.3)
         counts = cluster_counts(labels, k)

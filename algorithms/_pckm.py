@@ -11,7 +11,9 @@ from numba import njit
 from ._kernels import (
     assign_sequential,
     box_diameters,
+    center_distances_into,
     cluster_means,
+    constraint_costs_into,
     relocate_empty,
 )
 from ._result import (
@@ -67,15 +69,15 @@ def pair_distances_into(out, Y, pairs):
 
 @njit(cache=True)
 def pckm_loop(
-    Y, centers, labels, metric, pair_dist, dmax, indptr, partner, link, is_must_link,
-    max_iter, policy,
+    Y, YT, centers, labels, pair_dist, dmax, indptr, partner, link, is_must_link, max_iter,
+    policy,
 ):
     """Run §2.2 step 2 on ``Y`` in place; returns ``(n_iter, status, objective, n_empty)``.
 
     On entry ``centers`` holds C0 and ``labels`` is all -1; on exit they hold the final
-    centroids (the means of the last M-step) and labels. ``metric`` is ones(p) (it only
-    feeds the shared E-step kernel), ``pair_dist`` the squared constraint distances on ``Y``
-    and ``dmax`` the box of §1.1 on ``Y``.
+    centroids (the means of the last M-step) and labels. ``YT`` is ``Y`` transposed
+    (C-contiguous, for the E-step's distances), ``pair_dist`` the squared constraint
+    distances on ``Y`` and ``dmax`` the box of §1.1 on ``Y``.
 
     Empty clusters are checked after every E-step (§1.3). Under ``"fail"`` the run stops
     with status ``empty_cluster`` and ``centers`` keeps the centroids of that E-step.
@@ -86,13 +88,18 @@ def pckm_loop(
     per pass, so the E-step's change count is exactly the number of i with l_i != l_prev_i.
     """
     k = centers.shape[0]
-    p = centers.shape[1]
+    n, p = Y.shape
+    metric = np.ones(p)  # unit metric: 1.0 * diff is diff, so the sums are the plain ones
+    dist = np.empty((k, n))
+    must_cost = np.empty(pair_dist.shape[0])
+    cannot_cost = np.empty(pair_dist.shape[0])
+    constraint_costs_into(must_cost, cannot_cost, pair_dist, is_must_link, dmax)
     objective = 0.0
     n_empty = 0
     for t in range(1, max_iter + 1):
+        center_distances_into(dist, YT, centers, metric)
         moved, objective = assign_sequential(
-            Y, centers, metric, 0.0, dmax, indptr, partner, link, is_must_link, pair_dist,
-            labels,
+            dist, 0.0, indptr, partner, link, must_cost, cannot_cost, labels
         )
         means, counts = cluster_means(Y, labels, k)
         empty = 0
@@ -118,16 +125,15 @@ def pckm_loop(
 def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy):
     """§2.2 in full on ``X``: returns ``(labels, centers, n_iter, status, objective, n_empty)``.
     """
-    n, p = X.shape
-    metric = np.ones(p)
+    n = X.shape[0]
     centers = C0.copy()
     labels = np.full(n, -1, dtype=np.int64)
     dmax = box_diameters(X).sum()
     pair_dist = np.empty(pairs.shape[0])
     pair_distances_into(pair_dist, X, pairs)
     n_iter, status, objective, n_empty = pckm_loop(
-        X, centers, labels, metric, pair_dist, dmax, indptr, partner, link, is_must_link,
-        max_iter, policy,
+        X, np.ascontiguousarray(X.T), centers, labels, pair_dist, dmax, indptr, partner, link,
+        is_must_link, max_iter, policy,
     )
     return labels, centers, n_iter, status, objective, n_empty
 

@@ -17,7 +17,9 @@ bits as that literal computation. The speed comes from:
   distance is exactly +0, so sums over the remaining features in ascending order are
   bit-identical to the full sums. At small s most weights are 0 (tested against the plain
   reference, which computes the full Z);
-* pair distances four constraints at a time (``_pckm.pair_distances_into``, same sums).
+* pair distances four constraints at a time (``_pckm.pair_distances_into``, same sums);
+* the runs of the large s values that never use s (every weight update in the Delta = 0
+  branch of §4.5) computed once and copied (see ``sparse_path``).
 """
 
 from typing import NamedTuple
@@ -98,20 +100,32 @@ def scores_into(out, X, labels, k, tss, pairs, is_must_link, box, paper):
 
 
 @njit(cache=True)
+def l1_l2_ratio(g):
+    """``|g|_1 / |g|_2`` (sums in index order): Delta = 0 exactly when it is <= s (§4.5)."""
+    l1 = 0.0
+    l2 = 0.0
+    for j in range(g.shape[0]):
+        l1 += g[j]
+        l2 += g[j] * g[j]
+    return l1 / np.sqrt(l2)
+
+
+@njit(cache=True)
 def solve_delta_sorted(g, s):
     """§4.5 on clipped scores ``g`` (>= 0, not all 0): returns ``(Delta, t_limit)``.
 
     ``t_limit`` is 0 normally; in the LIMIT case (s^2 <= t, t exactly tied maximal scores)
     it is t and Delta is max g (the value the bisection converges to).
     """
-    p = g.shape[0]
-    l1 = 0.0
-    l2 = 0.0
-    for j in range(p):
-        l1 += g[j]
-        l2 += g[j] * g[j]
-    if l1 / np.sqrt(l2) <= s:
+    if l1_l2_ratio(g) <= s:
         return 0.0, 0
+    return delta_above_ratio(g, s)
+
+
+@njit(cache=True)
+def delta_above_ratio(g, s):
+    """:func:`solve_delta_sorted` when ``l1_l2_ratio(g) > s``."""
+    p = g.shape[0]
     c = np.zeros(p + 1)
     c[:p] = -np.sort(-g)
     t = 1
@@ -147,15 +161,19 @@ def solve_delta_sorted(g, s):
 
 @njit(cache=True)
 def weights_into(w, g, s):
-    """w = max(g - Delta, 0) / |.|_2 (§4.2 step 3d; 1/sqrt(t) on the t maxima if LIMIT)."""
+    """w = max(g - Delta, 0) / |.|_2 (§4.2 step 3d; 1/sqrt(t) on the t maxima if LIMIT).
+
+    Returns ``l1_l2_ratio(g)``: w depends on s only when that ratio exceeds s.
+    """
     p = g.shape[0]
-    delta, t_limit = solve_delta_sorted(g, s)
+    ratio = l1_l2_ratio(g)
+    delta, t_limit = (0.0, 0) if ratio <= s else delta_above_ratio(g, s)
     if t_limit > 0:
         top = g.max()
         value = 1.0 / np.sqrt(t_limit)
         for j in range(p):
             w[j] = value if g[j] == top else 0.0
-        return
+        return ratio
     norm = 0.0
     for j in range(p):
         u = g[j] - delta
@@ -165,6 +183,7 @@ def weights_into(w, g, s):
     norm = np.sqrt(norm)
     for j in range(p):
         w[j] /= norm
+    return ratio
 
 
 @njit(cache=True)
@@ -195,14 +214,13 @@ def sparse_path(
 
     # Step 2 (shared): the first PCKM clustering on the unweighted X.
     n_pairs = pairs.shape[0]
-    metric = np.ones(p)
     pair_dist = np.empty(n_pairs)
     pair_distances_into(pair_dist, X, pairs)
     first_labels = np.full(n, -1, dtype=np.int64)
     first_centers = C0.copy()
     first_iter, first_status, _, first_empty = pckm_loop(
-        X, first_centers, first_labels, metric, pair_dist, box_diameters(X).sum(), indptr,
-        partner, link, is_must_link, inner_max_iter, policy,
+        X, np.ascontiguousarray(X.T), first_centers, first_labels, pair_dist,
+        box_diameters(X).sum(), indptr, partner, link, is_must_link, inner_max_iter, policy,
     )
     if first_status == EMPTY_CLUSTER:
         final_centers, _ = cluster_means(X, first_labels, k)
@@ -229,8 +247,29 @@ def sparse_path(
     g = np.empty(p)
     active = np.empty(p, dtype=np.int64)
     root_w = np.empty(p)
+    # A run whose every weight update had l1_l2_ratio(g) <= its s never used s: for any
+    # s' >= the largest of those ratios each update takes the same Delta = 0 branch, so the
+    # run for s' is the same run, bit for bit (a run that failed before any update never
+    # used s either). ``free`` is the index of such a run with the smallest bound
+    # ``free_bound``; its outputs are copied for every later s' >= the bound. On the paper's
+    # grids this is 30-60 % of the s values (the largest ones).
+    free = -1
+    free_bound = np.inf
     for si in range(n_s):
         s = sparsities[si]
+        if free >= 0 and free_bound <= s:
+            out_labels[si] = out_labels[free]
+            out_weights[si] = out_weights[free]
+            out_centers[si] = out_centers[free]
+            out_weighted[si] = out_weighted[free]
+            out_n_iter[si] = out_n_iter[free]
+            out_status[si] = out_status[free]
+            out_objective[si] = out_objective[free]
+            out_inner[si] = out_inner[free]
+            out_empty[si] = out_empty[free]
+            continue
+        bound = -np.inf
+        shareable = True
         labels[:] = first_labels
         centers[:] = first_centers
         w[:] = 1.0 / np.sqrt(p)
@@ -251,14 +290,15 @@ def sparse_path(
                         root_w[q] = np.sqrt(w[m])
                         q += 1
                 Z = np.empty((n, q))
+                ZT = np.empty((q, n))
                 for i in range(n):
                     for j in range(q):
-                        Z[i, j] = X[i, active[j]] * root_w[j]
+                        Z[i, j] = ZT[j, i] = X[i, active[j]] * root_w[j]
                 active_centers, _ = cluster_means(Z, labels, k)
                 labels[:] = -1
                 pair_distances_into(pair_dist, Z, pairs)
                 inner_iter, inner_status, _, inner_empty = pckm_loop(
-                    Z, active_centers, labels, metric[:q], pair_dist, box_diameters(Z).sum(),
+                    Z, ZT, active_centers, labels, pair_dist, box_diameters(Z).sum(),
                     indptr, partner, link, is_must_link, inner_max_iter, policy,
                 )
                 centers[:] = 0.0
@@ -282,7 +322,11 @@ def sparse_path(
                 status = DEGENERATE_WEIGHTS
                 n_iter = r
                 break
-            weights_into(w_new, g, s)
+            ratio = weights_into(w_new, g, s)
+            if ratio <= s:  # False for a NaN ratio (overflowing scores): never shared
+                bound = max(bound, ratio)
+            else:
+                shareable = False
             change = 0.0
             size = 0.0
             objective = 0.0
@@ -307,6 +351,9 @@ def sparse_path(
         else:
             out_weights[si] = w
             out_objective[si] = objective
+        if shareable and bound < free_bound:
+            free = si
+            free_bound = bound
     return (out_labels, out_weights, out_centers, out_weighted, out_n_iter, out_status,
             out_objective, out_inner, out_empty)
 

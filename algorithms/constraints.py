@@ -25,21 +25,41 @@ def _as_pairs(pairs, name, n_samples):
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ValueError(f"{name} must have shape (m, 2); got {pairs.shape}")
     pairs = pairs.astype(np.int64, copy=False)
-    low = np.minimum(pairs[:, 0], pairs[:, 1])
-    high = np.maximum(pairs[:, 0], pairs[:, 1])
-    if low.min() < 0:
-        row = int(np.argmax(low < 0))
+    ordered, bad = _ordered_pairs(pairs, n_samples)
+    if bad[0] >= 0:
+        row = int(bad[0])
         raise ValueError(f"{name} row {row} has a negative index: {pairs[row].tolist()}")
-    if high.max() >= n_samples:
-        row = int(np.argmax(high >= n_samples))
+    if bad[1] >= 0:
+        row = int(bad[1])
         raise ValueError(
             f"{name} row {row} has an index out of range for {n_samples} samples: "
             f"{pairs[row].tolist()}"
         )
-    if (low == high).any():
-        row = int(np.argmax(low == high))
+    if bad[2] >= 0:
+        row = int(bad[2])
         raise ValueError(f"{name} row {row} pairs a point with itself: {pairs[row].tolist()}")
-    return np.stack([low, high], axis=1)
+    return ordered
+
+
+@njit(cache=True)
+def _ordered_pairs(pairs, n_samples):
+    """Rows as ``(min, max)``, and the first row (or -1) with a negative index, with an index
+    >= ``n_samples``, and pairing a point with itself."""
+    m = pairs.shape[0]
+    ordered = np.empty((m, 2), dtype=np.int64)
+    bad = np.full(3, -1, dtype=np.int64)
+    for c in range(m):
+        low = min(pairs[c, 0], pairs[c, 1])
+        high = max(pairs[c, 0], pairs[c, 1])
+        ordered[c, 0] = low
+        ordered[c, 1] = high
+        if low < 0 and bad[0] < 0:
+            bad[0] = c
+        if high >= n_samples and bad[1] < 0:
+            bad[1] = c
+        if low == high and bad[2] < 0:
+            bad[2] = c
+    return ordered, bad
 
 
 @njit(cache=True)
@@ -78,6 +98,22 @@ def _partner_lists(pairs, n_samples):
             seen_from[j] = i
             seen_link[j] = link[e]
     return indptr, partner, link, duplicate
+
+
+@njit(cache=True)
+def _satisfied_rows(label_rows, pairs, is_must_link):
+    """Satisfied count / m per row: the count is exact in float64, so this is the same
+    number as the mean of the 0/1 satisfied flags."""
+    out = np.empty(label_rows.shape[0])
+    m = pairs.shape[0]
+    for r in range(label_rows.shape[0]):
+        satisfied = 0
+        for c in range(m):
+            same = label_rows[r, pairs[c, 0]] == label_rows[r, pairs[c, 1]]
+            if same == is_must_link[c]:
+                satisfied += 1
+        out[r] = satisfied / m
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,6 +180,17 @@ class Constraints:
             return np.nan
         la, lb = labels[self.pairs[:, 0]], labels[self.pairs[:, 1]]
         return float(np.mean(np.where(self.is_must_link, la == lb, la != lb)))
+
+    def satisfied_fractions(self, label_rows):
+        """:meth:`satisfied_fraction` of every row of ``label_rows`` (S, n_samples) in one
+        compiled call: an (S,) array (all NaN for an empty list)."""
+        label_rows = np.ascontiguousarray(label_rows, dtype=np.int64)
+        if label_rows.ndim != 2 or label_rows.shape[1] != self.n_samples:
+            raise ValueError(f"label_rows must have shape (S, {self.n_samples}); "
+                             f"got {label_rows.shape}")
+        if len(self) == 0:
+            return np.full(label_rows.shape[0], np.nan)
+        return _satisfied_rows(label_rows, self.pairs, self.is_must_link)
 
 
 def constraints_from_labels(labels, index=None):

@@ -114,7 +114,13 @@ class PCSKMeans(ConstrainedClusteringBase):
         own ``sparsity`` is not used and its fitted attributes are not changed.
         Returns a :class:`SparsityPath`.
         """
-        X, constraints, centers, _ = self._fit_input(X, must_link, cannot_link)
+        return self._fit_path(sparsities, *self._fit_input(X, must_link, cannot_link))
+
+    def _fit_path_constraints(self, X, sparsities, constraints):
+        """``fit_path`` with a built :class:`Constraints` (see ``_fit_constraints``)."""
+        return self._fit_path(sparsities, *self._fit_input(X, None, None, constraints))
+
+    def _fit_path(self, sparsities, X, constraints, centers, seed_labels):
         grid = check_sparsity(sparsities, X.shape[1], name="sparsities")
         path = self._path(X, constraints, centers, grid)
         return SparsityPath(

@@ -25,6 +25,7 @@ import numpy as np
 import algorithms
 from algorithms._result import FAILED, STATUS_NAMES
 from algorithms.constraints import Constraints
+from algorithms.metrics import pairwise_f_scores
 
 from .datasets import load
 from .protocol import Protocol
@@ -173,6 +174,9 @@ def make_estimator(setting, init, random_state=None):
     return cls(n_clusters=n_clusters, init=init, random_state=random_state, **params)
 
 
+_IS_FAILED = np.isin(np.arange(len(STATUS_NAMES)), list(FAILED))  # by status code
+
+
 class _Fit:
     """Labels (S, n), weights (S, p), n_iter (S,) and status codes (S,) of one fit."""
 
@@ -181,15 +185,16 @@ class _Fit:
         self.weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
         self.n_iter = np.atleast_1d(np.asarray(n_iter, dtype=np.int64))
         self.status = np.atleast_1d(np.asarray(status, dtype=np.int8))
-        self.failed = np.isin(self.status, list(FAILED))
+        self.failed = _IS_FAILED[self.status]
 
 
-def fit(setting, must_link=None, cannot_link=None, seeding_seed=None):
+def fit(setting, must_link=None, cannot_link=None, seeding_seed=None, constraints=None):
     """One fit on all n points: the whole s grid for SKM/PCSKM, else one estimator fit.
 
     ``seeding_seed`` is the cell's Seeding SeedSequence (init "seeding" only). LKM and SKM
-    receive the constraints only with Seeding, which builds its centres from them; their
-    clustering ignores them.
+    use the constraints only through Seeding, which builds its centres from them; their
+    clustering ignores them. ``constraints``, if given, is the cell's list already built as
+    a :class:`Constraints` (it replaces ``must_link`` / ``cannot_link``).
     """
     data = dataset(setting.dataset, setting.data_dir)
     if setting.init == SEEDING:
@@ -198,16 +203,17 @@ def fit(setting, must_link=None, cannot_link=None, seeding_seed=None):
         estimator = make_estimator(
             setting, deterministic_centres(setting.dataset, setting.data_dir, setting.init)
         )
-    constraints = {}
-    if setting.init == SEEDING or setting.estimator not in UNCONSTRAINED:
-        constraints = {"must_link": must_link, "cannot_link": cannot_link}
+    if constraints is None:
+        constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=data.n_samples)
     with warnings.catch_warnings():
         # a failed fit warns; here it is recorded in the status and scored NaN (§8.1)
         warnings.simplefilter("ignore", algorithms.ClusteringFailedWarning)
         if setting.is_sparse:
-            path = estimator.fit_path(data.X, np.asarray(setting.sparsities), **constraints)
+            path = estimator._fit_path_constraints(
+                data.X, np.asarray(setting.sparsities), constraints
+            )
             return _Fit(path.labels, path.weights, path.n_iter, path.status_code)
-        estimator.fit(data.X, **constraints)
+        estimator._fit_constraints(data.X, constraints)
     return _Fit(estimator.labels_, estimator.weights_, estimator.n_iter_,
                 STATUS_NAMES.index(estimator.status_))
 
@@ -215,19 +221,18 @@ def fit(setting, must_link=None, cannot_link=None, seeding_seed=None):
 def _scores(y_test, fitted, test):
     """F, precision, recall (S, 3) of every s on the test points; NaN for a failed fit."""
     out = np.full((len(fitted.status), 3), np.nan)
-    for s, labels in enumerate(fitted.labels):
-        if not fitted.failed[s]:
-            out[s] = algorithms.pairwise_f_score(y_test, labels[test])
+    ok = ~fitted.failed
+    if ok.any():
+        out[ok] = pairwise_f_scores(y_test, fitted.labels[ok][:, test])
     return out
 
 
 def _satisfied(constraints, fitted):
     """Fraction of the cell's constraints satisfied by the labels of every s (NaN if
     failed)."""
-    return np.array([
-        np.nan if failed else constraints.satisfied_fraction(labels)
-        for labels, failed in zip(fitted.labels, fitted.failed, strict=True)
-    ])
+    out = constraints.satisfied_fractions(fitted.labels)
+    out[fitted.failed] = np.nan
+    return out
 
 
 def _empty_block(block, setting, n_folds, n_features):
@@ -281,7 +286,7 @@ def evaluate(task):
                         cv.seeding_seed(block.kind, block.percent, run, fold)
                         if setting.init == SEEDING else None
                     )
-                    fitted = fit(setting, must_link, cannot_link, seeding_seed)
+                    fitted = fit(setting, seeding_seed=seeding_seed, constraints=constraints)
                     scores = _scores(data.y[test], fitted, test)
                 _record(result, r, f, fitted, scores, constraints)
         results.append(result)
