@@ -32,15 +32,14 @@ def box_diameters(Y):
 
 
 @njit(cache=True)
-def pair_sq_distances(Y, pairs, metric):
-    """``|y_a - y_b|^2_metric`` for every constraint ``(a, b)``.
+def pair_sq_distances_into(out, Y, pairs, metric):
+    """``out[c] = |y_a - y_b|^2_metric`` for every constraint ``(a, b)``.
 
     Each sum runs over the features in ascending order; four constraints are summed side by
     side so that their independent additions overlap.
     """
     n_pairs = pairs.shape[0]
     p = Y.shape[1]
-    out = np.empty(n_pairs)
     c = 0
     while c + 4 <= n_pairs:
         a0, b0 = pairs[c, 0], pairs[c, 1]
@@ -67,6 +66,13 @@ def pair_sq_distances(Y, pairs, metric):
             d += metric[m] * diff * diff
         out[c] = d
         c += 1
+
+
+@njit(cache=True)
+def pair_sq_distances(Y, pairs, metric):
+    """``|y_a - y_b|^2_metric`` for every constraint ``(a, b)`` (a new array)."""
+    out = np.empty(pairs.shape[0])
+    pair_sq_distances_into(out, Y, pairs, metric)
     return out
 
 

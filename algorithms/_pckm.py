@@ -14,6 +14,7 @@ from ._kernels import (
     center_distances_into,
     cluster_means,
     constraint_costs_into,
+    pair_sq_distances_into,
     relocate_empty,
 )
 from ._result import (
@@ -28,43 +29,6 @@ from ._validation import check_choice, check_positive_int
 POLICY_FAIL = EMPTY_CLUSTER_POLICIES["fail"]
 POLICY_ZERO = EMPTY_CLUSTER_POLICIES["zero"]
 POLICY_RELOCATE = EMPTY_CLUSTER_POLICIES["relocate"]
-
-
-@njit(cache=True)
-def pair_distances_into(out, Y, pairs):
-    """``out[c] = |y_a - y_b|^2`` for every constraint (a, b) (unit-metric
-    ``_kernels.pair_sq_distances``, bit for bit).
-
-    Each sum still runs over the features in ascending order; four constraints are summed
-    side by side so that their independent additions overlap (about twice as fast).
-    """
-    n_pairs = pairs.shape[0]
-    p = Y.shape[1]
-    c = 0
-    while c + 4 <= n_pairs:
-        a0, b0 = pairs[c, 0], pairs[c, 1]
-        a1, b1 = pairs[c + 1, 0], pairs[c + 1, 1]
-        a2, b2 = pairs[c + 2, 0], pairs[c + 2, 1]
-        a3, b3 = pairs[c + 3, 0], pairs[c + 3, 1]
-        d0 = d1 = d2 = d3 = 0.0
-        for m in range(p):
-            diff = Y[a0, m] - Y[b0, m]
-            d0 += diff * diff
-            diff = Y[a1, m] - Y[b1, m]
-            d1 += diff * diff
-            diff = Y[a2, m] - Y[b2, m]
-            d2 += diff * diff
-            diff = Y[a3, m] - Y[b3, m]
-            d3 += diff * diff
-        out[c], out[c + 1], out[c + 2], out[c + 3] = d0, d1, d2, d3
-        c += 4
-    while c < n_pairs:
-        d = 0.0
-        for m in range(p):
-            diff = Y[pairs[c, 0], m] - Y[pairs[c, 1], m]
-            d += diff * diff
-        out[c] = d
-        c += 1
 
 
 @njit(cache=True)
@@ -130,7 +94,7 @@ def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy
     labels = np.full(n, -1, dtype=np.int64)
     dmax = box_diameters(X).sum()
     pair_dist = np.empty(pairs.shape[0])
-    pair_distances_into(pair_dist, X, pairs)
+    pair_sq_distances_into(pair_dist, X, pairs, np.ones(X.shape[1]))
     n_iter, status, objective, n_empty = pckm_loop(
         X, np.ascontiguousarray(X.T), centers, labels, pair_dist, dmax, indptr, partner, link,
         is_must_link, max_iter, policy,

@@ -17,7 +17,7 @@ bits as that literal computation. The speed comes from:
   distance is exactly +0, so sums over the remaining features in ascending order are
   bit-identical to the full sums. At small s most weights are 0 (tested against the plain
   reference, which computes the full Z);
-* pair distances four constraints at a time (``_pckm.pair_distances_into``, same sums);
+* pair distances four constraints at a time (``_kernels.pair_sq_distances_into``, same sums);
 * the runs of the large s values that never use s (every weight update in the Delta = 0
   branch of §4.5) computed once and copied (see ``sparse_path``).
 """
@@ -27,8 +27,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ._kernels import box_diameters, cluster_means
-from ._pckm import pair_distances_into, pckm_loop
+from ._kernels import box_diameters, cluster_means, pair_sq_distances_into
+from ._pckm import pckm_loop
 from ._result import (
     CONVERGED,
     DEGENERATE_WEIGHTS,
@@ -215,7 +215,8 @@ def sparse_path(
     # Step 2 (shared): the first PCKM clustering on the unweighted X.
     n_pairs = pairs.shape[0]
     pair_dist = np.empty(n_pairs)
-    pair_distances_into(pair_dist, X, pairs)
+    unit_metric = np.ones(p)  # the box and pair distances of X and Z are unweighted
+    pair_sq_distances_into(pair_dist, X, pairs, unit_metric)
     first_labels = np.full(n, -1, dtype=np.int64)
     first_centers = C0.copy()
     first_iter, first_status, _, first_empty = pckm_loop(
@@ -296,7 +297,7 @@ def sparse_path(
                         Z[i, j] = ZT[j, i] = X[i, active[j]] * root_w[j]
                 active_centers, _ = cluster_means(Z, labels, k)
                 labels[:] = -1
-                pair_distances_into(pair_dist, Z, pairs)
+                pair_sq_distances_into(pair_dist, Z, pairs, unit_metric)
                 inner_iter, inner_status, _, inner_empty = pckm_loop(
                     Z, ZT, active_centers, labels, pair_dist, box_diameters(Z).sum(),
                     indptr, partner, link, is_must_link, inner_max_iter, policy,
