@@ -22,8 +22,15 @@ from ._kernels import (
     pair_sq_distances,
     relocate_empty,
 )
-from ._result import CONVERGED, EMPTY_CLUSTER, EMPTY_CLUSTER_POLICIES, MAX_ITER, EngineResult
-from ._validation import check_choice, check_positive_int
+from ._result import (
+    CONVERGED,
+    EMPTY_CLUSTER,
+    EMPTY_CLUSTER_POLICIES,
+    MAX_ITER,
+    EngineResult,
+    empty_cluster_code,
+)
+from ._validation import check_positive_int
 
 # Stop when |J_E - J_full| falls below this absolute tolerance (§3.6, the jar's value).
 OBJECTIVE_TOL = 1e-5
@@ -200,9 +207,7 @@ def mpckm_engine(X, centers, labels, constraints, *, max_iter=100, empty_cluster
     ``n_empty_events`` the number of empty clusters found, summed over the checks, under
     ``"zero"`` and ``"relocate"`` (0 under ``"fail"``, as in the PCKM engine).
     """
-    policy = EMPTY_CLUSTER_POLICIES[
-        check_choice(empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES)
-    ]
+    policy = empty_cluster_code(empty_cluster)
     max_iter = check_positive_int(max_iter, "max_iter")
     if (
         isinstance(regularisation, bool)
@@ -228,8 +233,8 @@ def mpckm_engine(X, centers, labels, constraints, *, max_iter=100, empty_cluster
             f"constraints are over {constraints.n_samples} points but X has {n} rows"
         )
     centers, metric, n_iter, status, objective, n_empty_events = _mpckm_loop(
-        X, centers, labels, constraints.pairs, constraints.is_must_link, constraints.indptr,
-        constraints.partner, constraints.link, max_iter, policy, float(regularisation),
+        X, centers, labels, *constraints.kernel_arrays, max_iter, policy,
+        float(regularisation),
     )
     return EngineResult(
         labels=labels,

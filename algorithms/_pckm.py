@@ -23,8 +23,9 @@ from ._result import (
     EMPTY_CLUSTER_POLICIES,
     MAX_ITER,
     EngineResult,
+    empty_cluster_code,
 )
-from ._validation import check_choice, check_positive_int
+from ._validation import check_positive_int
 
 POLICY_FAIL = EMPTY_CLUSTER_POLICIES["fail"]
 POLICY_ZERO = EMPTY_CLUSTER_POLICIES["zero"]
@@ -110,18 +111,12 @@ def pckm_engine(X, centers, constraints, *, max_iter=25, empty_cluster="fail"):
     :class:`~algorithms._result.EngineResult` whose ``weights`` are ones (NaN on failure) and
     whose ``objective`` is the sum of the winning penalties of the last pass (NaN on failure).
     """
-    policy = EMPTY_CLUSTER_POLICIES[check_choice(
-        empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES
-    )]
+    policy = empty_cluster_code(empty_cluster)
     max_iter = check_positive_int(max_iter, "max_iter")
     labels, final_centers, n_iter, status, objective, n_empty = pckm_fit(
         np.ascontiguousarray(X, dtype=np.float64),
         np.ascontiguousarray(centers, dtype=np.float64),
-        constraints.pairs,
-        constraints.is_must_link,
-        constraints.indptr,
-        constraints.partner,
-        constraints.link,
+        *constraints.kernel_arrays,
         max_iter,
         policy,
     )

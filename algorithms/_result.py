@@ -4,6 +4,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._validation import check_choice
+
 CONVERGED = 0
 MAX_ITER = 1
 EMPTY_CLUSTER = 2
@@ -13,6 +15,13 @@ STATUS_NAMES = ("converged", "max_iter", "empty_cluster", "degenerate_weights")
 FAILED = frozenset({EMPTY_CLUSTER, DEGENERATE_WEIGHTS})
 
 EMPTY_CLUSTER_POLICIES = {"fail": 0, "zero": 1, "relocate": 2}
+
+
+def empty_cluster_code(empty_cluster):
+    """The integer code the kernels use for an ``empty_cluster`` policy name (§1.3)."""
+    return EMPTY_CLUSTER_POLICIES[
+        check_choice(empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES)
+    ]
 
 
 class EngineResult(NamedTuple):

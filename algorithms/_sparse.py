@@ -33,8 +33,8 @@ from ._result import (
     CONVERGED,
     DEGENERATE_WEIGHTS,
     EMPTY_CLUSTER,
-    EMPTY_CLUSTER_POLICIES,
     MAX_ITER,
+    empty_cluster_code,
 )
 from ._validation import check_choice, check_data, check_positive_int
 
@@ -384,20 +384,14 @@ def sparse_engine(
     be checked (1 < s <= sqrt(p)). Returns :class:`PathArrays`.
     """
     check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
-    policy = EMPTY_CLUSTER_POLICIES[check_choice(
-        empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES
-    )]
+    policy = empty_cluster_code(empty_cluster)
     tol = float(tol)
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite non-negative number; got {tol!r}")
     return PathArrays(*sparse_path(
         np.ascontiguousarray(X, dtype=np.float64),
         np.ascontiguousarray(centers, dtype=np.float64),
-        constraints.pairs,
-        constraints.is_must_link,
-        constraints.indptr,
-        constraints.partner,
-        constraints.link,
+        *constraints.kernel_arrays,
         np.ascontiguousarray(sparsities, dtype=np.float64),
         weight_update == "paper",
         check_positive_int(max_iter, "max_iter"),

@@ -158,6 +158,11 @@ class Constraints:
         return cls.from_pairs(None, None, n_samples=n_samples)
 
     @property
+    def kernel_arrays(self):
+        """``(pairs, is_must_link, indptr, partner, link)``: what the engines' kernels take."""
+        return self.pairs, self.is_must_link, self.indptr, self.partner, self.link
+
+    @property
     def must_link(self):
         return self.pairs[self.is_must_link]
 
