@@ -55,9 +55,9 @@ def sample_task(setting, spec):
     kinds = spec.seeding_kinds if setting.init == SEEDING else spec.kinds
     if setting.shares_fits:
         runs = tuple(range(min(5, spec.n_runs)))
-        return Task(setting, tuple(Block(k, p, runs) for k in kinds for p in PERCENTS))
+        return Task((setting,), tuple(Block(k, p, runs) for k in kinds for p in PERCENTS))
     blocks = tuple(Block(k, p, (0,)) for k in kinds for p in PERCENTS)
-    return Task(setting, blocks, folds=(0, 1, 2))
+    return Task((setting,), blocks, folds=(0, 1, 2))
 
 
 def seconds_per_cell(task, repeat):

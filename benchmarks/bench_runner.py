@@ -33,12 +33,12 @@ def warm(spec_name):
     """Evaluate one cell per (data set, estimator, init) of the spec in this process."""
     seen = set()
     for task in spec_tasks(load_spec(spec_name)):
-        s = task.setting
-        if (s.dataset, s.estimator, s.init) in seen:
-            continue
-        seen.add((s.dataset, s.estimator, s.init))
         block = task.blocks[0]
-        cells.evaluate(Task(s, (Block(block.kind, block.percent, (0,)),), folds=(0,)))
+        for s in task.settings:
+            if (s.dataset, s.estimator, s.init) in seen:
+                continue
+            seen.add((s.dataset, s.estimator, s.init))
+            cells.evaluate(Task((s,), (Block(block.kind, block.percent, (0,)),), folds=(0,)))
     return len(seen)
 
 

@@ -1,10 +1,12 @@
 """Evaluating cells: the fits, scores and records of one task (spec ``protocol.md`` §6, §8).
 
-A *cell* is (data set, kind, percentage, run, fold); it owns one constraint sample, shared by
-every algorithm, init and s (D13). A *block* is every run of one (data set, algorithm, init,
-kind, percentage) and all its folds; a *task* is one or more blocks of the same (data set,
-algorithm, init), evaluated together in one process. This module knows nothing of Dask or
-Zarr: the runner builds tasks, ships them to workers and writes the results.
+A *cell* is (data set, algorithm, init, kind, percentage, run, fold). Its constraint sample
+belongs to (data set, kind, percentage, run, fold) and is shared by every algorithm, init and
+s (D13). A *setting* is one (data set, algorithm, init); a *block* is every run of one (kind,
+percentage) and all its folds; a *task* is one or more blocks of one data set evaluated for
+one or more settings in one process, so that each constraint sample is drawn and built once
+for all the settings. This module knows nothing of Dask or Zarr: the runner builds tasks,
+ships them to workers and writes the results.
 
 Per (run, fold) of a block: the cell's constraints come from the protocol (§5), the estimator
 clusters all n points from the init (DKM++, ROBIN(D), Maximin(D): the data set's centres,
@@ -93,26 +95,44 @@ class Block:
 
 @dataclass(frozen=True)
 class Task:
-    """Blocks of one setting; ``folds`` restricts the folds (None: all; for timing probes)."""
+    """Blocks of one data set for one or more settings; ``folds`` restricts the folds (None:
+    all; for timing probes)."""
 
-    setting: Setting
+    settings: tuple  # of Setting, all of one data set and protocol
     blocks: tuple  # of Block
     folds: tuple | None = None
 
+    def __post_init__(self):
+        if not self.settings:
+            raise ValueError("a task needs at least one setting")
+        protocols = {(s.dataset, s.data_dir, s.seed, s.n_folds) for s in self.settings}
+        if len(protocols) > 1:
+            raise ValueError("the settings of a task must share the data set, data folder, "
+                             f"seed and number of folds; got {sorted(protocols)}")
+
+    @property
+    def dataset(self):
+        return self.settings[0].dataset
+
     @property
     def fold_list(self):
-        return tuple(range(self.setting.n_folds)) if self.folds is None else self.folds
+        return tuple(range(self.settings[0].n_folds)) if self.folds is None else self.folds
+
+    @property
+    def n_samples(self):
+        """Constraint samples drawn: one per run and fold of every block."""
+        return sum(len(block.runs) for block in self.blocks) * len(self.fold_list)
 
     @property
     def n_cells(self):
-        """Cells filled by this task (one per run and fold of every block)."""
-        return sum(len(block.runs) for block in self.blocks) * len(self.fold_list)
+        """Cells filled by this task (one per setting, run and fold of every block)."""
+        return self.n_samples * len(self.settings)
 
     @property
     def n_fits(self):
         """Fits computed (one per s for the sparse estimators); a shared fit counts once."""
-        fits = 1 if self.setting.shares_fits else self.n_cells
-        return fits * self.setting.n_sparsity
+        return sum((1 if s.shares_fits else self.n_samples) * s.n_sparsity
+                   for s in self.settings)
 
 
 @dataclass
@@ -136,6 +156,9 @@ class BlockResult:
 
 @dataclass
 class TaskResult:
+    """``blocks[i][j]``: the :class:`BlockResult` of setting ``task.settings[i]`` and block
+    ``task.blocks[j]``."""
+
     task: Task
     blocks: list
     seconds: float  # compute time in the worker
@@ -259,35 +282,41 @@ def _record(result, r, f, fitted, scores, constraints):
 
 
 def evaluate(task):
-    """Fit and score every cell of ``task``; returns a :class:`TaskResult`."""
+    """Fit and score every cell of ``task``; returns a :class:`TaskResult`. Each (run, fold)
+    of a block draws its constraint sample once and every setting uses it."""
     start = time.perf_counter()
-    setting = task.setting
-    data = dataset(setting.dataset, setting.data_dir)
-    cv = protocol(setting.dataset, setting.data_dir, setting.seed, setting.n_folds)
+    first = task.settings[0]
+    data = dataset(first.dataset, first.data_dir)
+    cv = protocol(first.dataset, first.data_dir, first.seed, first.n_folds)
     folds = task.fold_list
     tests = [cv.test_index(fold) for fold in folds]
-    shared = shared_scores = None
-    if setting.shares_fits:
-        shared = fit(setting)
-        shared_scores = [_scores(data.y[test], shared, test) for test in tests]
-    results = []
+    shared = {}  # setting index -> (its one fit, its scores per fold)
+    for index, setting in enumerate(task.settings):
+        if setting.shares_fits:
+            fitted = fit(setting)
+            shared[index] = (fitted, [_scores(data.y[test], fitted, test) for test in tests])
+    results = [[] for _ in task.settings]
     for block in task.blocks:
-        result = _empty_block(block, setting, len(folds), data.n_features)
+        block_results = [_empty_block(block, setting, len(folds), data.n_features)
+                         for setting in task.settings]
         for r, run in enumerate(block.runs):
             for f, (fold, test) in enumerate(zip(folds, tests, strict=True)):
                 must_link, cannot_link = cv.constraints(block.kind, block.percent, run, fold)
                 constraints = Constraints.from_pairs(
                     must_link, cannot_link, n_samples=data.n_samples
                 )
-                if shared is not None:
-                    fitted, scores = shared, shared_scores[f]
-                else:
-                    seeding_seed = (
-                        cv.seeding_seed(block.kind, block.percent, run, fold)
-                        if setting.init == SEEDING else None
-                    )
-                    fitted = fit(setting, seeding_seed=seeding_seed, constraints=constraints)
-                    scores = _scores(data.y[test], fitted, test)
-                _record(result, r, f, fitted, scores, constraints)
-        results.append(result)
+                for index, setting in enumerate(task.settings):
+                    if index in shared:
+                        fitted, scores = shared[index][0], shared[index][1][f]
+                    else:
+                        seeding_seed = (
+                            cv.seeding_seed(block.kind, block.percent, run, fold)
+                            if setting.init == SEEDING else None
+                        )
+                        fitted = fit(setting, seeding_seed=seeding_seed,
+                                     constraints=constraints)
+                        scores = _scores(data.y[test], fitted, test)
+                    _record(block_results[index], r, f, fitted, scores, constraints)
+        for per_setting, result in zip(results, block_results, strict=True):
+            per_setting.append(result)
     return TaskResult(task=task, blocks=results, seconds=time.perf_counter() - start)

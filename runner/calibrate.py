@@ -23,6 +23,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from algorithms.constraints import Constraints
 from experiments import cells
 from experiments.cells import Block, Task
 
@@ -41,12 +42,13 @@ class Estimate:
 class _Cost:
     per_cell: float  # seconds per cell
     per_task: float  # seconds per task (the shared fit of LKM/SKM with a fixed init)
+    sampling: float  # seconds per cell drawing and building the constraints (in per_cell)
 
 
-def _group(task, n_samples, n_features):
-    s = task.setting
-    return (n_samples, n_features, s.estimator, s.params, s.init == cells.SEEDING,
-            s.shares_fits, len(s.sparsities) if s.is_sparse else 0, task.blocks[0].kind)
+def _group(setting, kind, n_samples, n_features):
+    return (n_samples, n_features, setting.estimator, setting.params,
+            setting.init == cells.SEEDING, setting.shares_fits,
+            len(setting.sparsities) if setting.is_sparse else 0, kind)
 
 
 def _seconds(function, *args):
@@ -55,22 +57,35 @@ def _seconds(function, *args):
     return time.process_time() - start
 
 
-def _probe(task, percents, run, warm):
-    """The :class:`_Cost` of ``task``'s setting and constraint kind, from cells of ``run``."""
-    setting, kind = task.setting, task.blocks[0].kind
+def _draw_constraints(task):
+    """Draw and build the constraint sample of every cell of ``task`` (as ``evaluate``)."""
+    setting = task.settings[0]
+    cv = cells.protocol(setting.dataset, setting.data_dir, setting.seed, setting.n_folds)
+    n_samples = cells.dataset(setting.dataset, setting.data_dir).n_samples
+    for block in task.blocks:
+        for run in block.runs:
+            for fold in task.fold_list:
+                Constraints.from_pairs(
+                    *cv.constraints(block.kind, block.percent, run, fold), n_samples=n_samples)
+
+
+def _probe(setting, kind, percents, run, warm):
+    """The :class:`_Cost` of ``setting`` and constraint ``kind``, from cells of ``run``."""
     if setting.shares_fits:
         block = (Block(kind=kind, percent=percents[len(percents) // 2], runs=(run,)),)
         if warm:
-            cells.evaluate(Task(setting, block))
+            cells.evaluate(Task((setting,), block))
         fit = _seconds(cells.fit, setting)
-        timed = Task(setting, block)
+        timed = Task((setting,), block)
         cell = max(_seconds(cells.evaluate, timed) - fit, 0.0) / timed.n_cells
-        return _Cost(per_cell=cell, per_task=fit)
+        return _Cost(per_cell=cell, per_task=fit,
+                     sampling=_seconds(_draw_constraints, timed) / timed.n_cells)
     blocks = tuple(Block(kind=kind, percent=p, runs=(run,)) for p in percents)
-    timed = Task(setting, blocks, folds=(1, 2, 3))
+    timed = Task((setting,), blocks, folds=(1, 2, 3))
     if warm:  # also builds the folds' constraint pools, a one-off cost per process
-        cells.evaluate(Task(setting, blocks[:1], folds=timed.folds))
-    return _Cost(per_cell=_seconds(cells.evaluate, timed) / timed.n_cells, per_task=0.0)
+        cells.evaluate(Task((setting,), blocks[:1], folds=timed.folds))
+    return _Cost(per_cell=_seconds(cells.evaluate, timed) / timed.n_cells, per_task=0.0,
+                 sampling=_seconds(_draw_constraints, timed) / timed.n_cells)
 
 
 def _trimmed_mean(values):
@@ -82,33 +97,42 @@ def _trimmed_mean(values):
 
 def estimate(tasks, view, spec, budget_seconds=60.0):
     """Estimated one-core compute time of ``tasks`` (an :class:`Estimate`)."""
-    groups = {}
+    groups = {}  # group key -> the (setting, kind) of its first member, and its cells
+    keys_of = []  # per task: the group key of each of its settings
     for task in tasks:
-        attrs = view.layout.groups[task.setting.dataset].attrs
-        key = _group(task, attrs["n_samples"], attrs["n_features"])
-        groups.setdefault(key, []).append(task)
+        attrs = view.layout.groups[task.dataset].attrs
+        kind = task.blocks[0].kind
+        keys = [_group(s, kind, attrs["n_samples"], attrs["n_features"]) for s in task.settings]
+        keys_of.append(keys)
+        for setting, key in zip(task.settings, keys, strict=True):
+            groups.setdefault(key, [setting, kind, 0, 0])
+            groups[key][2] += task.n_samples
+            groups[key][3] += 1
     ordered = sorted(spec.percentages)
     percents = tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
-    order = sorted(groups, key=lambda key: -len(groups[key]))
+    order = sorted(groups, key=lambda key: -groups[key][2])
     start = time.perf_counter()
     samples = {}
     for round_, key in ((r, key) for r in range(MAX_ROUNDS) for key in order):
         if time.perf_counter() - start > budget_seconds:
             break
+        setting, kind = groups[key][:2]
         samples.setdefault(key, []).append(
-            _probe(groups[key][0], percents, run=round_ % spec.n_runs, warm=round_ == 0)
-        )
+            _probe(setting, kind, percents, run=round_ % spec.n_runs, warm=round_ == 0))
     probe_seconds = time.perf_counter() - start
-    costs = {key: _Cost(per_cell=_trimmed_mean([c.per_cell for c in probes]),
-                        per_task=_trimmed_mean([c.per_task for c in probes]))
+    costs = {key: _Cost(*(_trimmed_mean([getattr(c, field) for c in probes])
+                          for field in ("per_cell", "per_task", "sampling")))
              for key, probes in samples.items()}
     # unprobed groups: seconds per (cell x points x s entries) of the probed ones
     units = {key: key[0] * max(key[6], 1) for key in groups}
     rate = sum(costs[k].per_cell / units[k] for k in costs) / max(len(costs), 1)
     total = 0.0
-    for key, members in groups.items():
-        cost = costs.get(key, _Cost(per_cell=rate * units[key], per_task=0.0))
-        total += cost.per_cell * sum(task.n_cells for task in members)
-        total += cost.per_task * len(members)
+    for key, (_, _, n_cells, n_tasks) in groups.items():
+        cost = costs.get(key, _Cost(per_cell=rate * units[key], per_task=0.0, sampling=0.0))
+        total += cost.per_cell * n_cells + cost.per_task * n_tasks
+    for task, keys in zip(tasks, keys_of, strict=True):  # one constraint sample per cell
+        sampling = [costs[key].sampling for key in keys if key in costs]
+        if sampling:
+            total -= (len(keys) - 1) * statistics.fmean(sampling) * task.n_samples
     return Estimate(core_seconds=total, n_probes=len(costs), n_groups=len(groups),
                     probe_seconds=probe_seconds)

@@ -61,11 +61,11 @@ def _dry_run(args, spec, store):
           f"{result.probe_seconds:.1f} s on this machine")
     print(f"estimated compute: {_duration(result.core_seconds)} on one core "
           f"({result.core_seconds / 3600:.2f} core-hours)")
-    # Fraction of worker time spent computing, measured with benchmarks/bench_runner.py and a
-    # partial paper run: about 70 % when the client and scheduler share the machine's cores
-    # with a LocalCluster that uses all of them, over 95 % on remote workers.
+    # Estimated compute over (workers x run time), measured on partial paper runs: about 90 %
+    # when the client and scheduler share the machine's cores with a LocalCluster that uses
+    # all of them (digits048-1 on 2 workers: 0.95), over 95 % on remote workers.
     shares_cores = not (args.scheduler or args.cluster) and workers >= machine_cores()
-    efficiency = 0.70 if shares_cores else 0.95
+    efficiency = 0.90 if shares_cores else 0.95
     print(f"estimated run time on {workers} workers: "
           f"{_duration(result.core_seconds / workers / efficiency)} "
           f"({efficiency:.0%} efficiency)")

@@ -24,6 +24,21 @@ def machine_cores():
     return CPU_COUNT
 
 
+def machine_description():
+    """``"AMD EPYC, 2 cores, 23.5 GiB RAM, Linux 6.1"``: what a run's wall time was measured
+    on (the CPU model from /proc/cpuinfo where there is one)."""
+    import platform
+
+    model = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo
+                          if line.startswith("model name")), model)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (f"{model}, {machine_cores()} cores, {memory:.1f} GiB RAM, "
+            f"{platform.system()} {platform.release().split('-')[0]}")
+
+
 def local_cluster(n_workers=None):
     """One single-threaded worker process per core (numeric code holds the GIL). The
     workers' statistical profiler (for the dashboard) is off: its sampling thread takes the

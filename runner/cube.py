@@ -345,7 +345,7 @@ def _write_group(root, layout):
     return group
 
 
-def _root_attrs(layout, spec, history=()):
+def _root_attrs(layout, spec, history=(), runs=()):
     return {
         "title": "pcskm results cube",
         "schema_version": SCHEMA_VERSION,
@@ -358,6 +358,7 @@ def _root_attrs(layout, spec, history=()):
         "data_sha256": {name: g.attrs["data_sha256"] for name, g in layout.groups.items()},
         "versions": _versions(),
         "status_flags": {str(i): flag for i, flag in enumerate(STATUS_FLAGS)},
+        "runs": list(runs),  # one entry per `pcskm run` into this store (Cube.record_run)
     }
 
 
@@ -367,10 +368,10 @@ def _consolidate(path):
         zarr.consolidate_metadata(str(path))
 
 
-def write_layout(path, layout, spec, history=()):
+def write_layout(path, layout, spec, history=(), runs=()):
     """Create a new, empty store at ``path`` with ``layout``."""
     root = zarr.open_group(str(path), mode="w-", zarr_format=3,
-                           attributes=_root_attrs(layout, spec, history))
+                           attributes=_root_attrs(layout, spec, history, runs))
     for group in layout.groups.values():
         _write_group(root, group)
     _consolidate(path)
@@ -452,7 +453,7 @@ def _recover(path):
             partial.unlink()
 
 
-def _rebuild(path, old, new, spec, history):
+def _rebuild(path, old, new, spec, history, runs):
     """Extend the store: build the new layout beside it, copy every record, swap.
 
     The copy goes to ``<store>.rebuild``; the swap renames the store to ``<store>.old``,
@@ -461,7 +462,7 @@ def _rebuild(path, old, new, spec, history):
     """
     path = Path(path)
     rebuild, backup = path.with_name(path.name + ".rebuild"), path.with_name(path.name + ".old")
-    write_layout(rebuild, new, spec, history)
+    write_layout(rebuild, new, spec, history, runs)
     source = zarr.open_group(str(path), mode="r")
     target = zarr.open_group(str(rebuild), mode="r+")
     for name, group in old.groups.items():
@@ -486,17 +487,17 @@ def prepare(path, spec, data_dir=None):
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
         stored = zarr.open_group(str(path), mode="r").attrs.asdict()
-        history = stored.get("spec_hashes", [])
+        history, runs = stored.get("spec_hashes", []), stored.get("runs", [])
         numpy_then = stored.get("versions", {}).get("numpy")
         if numpy_then != np.__version__:  # protocol.md §2: generator streams may change
             log.warning("%s was written with NumPy %s, this is NumPy %s: random streams may "
                         "differ between versions", path, numpy_then, np.__version__)
         if merged != old:
-            _rebuild(path, old, merged, spec, history)
+            _rebuild(path, old, merged, spec, history, runs)
             action = "extended"
         else:
             root = zarr.open_group(str(path), mode="r+")
-            attrs = _root_attrs(merged, spec, history)
+            attrs = _root_attrs(merged, spec, history, runs)
             if root.attrs.asdict() != _json(attrs):
                 root.attrs.update(attrs)
                 _consolidate(path)
@@ -580,23 +581,31 @@ class Cube(CubeView):
         super().__init__(layout, {name: arrays["done"][:]
                                   for name, arrays in self.arrays.items()})
 
-    def mark_done(self, dataset, position, kinds, percents, runs):
-        """Mark ``runs`` of the blocks (kinds x percents positions) of the (algorithm, init)
-        at ``position`` done, and write the marker array."""
-        self.done[dataset][(*position, *np.ix_(kinds, percents, runs))] = 1
+    def mark_done(self, dataset, regions):
+        """Mark the ``regions`` of ``dataset`` done, each ``(algorithm position, init
+        position, kind positions, percent positions, runs)``, and write the marker array."""
+        for a, i, kinds, percents, runs in regions:
+            self.done[dataset][(a, i, *np.ix_(kinds, percents, runs))] = 1
         self.arrays[dataset]["done"][...] = self.done[dataset]
+
+    def record_run(self, entry):
+        """Append ``entry`` (a JSON-able dict: when, how long, where, what was computed) to
+        the store's ``runs`` attribute."""
+        root = zarr.open_group(str(self.path), mode="r+")
+        root.attrs.update({"runs": [*root.attrs.asdict().get("runs", []), _json(entry)]})
+        _consolidate(self.path)
 
     def clear_done(self, tasks):
         """Unmark the blocks of ``tasks`` (``--force``), so that an interrupted forced run
         resumes where it stopped."""
         touched = set()
         for task in tasks:
-            s = task.setting
-            for block in task.blocks:
-                position = self.block_index(s.dataset, s.algorithm, s.init, block.kind,
-                                            block.percent)
-                self.done[s.dataset][(*position, list(block.runs))] = 0
-                touched.add(s.dataset)
+            for s in task.settings:
+                for block in task.blocks:
+                    position = self.block_index(s.dataset, s.algorithm, s.init, block.kind,
+                                                block.percent)
+                    self.done[s.dataset][(*position, list(block.runs))] = 0
+            touched.add(task.dataset)
         for name in touched:
             self.arrays[name]["done"][...] = self.done[name]
 

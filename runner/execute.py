@@ -8,12 +8,19 @@ scheduling overhead as 1 - (compute time reported by the tasks) / (worker time a
 
 import contextlib
 import logging
+import math
+import platform
+import shlex
 import signal
+import subprocess
+import sys
 import threading
 import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 
 from experiments import cells
 
@@ -33,6 +40,7 @@ class RunSummary:
     compute_seconds: float = 0.0
     worker_seconds: float = 0.0  # integral of the number of connected workers over time
     write_seconds: float = 0.0  # time the client spent writing results
+    max_workers: int = 0  # most workers connected at once
     errors: list = field(default_factory=list)  # (task key, message)
     interrupted: bool = False
 
@@ -102,7 +110,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
     token = uuid.uuid4().hex[:8]
     by_key, futures = {}, []
     for i, task in enumerate(tasks):
-        key = task_key(task, token)
+        key = task_key(task, i, token)
         by_key[key] = task
         futures.append(client.submit(cells.evaluate, task, key=key, pure=False,
                                      priority=len(tasks) - i))
@@ -110,7 +118,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
     bar = tqdm(total=sum(task.n_cells for task in tasks), unit="cell", disable=not progress,
                smoothing=0.05, dynamic_ncols=True, desc="cells")
     start = last = time.perf_counter()
-    workers = _n_workers(client)
+    workers = summary.max_workers = _n_workers(client)
     try:
         completed = as_completed(futures)
         for future in completed:
@@ -118,6 +126,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
             now, count = time.perf_counter(), _n_workers(client)
             summary.worker_seconds += (workers + count) / 2 * (now - last)  # trapezoid
             last, workers = now, count
+            summary.max_workers = max(summary.max_workers, count)
             if future.status == "lost":  # its worker died after computing it: recomputed
                 completed.add(future)
                 continue
@@ -179,12 +188,13 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
                 on_result, min_work):
     from .clusters import dask_client
     from .cube import prepare
-    from .tasks import MIN_WORK, plan
+    from .tasks import plan
 
+    started, clock = datetime.now(UTC), time.perf_counter()
     cube, action = prepare(store, spec, data_dir)
     log.info("store: %s (%s)", cube.path.resolve(), action)
     the_plan = plan(spec, cube, selection=selection, force=force, data_dir=data_dir,
-                    min_work=MIN_WORK if min_work is None else min_work)
+                    min_work=min_work)
     log.info("spec %s: %d cells, %d already done; computing %d cells (%d fits) in %d tasks",
              spec.name, the_plan.n_cells_total, the_plan.n_cells_done, the_plan.n_cells,
              the_plan.n_fits, len(the_plan.tasks))
@@ -194,7 +204,69 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
     if force:
         cube.clear_done(the_plan.tasks)
     if client is not None:
-        return run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result)
-    with dask_client(**(cluster_options or {})) as own_client:
-        return run_tasks(own_client, cube, the_plan.tasks, progress=progress,
-                         on_result=on_result)
+        summary = run_tasks(client, cube, the_plan.tasks, progress=progress,
+                            on_result=on_result)
+    else:
+        with dask_client(**(cluster_options or {})) as own_client:
+            summary = run_tasks(own_client, cube, the_plan.tasks, progress=progress,
+                                on_result=on_result)
+    cube.record_run(run_entry(spec, summary, started, time.perf_counter() - clock,
+                              cluster_options if client is None else {"client": True}))
+    return summary
+
+
+def _source_commit():
+    """The git commit of this source tree (``+dirty`` if modified), or None if it is not a
+    git work tree (an installed wheel)."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
+                                "algorithms", "experiments", "runner"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (commit + ("+dirty" if dirty else "")) or None
+
+
+def _where(cluster_options):
+    options = {k: v for k, v in (cluster_options or {}).items() if v is not None}
+    if options.get("client"):
+        return "a Dask client given by the caller"
+    if options.get("scheduler"):
+        return f"the Dask scheduler at {options['scheduler']}"
+    if options.get("cluster"):
+        return f"{options['cluster']} batch jobs (dask-jobqueue)"
+    return "a local Dask cluster"
+
+
+def run_entry(spec, summary, started, wall_seconds, cluster_options):
+    """What a run records in the store (``runs`` attribute): when, how long, where, what."""
+    from .clusters import machine_description
+    from .cube import _versions
+
+    return {
+        "spec": spec.name,
+        "started": started.isoformat(timespec="seconds"),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_seconds": round(wall_seconds, 1),  # the whole run: store, plan, cluster, compute
+        "compute_wall_seconds": round(summary.wall_seconds, 1),  # first task to last write
+        "tasks": summary.n_written,
+        "cells": summary.n_cells,
+        "fits": summary.n_fits,
+        "errors": len(summary.errors),
+        "interrupted": summary.interrupted,
+        "where": _where(cluster_options),
+        "max_workers": summary.max_workers,
+        "worker_compute_share": (round(summary.efficiency, 4)
+                                 if math.isfinite(summary.efficiency) else None),
+        "write_seconds": round(summary.write_seconds, 1),
+        "client_host": platform.node(),
+        "client_machine": machine_description(),
+        "command": shlex.join(sys.argv),
+        "pcskm": _versions()["pcskm"],
+        "commit": _source_commit(),
+    }

@@ -1,13 +1,13 @@
-"""Tasks from a spec: the blocks still to compute, deduplicated and batched.
+"""Tasks from a spec: the blocks still to compute, grouped and batched.
 
 A block is every run still missing of one (data set, algorithm, init, kind, percent), all
 folds. A task is what one worker computes in one go: a rectangle of kinds x percentages of
-blocks of one (data set, algorithm, init) with the same runs, batched until it holds about
-``min_work`` units of work, so that the fixed cost of a task (scheduling and transfer, a few
-milliseconds; the client's writing, 30-50 ms, done while the workers compute) stays small
-against its compute. LKM and SKM with DKM++, ROBIN(D) or Maximin(D) use no constraint and
-nothing random (``protocol.md`` §6): all their blocks form one task, which fits once and
-reuses the fold scores.
+blocks of one data set with the same runs, for every (algorithm, init) that misses those
+blocks, so that a cell's constraint sample is drawn once for all of them (D13) and the client
+writes the whole rectangle, all algorithms and inits, in one region per variable. Rows are
+merged or split until a task holds about ``min_work`` units of work (tens of seconds of
+compute): the client's fixed cost per task (a few tens of milliseconds of writing, and the
+rewriting of the Zarr chunks a partial write touches) then stays small against the compute.
 """
 
 import fnmatch
@@ -19,9 +19,11 @@ from experiments.cells import SEEDING, Block, Setting, Task
 from experiments.protocol import pct10
 
 SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
-# Work of a task: fits (one per s) times points clustered; a unit takes about 2 us on one
-# core (quick spec, this machine), so 500 000 units are about a second of compute.
-MIN_WORK = 500 * 1000
+# Work of a task: fits (one per s) times points clustered. A unit takes about 0.6 us on one
+# core (paper spec, this machine), so 50 million units are about 30 s of compute: the paper
+# spec is about 430 tasks, whose writing (0.2-0.5 s each) costs the client about 2 %.
+MIN_WORK = 50 * 1000 * 1000
+MIN_TASKS = 64
 
 
 def parse_only(text):
@@ -98,7 +100,7 @@ def settings(spec, cube, data_dir=None):
 
 def work(task, cube):
     """Units of work of a task (fits times points clustered), for batching and ordering."""
-    return task.n_fits * cube.layout.groups[task.setting.dataset].attrs["n_samples"]
+    return task.n_fits * cube.layout.groups[task.dataset].attrs["n_samples"]
 
 
 def _split(blocks, parts):
@@ -107,50 +109,63 @@ def _split(blocks, parts):
     return [blocks[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]
 
 
-def _batches(setting, blocks, n_samples, min_work):
-    """Tasks of one setting: rectangles of kinds x percentages with the same runs, each of
-    about ``min_work`` or more (a kind's row of percentages is split when it is larger)."""
-    if setting.shares_fits:
-        return [Task(setting, tuple(blocks))] if blocks else []
-    per_cell = setting.n_sparsity * n_samples * setting.n_folds
+def _work_per_run(group, n_samples):
+    """Units of work of one run (all folds) of one block for the settings ``group``."""
+    return sum(s.n_sparsity for s in group) * n_samples * group[0].n_folds
+
+
+def _batches(group, blocks, n_samples, min_work):
+    """Tasks of one group of settings: rectangles of kinds x percentages with the same runs,
+    each of about ``min_work`` or more (a kind's row of percentages is split when it is
+    larger, and a block's runs when a block is larger)."""
+    per_run = _work_per_run(group, n_samples)
     rows = {}  # (runs, kind) -> blocks, in spec order
     for block in blocks:
         rows.setdefault((block.runs, block.kind), []).append(block)
     tasks, pending, pending_work, pending_shape = [], [], 0, None
     for (runs, _), row in rows.items():
-        row_work = len(runs) * per_cell * len(row)
+        row_work = len(runs) * per_run * len(row)
         shape = (runs, tuple(pct10(b.percent) for b in row))
         if row_work >= min_work:
-            tasks.extend(Task(setting, tuple(piece))
-                         for piece in _split(row, int(row_work // min_work)))
+            parts = int(row_work // min_work)
+            if parts <= len(row):
+                tasks.extend(Task(group, tuple(piece)) for piece in _split(row, parts))
+            else:
+                tasks.extend(Task(group, (Block(b.kind, b.percent, tuple(piece)),))
+                             for b in row for piece in _split(b.runs, parts // len(row)))
             continue
         if pending and shape != pending_shape:  # rows merge only into rectangles
-            tasks.append(Task(setting, tuple(pending)))
+            tasks.append(Task(group, tuple(pending)))
             pending, pending_work = [], 0
         pending.extend(row)
         pending_work += row_work
         pending_shape = shape
         if pending_work >= min_work:
-            tasks.append(Task(setting, tuple(pending)))
+            tasks.append(Task(group, tuple(pending)))
             pending, pending_work = [], 0
     if pending:
-        tasks.append(Task(setting, tuple(pending)))
+        tasks.append(Task(group, tuple(pending)))
     return tasks
 
 
-def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=MIN_WORK):
-    """The tasks that fill the spec's missing cells (all selected cells with ``force``)."""
+def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=None):
+    """The tasks that fill the spec's missing cells (all selected cells with ``force``).
+
+    The settings of a data set that miss the same blocks (on a fresh store: every algorithm
+    and init of a constraint kind) are grouped into the same tasks. A task holds about
+    ``min_work`` units of work; by default ``MIN_WORK``, or less when that would give fewer
+    than ``MIN_TASKS`` tasks (small runs still spread over the workers)."""
     selection = selection or {}
     check_selection(spec, selection)
     tasks, total, done = [], 0, 0
+    by_dataset = {}  # data set -> {(kind, percent, runs): [setting, ...]}
     for setting in settings(spec, cube, data_dir):
         if not all(_matches(selection, key, getattr(setting, attr)) for key, attr in
                    (("dataset", "dataset"), ("algorithm", "algorithm"), ("init", "init"))):
             continue
-        layout = cube.layout.groups[setting.dataset]
         done_marks = cube.done[setting.dataset]
+        needs = by_dataset.setdefault(setting.dataset, {})
         kinds = spec.seeding_kinds if setting.init == SEEDING else spec.kinds
-        blocks = []
         for kind in kinds:  # Seeding only with seeding_kinds (the others are not applicable)
             if not _matches(selection, "kind", kind):
                 continue
@@ -165,13 +180,24 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=MIN
                 runs = tuple(range(spec.n_runs)) if force else tuple(
                     int(r) for r in range(spec.n_runs) if not marks[r])
                 if runs:
-                    blocks.append(Block(kind=kind, percent=float(percent), runs=runs))
-        tasks.extend(_batches(setting, blocks, layout.attrs["n_samples"], min_work))
+                    needs.setdefault((kind, float(percent), runs), []).append(setting)
+    groups = {}  # (data set, settings) -> their blocks, in spec order
+    for name, needs in by_dataset.items():
+        for (kind, percent, runs), group in needs.items():
+            groups.setdefault((name, tuple(group)), []).append(Block(kind, percent, runs))
+    n_samples = {name: cube.layout.groups[name].attrs["n_samples"] for name in by_dataset}
+    if min_work is None:
+        total_work = sum(_work_per_run(group, n_samples[name]) * len(block.runs)
+                         for (name, group), blocks in groups.items() for block in blocks)
+        min_work = max(1, min(MIN_WORK, total_work // MIN_TASKS))
+    for (name, group), blocks in groups.items():
+        tasks.extend(_batches(group, blocks, n_samples[name], min_work))
     tasks.sort(key=lambda t: -work(t, cube))  # largest first: better load balance at the end
     return Plan(tasks=tasks, n_cells_total=total, n_cells_done=0 if force else done)
 
 
-def task_key(task, token):
-    """A readable Dask key, unique within a run (``token`` distinguishes runs)."""
-    s, first = task.setting, task.blocks[0]
-    return f"pcskm-{s.dataset}-{s.algorithm}-{s.init}-{first.kind}-{first.percent:g}-{token}"
+def task_key(task, index, token):
+    """A readable Dask key, unique within a run (``index``: the task's place in the plan;
+    ``token`` distinguishes runs)."""
+    first = task.blocks[0]
+    return f"pcskm-{task.dataset}-{first.kind}-{first.percent:g}-{index}-{token}"

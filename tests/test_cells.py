@@ -62,11 +62,11 @@ def direct_path(estimator, data, cv, kind, percent, run, fold, init, **params):
 
 def test_pcskm_seeding_cell_matches_a_direct_fit():
     data, cv = cells.dataset("iris"), Protocol(cells.dataset("iris"), seed=0)
-    task = Task(setting("iris", "PCSKM", "seeding"),
+    task = Task((setting("iris", "PCSKM", "seeding"),),
                 (Block("random", 10.0, (1,)), Block("must-link", 1.0, (0,))), folds=(3, 7))
     result = cells.evaluate(task)
     for block_result, (kind, percent, run) in zip(
-            result.blocks, [("random", 10.0, 1), ("must-link", 1.0, 0)], strict=True):
+            result.blocks[0], [("random", 10.0, 1), ("must-link", 1.0, 0)], strict=True):
         for f, fold in enumerate((3, 7)):
             path, must_link, cannot_link = direct_path(
                 algorithms.PCSKMeans, data, cv, kind, percent, run, fold, "seeding")
@@ -87,9 +87,9 @@ def test_pcskm_seeding_cell_matches_a_direct_fit():
 
 def test_mpckm_deterministic_init_cell_matches_a_direct_fit():
     data, cv = cells.dataset("brodinova-5-5"), Protocol(cells.dataset("brodinova-5-5"), seed=0)
-    task = Task(setting("brodinova-5-5", "MPCKM", "maximin"),
+    task = Task((setting("brodinova-5-5", "MPCKM", "maximin"),),
                 (Block("cannot-link", 5.5, (2,)),), folds=(0,))
-    result = cells.evaluate(task).blocks[0]
+    result = cells.evaluate(task).blocks[0][0]
     must_link, cannot_link = cv.constraints("cannot-link", 5.5, 2, 0)
     centres = data.X[algorithms.maximin_init(data.X, data.n_clusters)]
     model = algorithms.MPCKMeans(n_clusters=3, init=centres)  # its own cap (D6), not 25
@@ -107,10 +107,10 @@ def test_lkm_with_a_deterministic_init_is_fitted_once_and_reused():
     satisfied fraction is still the cell's own."""
     data, cv = cells.dataset("iris"), Protocol(cells.dataset("iris"), seed=0)
     blocks = (Block("random", 1.0, (0, 1)), Block("cannot-link", 10.0, (1,)))
-    result = cells.evaluate(Task(setting("iris", "LKM", "dkm++"), blocks))
+    result = cells.evaluate(Task((setting("iris", "LKM", "dkm++"),), blocks))
     centres = data.X[algorithms.dkmpp_init(data.X, data.n_clusters)]
     labels = algorithms.LloydKMeans(n_clusters=3, init=centres, max_iter=25).fit(data.X).labels_
-    for block, block_result in zip(blocks, result.blocks, strict=True):
+    for block, block_result in zip(blocks, result.blocks[0], strict=True):
         for r, run in enumerate(block.runs):
             for fold in range(10):
                 test = np.flatnonzero(cv.fold_of == fold)
@@ -127,9 +127,9 @@ def test_failed_fits_score_nan():
     """§8.1: empty_cluster / degenerate_weights give F = NaN (and NaN weights)."""
     data, cv = cells.dataset("iris"), Protocol(cells.dataset("iris"), seed=0)
     params = (("weight_update", "paper"),)
-    task = Task(setting("iris", "PCSKM", "dkm++", params, name="PCSKM-paper"),
+    task = Task((setting("iris", "PCSKM", "dkm++", params, name="PCSKM-paper"),),
                 (Block("cannot-link", 10.0, (0, 1)),), folds=(0, 1))
-    result = cells.evaluate(task).blocks[0]
+    result = cells.evaluate(task).blocks[0][0]
     failed = np.isin(result.status, list(algorithms._result.FAILED))
     if not failed.any():
         pytest.skip("no failed fit in these cells any more; nothing to check")
@@ -145,3 +145,28 @@ def test_failed_fits_score_nan():
         for s in np.flatnonzero(~failed[r, f]):
             assert result.f_score[r, f, s] == pytest.approx(
                 brute_f_score(data.y[test], path.labels[s][test])[0], rel=1e-12)
+
+
+def test_a_task_of_many_settings_equals_one_task_per_setting():
+    """D13: the settings of a task share each cell's constraint sample; sharing it changes no
+    value (LKM with a fixed init included: its one fit is per task)."""
+    settings = (setting("iris", "LKM", "dkm++"), setting("iris", "PCKM", "seeding"),
+                setting("iris", "SKM", "maximin"), setting("iris", "PCSKM", "robin"),
+                setting("iris", "MPCKM", "dkm++"))
+    blocks = (Block("random", 1.0, (0, 2)), Block("random", 5.5, (0, 2)))
+    together = cells.evaluate(Task(settings, blocks, folds=(1, 4)))
+    assert together.task.n_cells == len(settings) * 2 * 2 * 2
+    for index, one in enumerate(settings):
+        alone = cells.evaluate(Task((one,), blocks, folds=(1, 4)))
+        for a, b in zip(together.blocks[index], alone.blocks[0], strict=True):
+            for field in ("f_score", "precision", "recall", "satisfied", "status", "n_iter",
+                          "n_constraints", "weights"):
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_a_task_refuses_settings_of_different_data_sets():
+    with pytest.raises(ValueError, match="share the data set"):
+        Task((setting("iris", "LKM", "dkm++"), setting("brodinova-5-5", "LKM", "dkm++")),
+             (Block("random", 1.0, (0,)),))
+    with pytest.raises(ValueError, match="at least one setting"):
+        Task((), (Block("random", 1.0, (0,)),))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
+from cubes import results_attrs
 
 import algorithms
 from experiments import cells
@@ -67,7 +68,7 @@ def assert_same_cube(a, b):
     """Every group, coordinate, variable and attribute identical (NaN equal to NaN)."""
     ta, tb = xr.open_datatree(a, engine="zarr"), xr.open_datatree(b, engine="zarr")
     assert set(ta.children) == set(tb.children)
-    assert ta.attrs == tb.attrs
+    assert results_attrs(ta) == results_attrs(tb)
     for name in ta.children:
         xr.testing.assert_identical(ta[name].to_dataset().load(), tb[name].to_dataset().load())
 
@@ -178,6 +179,14 @@ def test_extended_spec_computes_only_the_new_cells(client, tmp_path):
     assert first.n_cells == spec_cells(small)
     second = run_spec(extended, store, client=client, progress=False)
     assert second.n_cells == spec_cells(extended) - spec_cells(small)
+    runs = zarr.open_group(str(store), mode="r").attrs["runs"]  # the extension kept run 1
+    assert [(r["spec"], r["cells"], r["tasks"]) for r in runs] == [
+        ("small", first.n_cells, first.n_written), ("extended", second.n_cells,
+                                                    second.n_written)]
+    for run, summary in zip(runs, (first, second), strict=True):
+        assert run["started"] <= run["finished"] and not run["interrupted"]
+        assert run["wall_seconds"] >= run["compute_wall_seconds"] > 0
+        assert run["compute_wall_seconds"] == pytest.approx(summary.wall_seconds, abs=0.1)
     direct = tmp_path / "direct.zarr"
     run_spec(extended, direct, client=client, progress=False)
     grown, fresh = open_cube(store), open_cube(direct)

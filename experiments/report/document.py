@@ -36,10 +36,42 @@ def _spec_description(attrs):
         return ""
 
 
+def _duration(seconds):
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _run_lines(runs):
+    """One line per ``pcskm run`` recorded in the store (runner.execute.run_entry)."""
+    lines = []
+    for number, run in enumerate(runs, 1):
+        state = ("interrupted" if run.get("interrupted") else
+                 f"{run.get('errors')} failed tasks" if run.get("errors") else "complete")
+        lines.append(
+            f"run {number} ({state}): {run.get('started')} to {run.get('finished')}, "
+            f"**{_duration(run.get('wall_seconds', 0))} wall** "
+            f"({_duration(run.get('compute_wall_seconds', 0))} from the first task to the "
+            f"last write), {run.get('cells', 0):,} cells and {run.get('fits', 0):,} fits in "
+            f"{run.get('tasks', 0):,} tasks on {run.get('where')} with up to "
+            f"{run.get('max_workers')} workers; machine: {run.get('client_machine')}; "
+            f"pcskm {run.get('pcskm')} (commit {run.get('commit') or 'unknown'}); "
+            f"command: `{run.get('command')}`")
+    return lines
+
+
 def _header(doc, results):
     store, attrs = results.store, results.store.attrs
     doc.heading(f"Report of {store.path.name}", level=1)
     versions = attrs.get("versions") or {}
+    runs = attrs.get("runs") or []
+    if runs:
+        total = sum(run.get("wall_seconds", 0) for run in runs)
+        doc.paragraph(f"Computed in {len(runs)} run(s), {_duration(total)} of wall time in all:")
+        doc.bullets(_run_lines(runs))
     doc.bullets([
         f"store: `{store.path.resolve()}`",
         f"spec: {attrs.get('spec_name', '?')} (hash {str(attrs.get('spec_hash', '?'))[:12]}; "
