@@ -20,7 +20,10 @@ paper's tasks over 19 000, so their figure is a slight overestimate). Every samp
 evaluated once untimed (data loading, Numba caches), then ``--repeat`` times; the table shows
 the median seconds per cell, the cells of the spec, their product in core-seconds and its
 share of the total. Times are CPU time of this process (``time.process_time``; the engines
-are single-threaded), so that other jobs on a shared machine do not inflate them.
+are single-threaded), so that other jobs on a shared machine do not inflate them. Each
+(algorithm, init) is timed alone, so each row includes drawing the cells' constraint samples,
+which the runner's tasks draw once for all the algorithms and inits of a cell: the total
+overstates the spec's compute by that much (``pcskm run --dry-run`` subtracts it).
 """
 
 import argparse

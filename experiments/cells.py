@@ -69,6 +69,17 @@ class Setting:
     max_iter: int
     sparsities: tuple  # the data set's s grid (used by SKM and PCSKM only)
 
+    @classmethod
+    def from_spec(cls, spec, dataset, variant, init, sparsities, data_dir=None):
+        """The setting of ``variant`` (an :class:`~experiments.spec.AlgorithmVariant`) and
+        ``init`` on ``dataset`` in ``spec``; ``sparsities`` is the data set's s grid."""
+        return cls(
+            dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
+            seed=spec.seed, n_folds=spec.n_folds, algorithm=variant.name,
+            estimator=variant.estimator, params=tuple(sorted(variant.params.items())),
+            init=init, max_iter=spec.max_iter, sparsities=tuple(sparsities),
+        )
+
     @property
     def is_sparse(self):
         return self.estimator in SPARSE

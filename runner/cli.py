@@ -147,6 +147,29 @@ def cmd_report(args):
     return EXIT_OK
 
 
+def cmd_check(args):
+    from experiments.check import CELL_COLUMNS, read_table, recompute
+    from experiments.spec import load_spec
+
+    spec = load_spec(args.spec)
+    table = read_table(args.table)
+    if args.cells is not None:  # a seeded random subset of the listed cells
+        unique = table[list(CELL_COLUMNS)].drop_duplicates()
+        chosen = unique.sample(n=min(args.cells, len(unique)), random_state=args.seed)
+        table = table.merge(chosen, how="inner")
+    checked = recompute(spec, table, data_dir=args.data_dir)
+    n_cells = len(checked.drop_duplicates(list(CELL_COLUMNS)))
+    wrong = checked[~checked.agrees]
+    if len(wrong):
+        print(wrong.to_string(index=False))
+        log.error("%d of %d values (%d cells) differ from their recomputation",
+                  len(wrong), len(checked), n_cells)
+        return EXIT_FAILED
+    print(f"{n_cells} cells, {len(checked)} rows: every recorded value equals its "
+          "recomputation (floats to a relative 1e-6, the cube's float32)")
+    return EXIT_OK
+
+
 def cmd_datasets(args):
     from experiments import datasets
 
@@ -209,6 +232,19 @@ def build_parser():
     report.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)))
     report.add_argument("--out", help="output folder (default: <store>-report)")
     report.set_defaults(func=cmd_report)
+
+    check = commands.add_parser(
+        "check", help="recompute the cells listed in a table and compare",
+        description="Recompute every cell listed in TABLE (the columns of a report's "
+                    "cells_sample.csv) from SPEC and the data files, and compare with the "
+                    "values the table records. Exit code 1 if any differs.")
+    check.add_argument("spec", help="the spec the cells were computed with (paper, ...)")
+    check.add_argument("table", help="CSV file, e.g. docs/results/paper/cells_sample.csv")
+    check.add_argument("--cells", type=int, help="check only this many of the listed cells, "
+                                                 "drawn at random")
+    check.add_argument("--seed", type=int, default=0, help="seed of the --cells draw")
+    check.add_argument("--data-dir", help="data folder (else $PCSKM_DATA, else the user cache)")
+    check.set_defaults(func=cmd_check)
 
     data = commands.add_parser("datasets", help="list, fetch or verify the data files")
     data.add_argument("action", choices=("list", "fetch", "verify"))

@@ -87,15 +87,10 @@ class Plan:
 def settings(spec, cube, data_dir=None):
     """Every (data set, algorithm, init) of the spec as a :class:`Setting`."""
     for name in spec.datasets:
-        layout = cube.layout.groups[name]
+        sparsities = cube.layout.groups[name].sparsity
         for variant in spec.algorithms:
             for init in spec.inits:
-                yield Setting(
-                    dataset=name, data_dir=None if data_dir is None else str(data_dir),
-                    seed=spec.seed, n_folds=spec.n_folds, algorithm=variant.name,
-                    estimator=variant.estimator, params=tuple(sorted(variant.params.items())),
-                    init=init, max_iter=spec.max_iter, sparsities=layout.sparsity,
-                )
+                yield Setting.from_spec(spec, name, variant, init, sparsities, data_dir)
 
 
 def work(task, cube):

@@ -41,7 +41,10 @@ def make_group(*, inits=("dkm++",), kinds=("random",), percents=(1.0, 10.0), n_r
     ds = xr.Dataset(
         {
             "f_score": (dims, np.where(mask, f, np.nan).astype(np.float32)),
+            "precision": (dims, np.where(mask, f, np.nan).astype(np.float32)),
+            "recall": (dims, np.where(mask, f, np.nan).astype(np.float32)),
             "satisfied": (dims, np.where(mask, satisfied, np.nan).astype(np.float32)),
+            "n_iter": (dims, np.where(mask, 3, -1).astype(np.int16)),
             "status": (dims, np.where(mask, CONVERGED, NOT_APPLICABLE).astype(np.int8),
                        {"flag_values": list(range(6)), "flag_meanings": FLAGS}),
             "done": (dims[:5], np.ones(shape[:5], np.uint8)),
@@ -356,21 +359,6 @@ def test_weight_means_pool_over_s_and_shares(tmp_path):
 
 
 # ---------------------------------------------------------------- the smoke spec
-
-
-@pytest.fixture(scope="module")
-def smoke_report(tmp_path_factory):
-    from distributed import Client
-
-    from experiments import load_spec
-    from runner import run_spec
-
-    folder = tmp_path_factory.mktemp("smoke")
-    store = folder / "smoke.zarr"
-    with Client(processes=False, n_workers=1, threads_per_worker=2,
-                dashboard_address=":0") as client:
-        run_spec(load_spec("smoke"), store, client=client, progress=False)
-    return store, write_report(store)
 
 
 def test_smoke_report_files(smoke_report):

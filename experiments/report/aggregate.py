@@ -1,5 +1,6 @@
 """One pass over the cube: per data set, the selections (written to the sidecar store), their
-aggregates, the best-s summaries, the weight means and the coverage; then the families.
+aggregates, the best-s summaries, the weight means, the coverage and a sample of cells; then
+the families.
 
 The cube is read one data set at a time, so memory stays bounded by the largest group.
 """
@@ -14,7 +15,7 @@ import pandas as pd
 import xarray as xr
 import zarr
 
-from . import coverage, families, selection, weights
+from . import cell_sample, coverage, families, selection, weights
 from .fits import CELL_DIMS, LABEL_DIMS, fit_table, quiet
 
 SIDECAR_SUFFIX = "-selections.zarr"
@@ -42,6 +43,11 @@ class Results:
     family_labels: dict = field(default_factory=dict)  # family label -> label to show
     family_members: dict = field(default_factory=dict)  # family label -> members present
     family_weights: dict = field(default_factory=dict)  # family label -> weight means
+    cell_sample: list = field(default_factory=list)  # DataFrames, one per data set
+
+    def cell_sample_table(self):
+        return (pd.concat(self.cell_sample, ignore_index=True) if self.cell_sample
+                else pd.DataFrame(columns=cell_sample.COLUMNS))
 
     def coverage_table(self):
         return pd.concat(self.coverage, ignore_index=True) if self.coverage else pd.DataFrame()
@@ -112,6 +118,7 @@ def collect(store):
             results.best_s[name] = _best_s_summary(selected, fits)
         results.coverage.append(coverage.table(name, fits))
         results.constraints_used.append(_constraints_used(name, fits))
+        results.cell_sample.append(cell_sample.draw(store, name, fits))
         if "uninformative" in fits.coords:
             results.weight_means[name] = weights.means(store, name, fits)
         del fits, selected

@@ -6,6 +6,7 @@ import pandas as pd
 
 from . import (
     best_s,
+    cell_sample,
     claims,
     constraint_table,
     coverage,
@@ -261,6 +262,21 @@ def _weights(doc, results, out, written):
     return per_setting
 
 
+def _cell_sample(doc, results, out, written):
+    doc.heading("8. Checking cells")
+    sample = results.cell_sample_table()
+    _csv(sample, out, "cells_sample.csv", written)
+    spec = results.store.attrs.get("spec_name", "SPEC")
+    n_cells = len(sample[["dataset", *cell_sample.CELL_DIMS]].drop_duplicates())
+    doc.paragraph(
+        f"`cells_sample.csv` lists {n_cells} cells drawn at random "
+        f"({cell_sample.PER_ALGORITHM} per data set and algorithm, seeded) with every value "
+        "the cube records for them, one row per s entry. "
+        f"`pcskm check {spec} cells_sample.csv` recomputes each of them from the spec and "
+        "the data files alone and compares; any other cell can be checked the same way from "
+        "a table with the same columns.")
+
+
 def write_document(results, out):
     """Write every table, figure and report.md of ``results`` into ``out``; returns the
     path of report.md."""
@@ -284,6 +300,7 @@ def write_document(results, out):
         "is in brackets); a weight claim checked on fewer settings than the paper's (its "
         "figures: every init, kind random) says \"partial\".")
     doc.table(claim_table)
+    _cell_sample(doc, results, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])
     return doc.write(out / "report.md")

@@ -1,0 +1,84 @@
+"""Recomputing listed cells and comparing them with the values recorded for them.
+
+A table (e.g. a report's ``cells_sample.csv``) lists cells by (dataset, algorithm, init,
+kind, percent, run, fold) and s entry (``sparsity``, empty for the algorithms without s) with
+the values recorded for them: f_score, precision, recall, satisfied, n_iter, status (its
+name), n_constraints. Each cell is recomputed alone, from the spec and the data files, with
+the same code path as the runner (:func:`experiments.cells.evaluate` on a one-cell task).
+The cube stores floats as float32, so floats compare with a relative tolerance of 1e-6; the
+integers and the status compare exactly.
+"""
+
+import numpy as np
+import pandas as pd
+
+from algorithms._result import STATUS_NAMES
+
+from . import cells
+from .cells import Block, Setting, Task
+
+CELL_COLUMNS = ("dataset", "algorithm", "init", "kind", "percent", "run", "fold")
+FLOATS = ("f_score", "precision", "recall", "satisfied")
+EXACT = ("n_iter", "status", "n_constraints")
+RTOL = 1e-6
+
+
+def read_table(path):
+    """The table at ``path`` with its columns checked (ValueError naming what is missing)."""
+    table = pd.read_csv(path)
+    missing = [c for c in (*CELL_COLUMNS, "sparsity", *FLOATS, *EXACT) if c not in table]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    return table
+
+
+def _setting(spec, row, data_dir):
+    variants = {variant.name: variant for variant in spec.algorithms}
+    if row.dataset not in spec.datasets or row.algorithm not in variants \
+            or row.init not in spec.inits:
+        raise ValueError(f"cell {tuple(row)} is not in spec {spec.name}")
+    n_features = cells.dataset(row.dataset, data_dir).n_features
+    return Setting.from_spec(spec, row.dataset, variants[row.algorithm], row.init,
+                             spec.sparsity_grid(n_features), data_dir)
+
+
+def recompute(spec, table, data_dir=None):
+    """``table`` with the recomputed values beside the recorded ones (columns
+    ``<name>_recomputed``) and a boolean column ``agrees``."""
+    out = table.copy()
+    for name in (*FLOATS, *EXACT):
+        out[f"{name}_recomputed"] = np.nan if name in FLOATS else None
+    for key, rows in table.groupby(list(CELL_COLUMNS), sort=False):
+        cell = pd.Series(key, index=CELL_COLUMNS)
+        setting = _setting(spec, cell, data_dir)
+        block = Block(cell.kind, float(cell.percent), (int(cell.run),))
+        result = cells.evaluate(Task((setting,), (block,), folds=(int(cell.fold),)))
+        fitted = result.blocks[0][0]
+        for index, s in zip(rows.index, rows.sparsity, strict=True):
+            entry = _entry(setting, s)
+            for name in FLOATS:
+                out.at[index, f"{name}_recomputed"] = getattr(fitted, name)[0, 0, entry]
+            out.at[index, "n_iter_recomputed"] = int(fitted.n_iter[0, 0, entry])
+            out.at[index, "status_recomputed"] = STATUS_NAMES[fitted.status[0, 0, entry]]
+            out.at[index, "n_constraints_recomputed"] = int(fitted.n_constraints[0, 0])
+    agrees = np.ones(len(out), dtype=bool)
+    for name in FLOATS:
+        recorded, again = out[name].to_numpy(float), out[f"{name}_recomputed"].to_numpy(float)
+        agrees &= np.isclose(recorded, again, rtol=RTOL, atol=0.0, equal_nan=True)
+    for name in EXACT:
+        agrees &= out[name].astype(str).to_numpy() == out[f"{name}_recomputed"].astype(str)
+    out["agrees"] = agrees
+    return out
+
+
+def _entry(setting, sparsity):
+    """The index of s value ``sparsity`` in the fit's s entries (0 for no s)."""
+    if not setting.is_sparse:
+        if not np.isnan(sparsity):
+            raise ValueError(f"{setting.algorithm} has no s; got s = {sparsity}")
+        return 0
+    matches = np.flatnonzero(np.isclose(setting.sparsities, sparsity, rtol=0, atol=1e-9))
+    if len(matches) != 1:
+        raise ValueError(f"s = {sparsity} is not in the s grid of {setting.algorithm} on "
+                         f"{setting.dataset} ({', '.join(f'{s:g}' for s in setting.sparsities)})")
+    return int(matches[0])

@@ -1,0 +1,48 @@
+"""A random sample of computed cells with every value the cube records for them, so that a
+reader can recompute the cells and compare (``pcskm check SPEC cells_sample.csv``).
+
+The sample is stratified: ``PER_ALGORITHM`` cells of every (data set, algorithm) drawn
+uniformly from its computed cells (every init, kind, percentage, run and fold), with a
+generator keyed by the master seed ``SAMPLE_SEED`` and the data set's and algorithm's
+positions in the cube, so the same cube always gives the same sample. One row per cell and
+s entry the algorithm fills (the s grid for SKM and PCSKM, the empty s for the others).
+"""
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .fits import CELL_DIMS, status_codes
+
+PER_ALGORITHM = 2
+SAMPLE_SEED = 0
+VALUES = ("f_score", "precision", "recall", "satisfied", "n_iter")
+COLUMNS = ("dataset", *CELL_DIMS, "sparsity", *VALUES, "status", "n_constraints")
+
+
+def draw(store, name, fits, per_algorithm=PER_ALGORITHM):
+    """The sampled rows of data set ``name`` (``fits``: its :func:`fits.fit_table`)."""
+    ds = store.group(name)
+    flags = {code: flag for flag, code in status_codes(ds.status).items()}
+    dataset_index = store.names.index(name)
+    frames = []
+    for a, algorithm in enumerate(fits.algorithm.values):
+        computed = fits.computed.sel(algorithm=algorithm).transpose(*CELL_DIMS[1:])
+        flat = np.flatnonzero(computed.values)
+        if not len(flat):
+            continue
+        rng = np.random.default_rng([SAMPLE_SEED, dataset_index, a])
+        chosen = np.sort(rng.choice(flat, min(per_algorithm, len(flat)), replace=False))
+        positions = np.unravel_index(chosen, computed.shape)
+        points = {dim: xr.DataArray(index, dims="cell")
+                  for dim, index in zip(CELL_DIMS[1:], positions, strict=True)}
+        entries = fits.applies.sel(algorithm=algorithm).values
+        cells = ds.sel(algorithm=algorithm).isel(points).isel(sparsity=entries).load()
+        frame = cells[[*VALUES, "status"]].to_dataframe().reset_index()
+        frame["status"] = frame["status"].map(lambda code: flags[int(code)])
+        frame["n_constraints"] = cells.n_constraints.values[frame["cell"].to_numpy()]
+        frame["dataset"], frame["algorithm"] = name, str(algorithm)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
