@@ -27,7 +27,7 @@ def test_sample_rows_are_the_cube_values(sample):
     store, path = sample
     table = pd.read_csv(path)
     root = zarr.open_group(str(store), mode="r")
-    for (name, algorithm), rows in table.groupby(["dataset", "algorithm"]):
+    for (name, _), rows in table.groupby(["dataset", "algorithm"]):
         group = root[name]
         assert len(rows.drop_duplicates(["init", "kind", "percent", "run", "fold"])) == 2
 
