@@ -13,8 +13,6 @@ from algorithms._result import FAILED
 
 from .cube import NOT_APPLICABLE
 
-_FLOAT_FILL = np.float32(np.nan)
-
 
 def _selection(positions):
     """A slice for consecutive ascending positions, else the positions (orthogonal)."""
@@ -92,24 +90,22 @@ class CubeWriter:
         """Write every block of ``task_result`` and mark it done; returns the cells
         written."""
         task = task_result.task
+        rects, grids = rectangles(task, self.cube), setting_grids(task, self.cube)
         written = 0
-        for kinds, percents, runs, blocks in rectangles(task, self.cube):
-            for algorithms, inits, settings in setting_grids(task, self.cube):
+        for kinds, percents, runs, blocks in rects:
+            for algorithms, inits, settings in grids:
                 self._write_region(task_result, (algorithms, inits, kinds, percents, runs),
                                    settings, blocks)
                 written += (len(algorithms) * len(inits) * len(kinds) * len(percents)
                             * len(runs) * len(task.fold_list))
-            first = task_result.blocks[0]
+            first = task_result.blocks[0]  # the constraint counts are the same for all
             self.cube.arrays[task.dataset]["n_constraints"].set_orthogonal_selection(
                 (_selection(kinds), _selection(percents), _selection(runs)),
                 np.stack([np.stack([first[b].n_constraints for b in row]) for row in blocks])
                 .astype(np.int32))
         self.cube.mark_done(task.dataset, [
-            (a, i, kinds, percents, runs)
-            for kinds, percents, runs, _ in rectangles(task, self.cube)
-            for algorithms, inits, _ in setting_grids(task, self.cube)
-            for a in algorithms for i in inits
-        ])
+            (a, i, kinds, percents, runs) for kinds, percents, runs, _ in rects
+            for algorithms, inits, _ in grids for a in algorithms for i in inits])
         return written
 
     def _write_region(self, task_result, positions, settings, blocks):
