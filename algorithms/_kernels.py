@@ -7,10 +7,11 @@ engine: multiplying by 1.0 is exact, so one kernel serves both engines).
 """
 
 import numpy as np
-from numba import njit
+
+from ._jit import kernel
 
 
-@njit(cache=True)
+@kernel
 def box_diameters(Y):
     """Per-feature ``(hi_m - lo_m)^2`` of the box lo = min(0, min Y), hi = max(0, max Y) (§1.1).
 
@@ -31,7 +32,7 @@ def box_diameters(Y):
     return out
 
 
-@njit(cache=True)
+@kernel
 def pair_sq_distances_into(out, Y, pairs, metric):
     """``out[c] = |y_a - y_b|^2_metric`` for every constraint ``(a, b)``.
 
@@ -68,7 +69,7 @@ def pair_sq_distances_into(out, Y, pairs, metric):
         c += 1
 
 
-@njit(cache=True)
+@kernel
 def pair_sq_distances(Y, pairs, metric):
     """``|y_a - y_b|^2_metric`` for every constraint ``(a, b)`` (a new array)."""
     out = np.empty(pairs.shape[0])
@@ -76,7 +77,7 @@ def pair_sq_distances(Y, pairs, metric):
     return out
 
 
-@njit(cache=True)
+@kernel
 def center_distances_into(out, YT, centers, metric):
     """``out[h, i] = |y_i - mu_h|^2_metric`` from the transposed data ``YT`` (p, n).
 
@@ -99,7 +100,7 @@ def center_distances_into(out, YT, centers, metric):
                 row[i] += weight * diff * diff
 
 
-@njit(cache=True)
+@kernel
 def constraint_costs_into(must_cost, cannot_cost, pair_dist, is_must_link, dmax):
     """Per constraint c, what it adds to the penalty of a cluster h when its partner has label
     l (§2.2b): ``must_cost[c]`` if h != l (``pair_dist`` for a must-link, else 0.0) and
@@ -113,7 +114,7 @@ def constraint_costs_into(must_cost, cannot_cost, pair_dist, is_must_link, dmax)
             cannot_cost[c] = dmax - pair_dist[c]
 
 
-@njit(cache=True)
+@kernel
 def assign_sequential(dist, offset, indptr, partner, link, must_cost, cannot_cost, labels):
     """One sequential E-step pass (§2.2b, §3.3 step 1); updates ``labels`` in place.
 
@@ -193,7 +194,7 @@ def assign_sequential(dist, offset, indptr, partner, link, must_cost, cannot_cos
     return moved, objective
 
 
-@njit(cache=True)
+@kernel
 def cluster_means(Y, labels, k):
     """Per-cluster means (rows summed in index order); an empty cluster gets the zero vector.
 
@@ -216,7 +217,7 @@ def cluster_means(Y, labels, k):
     return sums, counts
 
 
-@njit(cache=True)
+@kernel
 def cluster_counts(labels, k):
     counts = np.zeros(k, dtype=np.int64)
     for i in range(labels.shape[0]):
@@ -225,7 +226,7 @@ def cluster_counts(labels, k):
     return counts
 
 
-@njit(cache=True)
+@kernel
 def relocate_empty(Y, centers, metric, labels, counts):
     """The ``"relocate"`` empty-cluster policy (§1.3); updates ``labels`` and ``counts``.
 

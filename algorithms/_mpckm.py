@@ -10,8 +10,8 @@ import math
 import numbers
 
 import numpy as np
-from numba import njit
 
+from ._jit import kernel
 from ._kernels import (
     assign_sequential,
     box_diameters,
@@ -39,7 +39,7 @@ _FAIL = EMPTY_CLUSTER_POLICIES["fail"]
 _RELOCATE = EMPTY_CLUSTER_POLICIES["relocate"]
 
 
-@njit(cache=True)
+@kernel
 def log_sum(metric):
     """``sum_m log a_m`` over the a_m > 0 (§3.4)."""
     total = 0.0
@@ -49,7 +49,7 @@ def log_sum(metric):
     return total
 
 
-@njit(cache=True)
+@kernel
 def weighted_box(metric, dmax_m):
     """``D_max(a) = sum_m a_m dmax_m`` (§1.1)."""
     total = 0.0
@@ -58,7 +58,7 @@ def weighted_box(metric, dmax_m):
     return total
 
 
-@njit(cache=True)
+@kernel
 def metric_update(X, labels, centers, pairs, is_must_link, dmax_m, metric, regularisation):
     """The metric update of §3.5; returns the new diagonal ``a`` (``metric`` is not changed).
 
@@ -98,7 +98,7 @@ def metric_update(X, labels, centers, pairs, is_must_link, dmax_m, metric, regul
     return new_metric
 
 
-@njit(cache=True)
+@kernel
 def full_objective(X, labels, centers, metric, pairs, is_must_link, pair_dist, dmax,
                    regularisation):
     """``J_full`` of §3.1: within-cluster term (index order), minus the log term, plus each
@@ -129,7 +129,7 @@ def full_objective(X, labels, centers, metric, pairs, is_must_link, pair_dist, d
     return total
 
 
-@njit(cache=True)
+@kernel
 def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, max_iter,
                 policy, regularisation):
     """The iteration loop of §3.3-§3.6 from the initial ``centers``; ``labels`` is updated in

@@ -6,8 +6,8 @@ Python wrapper the estimators use.
 """
 
 import numpy as np
-from numba import njit
 
+from ._jit import kernel
 from ._kernels import (
     assign_sequential,
     box_diameters,
@@ -32,7 +32,7 @@ POLICY_ZERO = EMPTY_CLUSTER_POLICIES["zero"]
 POLICY_RELOCATE = EMPTY_CLUSTER_POLICIES["relocate"]
 
 
-@njit(cache=True)
+@kernel
 def pckm_loop(
     Y, YT, centers, labels, pair_dist, dmax, indptr, partner, link, is_must_link, max_iter,
     policy,
@@ -86,7 +86,7 @@ def pckm_loop(
     return max_iter, MAX_ITER, objective, n_empty
 
 
-@njit(cache=True)
+@kernel
 def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy):
     """§2.2 in full on ``X``: returns ``(labels, centers, n_iter, status, objective, n_empty)``.
     """

@@ -25,8 +25,8 @@ bits as that literal computation. The speed comes from:
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from ._jit import kernel
 from ._kernels import box_diameters, cluster_means, pair_sq_distances_into
 from ._pckm import pckm_loop
 from ._result import (
@@ -41,7 +41,7 @@ from ._validation import check_choice, check_data, check_positive_int
 WEIGHT_UPDATES = ("code", "paper")
 
 
-@njit(cache=True)
+@kernel
 def total_sum_of_squares(X):
     """TSS_j = sum_i (x_ij - mean_i x_ij)^2 (§4.3), sums in index order."""
     n, p = X.shape
@@ -59,7 +59,7 @@ def total_sum_of_squares(X):
     return tss
 
 
-@njit(cache=True)
+@kernel
 def scores_into(out, X, labels, k, tss, pairs, is_must_link, box, paper):
     """Write the per-feature scores gamma (§4.3) into ``out``.
 
@@ -99,7 +99,7 @@ def scores_into(out, X, labels, k, tss, pairs, is_must_link, box, paper):
         out[m] = tss[m] - out[m] - ml[m] - cl[m]
 
 
-@njit(cache=True)
+@kernel
 def l1_l2_ratio(g):
     """``|g|_1 / |g|_2`` (sums in index order): Delta = 0 exactly when it is <= s (§4.5)."""
     l1 = 0.0
@@ -110,7 +110,7 @@ def l1_l2_ratio(g):
     return l1 / np.sqrt(l2)
 
 
-@njit(cache=True)
+@kernel
 def solve_delta_sorted(g, s):
     """§4.5 on clipped scores ``g`` (>= 0, not all 0): returns ``(Delta, t_limit)``.
 
@@ -122,7 +122,7 @@ def solve_delta_sorted(g, s):
     return delta_above_ratio(g, s)
 
 
-@njit(cache=True)
+@kernel
 def delta_above_ratio(g, s):
     """:func:`solve_delta_sorted` when ``l1_l2_ratio(g) > s``."""
     p = g.shape[0]
@@ -159,7 +159,7 @@ def delta_above_ratio(g, s):
     return min(max(delta, c[r]), c[r - 1]), 0
 
 
-@njit(cache=True)
+@kernel
 def weights_into(w, g, s):
     """w = max(g - Delta, 0) / |.|_2 (§4.2 step 3d; 1/sqrt(t) on the t maxima if LIMIT).
 
@@ -186,7 +186,7 @@ def weights_into(w, g, s):
     return ratio
 
 
-@njit(cache=True)
+@kernel
 def sparse_path(
     X, C0, pairs, is_must_link, indptr, partner, link, sparsities, paper,
     max_iter, inner_max_iter, tol, policy,

@@ -9,7 +9,8 @@ of point i is the sublist of constraints that contain i, in list order.
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from ._jit import kernel
 
 
 def _as_pairs(pairs, name, n_samples):
@@ -41,7 +42,7 @@ def _as_pairs(pairs, name, n_samples):
     return ordered
 
 
-@njit(cache=True)
+@kernel
 def _ordered_pairs(pairs, n_samples):
     """Rows as ``(min, max)``, and the first row (or -1) with a negative index, with an index
     >= ``n_samples``, and pairing a point with itself."""
@@ -62,7 +63,7 @@ def _ordered_pairs(pairs, n_samples):
     return ordered, bad
 
 
-@njit(cache=True)
+@kernel
 def _partner_lists(pairs, n_samples):
     """Per-point partner lists in CSR form, by a counting sort (O(n + m), list order kept).
 
@@ -100,7 +101,7 @@ def _partner_lists(pairs, n_samples):
     return indptr, partner, link, duplicate
 
 
-@njit(cache=True)
+@kernel
 def _satisfied_rows(label_rows, pairs, is_must_link):
     """Satisfied count / m per row: the count is exact in float64, so this is the same
     number as the mean of the 0/1 satisfied flags."""

@@ -16,9 +16,9 @@ not promise a summation order.
 import warnings
 
 import numpy as np
-from numba import njit
 from scipy.sparse.csgraph import minimum_spanning_tree
 
+from ._jit import kernel
 from ._kernels import cluster_means
 from ._validation import check_choice, check_data, check_n_clusters, check_positive_int
 from .constraints import Constraints
@@ -213,7 +213,7 @@ def maximin_init(X, n_clusters):
 # Seeding (spec §4)
 
 
-@njit(cache=True)
+@kernel
 def _neighbourhoods(n_samples, pairs, is_must_link):
     """Neighbourhood number of every point (-1 outside any) and the neighbourhood count.
 
@@ -251,7 +251,7 @@ def _neighbourhoods(n_samples, pairs, is_must_link):
     return number, count
 
 
-@njit(cache=True)
+@kernel
 def _update_gaps(means, size, last, gap, unselected):
     """gap_N = min(gap_N, |c_N - c_last| sqrt(|N| |last|)) for every N, in exactly that form.
 

@@ -1,7 +1,8 @@
 """Scores of a clustering against true classes (spec ``protocol.md`` §8.1)."""
 
 import numpy as np
-from numba import njit
+
+from ._jit import kernel
 
 
 def _as_labels(labels, name):
@@ -58,7 +59,7 @@ def pairwise_f_score(labels_true, labels_pred):
     return 2 * precision * recall / (precision + recall), precision, recall
 
 
-@njit(cache=True)
+@kernel
 def _f_score_rows(true_codes, n_true, pred, out):
     """:func:`pairwise_f_score` of every row of ``pred`` (codes >= 0) into ``out`` (S, 3).
 

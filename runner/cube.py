@@ -14,11 +14,11 @@ s (for the paper's grid about 300 kB of float32 before compression), so that a s
 of thousands of files, not millions. Tasks are rectangles of kinds x percents inside such
 chunks.
 
-The client process is the only writer. A task's records are written as one region per
-variable, then the ``done`` completion marker of its blocks and runs is written. Zarr's local
-store replaces every file atomically (write to a temporary file, then rename), so a run killed
-at any moment leaves a readable store in which every finished cell is intact; cells whose
-data were written but not marked done are recomputed, with the same values, by the next run.
+The client process is the only writer (:mod:`runner.writer`). It writes whole chunks, then the
+``done`` completion markers of the blocks and runs they received. Zarr's local store replaces
+every file atomically (write to a temporary file, then rename), so a run killed at any moment
+leaves a readable store in which every cell marked done is intact; cells computed but not
+marked done are recomputed, with the same values, by the next run.
 """
 
 import contextlib

@@ -1,9 +1,11 @@
-"""Running tasks on a Dask cluster and writing each result as it arrives.
+"""Running tasks on a Dask cluster and writing the results as they arrive.
 
-The client submits every task (largest first), then writes results in completion order; the
-client is the only writer (:mod:`runner.writer`). SIGINT and SIGTERM received during a write
-are held until the write and its completion marker are on disk. The summary measures the
-scheduling overhead as 1 - (compute time reported by the tasks) / (worker time available).
+The client submits every task (largest first), then hands results to the writer in completion
+order; the client is the only writer (:mod:`runner.writer`, which writes each chunk of the
+cube once it is complete, and everything it holds when the run ends). SIGINT and SIGTERM
+received during a write are held until the write and its completion markers are on disk.
+The summary measures the scheduling overhead as 1 - (compute time reported by the tasks) /
+(worker time available).
 """
 
 import contextlib
@@ -96,8 +98,9 @@ def _wait_for_a_worker(client, report_every=60.0):
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
-    """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube`` as it
-    arrives. ``on_result(result, summary)`` is called after each write. Returns a
+    """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
+    (:class:`runner.writer.CubeWriter`). ``on_result(result, summary)`` is called after each
+    result is handed to the writer. Returns a
     :class:`RunSummary`; a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by the CLI)
     cancels the remaining tasks and returns with ``interrupted`` set."""
     from distributed import as_completed
@@ -106,7 +109,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
     summary = RunSummary(n_tasks=len(tasks))
     if not tasks:
         return summary
-    writer = CubeWriter(cube)
+    writer = CubeWriter(cube, tasks)
     token = uuid.uuid4().hex[:8]
     by_key, futures = {}, []
     for i, task in enumerate(tasks):
@@ -163,7 +166,11 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
         client.cancel(futures)
     finally:
         bar.close()
+        began = time.perf_counter()
+        with held_signals():  # every result taken reaches the disk, however the run ends
+            writer.close()
         now = time.perf_counter()
+        summary.write_seconds += now - began
         summary.worker_seconds += workers * (now - last)
         summary.wall_seconds = now - start
     return summary

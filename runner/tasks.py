@@ -6,8 +6,8 @@ blocks of one data set with the same runs, for every (algorithm, init) that miss
 blocks, so that a cell's constraint sample is drawn once for all of them (D13) and the client
 writes the whole rectangle, all algorithms and inits, in one region per variable. Rows are
 merged or split until a task holds about ``min_work`` units of work (tens of seconds of
-compute): the client's fixed cost per task (a few tens of milliseconds of writing, and the
-rewriting of the Zarr chunks a partial write touches) then stays small against the compute.
+compute), so that scheduling, transfer and the client's handling of each result stay small
+against the compute.
 """
 
 import fnmatch

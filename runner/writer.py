@@ -1,11 +1,26 @@
 """Writing task results into the cube (the client is the only writer).
 
-A task's blocks form a rectangle of kinds x percentages with the same runs (the planner
-makes them so); with its (algorithm, init) settings, usually every algorithm of a set of
-inits, that is one region of the cube, written with one call per variable, then marked done.
-Zarr replaces files atomically, so an interruption between two writes leaves every earlier
-write intact and the task unmarked (recomputed, with the same values, by the next run).
+The cube is chunked by (algorithm, init, kind): one chunk holds every percent, run, fold and
+s of one variable (:mod:`runner.cube`). A task fills a rectangle of kinds x percents of many
+such chunks, so writing each task through Zarr would read, change and rewrite every chunk it
+touches, once per task. Instead the writer keeps the chunks a run is filling in memory and
+writes each one whole:
+
+* as soon as the last task of the plan that touches it has arrived (its normal end);
+* every ``flush_seconds`` (default one minute), every chunk changed since the last write;
+* when the chunks held exceed ``max_bytes``, after which they are released (and read again
+  if touched again);
+* on :meth:`CubeWriter.close`, which the runner calls however the run ends (finished,
+  interrupted, scheduler lost).
+
+A chunk's data are written before the ``done`` markers of the blocks it received, and Zarr
+replaces files atomically; so a client killed at any moment (even by SIGKILL) leaves a
+readable store in which every cell marked done is intact. What it loses is at most the last
+``flush_seconds`` of results, recomputed with the same values by the next run.
 """
+
+import time
+from collections import Counter
 
 import numpy as np
 
@@ -13,13 +28,20 @@ from algorithms._result import FAILED
 
 from .cube import NOT_APPLICABLE
 
+FLUSH_SECONDS = 60.0
+MAX_BYTES = 512 * 2**20
+_FILLS = {"f_score": np.nan, "precision": np.nan, "recall": np.nan, "satisfied": np.nan,
+          "status": NOT_APPLICABLE, "n_iter": -1}
 
-def _selection(positions):
-    """A slice for consecutive ascending positions, else the positions (orthogonal)."""
-    positions = np.asarray(positions)
-    if np.array_equal(positions, np.arange(positions[0], positions[0] + len(positions))):
-        return slice(int(positions[0]), int(positions[0]) + len(positions))
-    return positions
+
+def mean_weights(weights, failed):
+    """Mean over the s axis (-2) of the weights of the fits that did not fail (NaN if all
+    failed); ``weights`` (..., S, p), ``failed`` (..., S)."""
+    ok = ~failed
+    count = ok.sum(axis=-1)[..., None]
+    total = np.where(ok[..., None], weights, 0.0).sum(axis=-2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def _spread(values, sparse, n_sparsity, fill):
@@ -33,121 +55,125 @@ def _spread(values, sparse, n_sparsity, fill):
     return out
 
 
-def mean_weights(weights, failed):
-    """Mean over the s axis (-2) of the weights of the fits that did not fail (NaN if all
-    failed); ``weights`` (..., S, p), ``failed`` (..., S)."""
-    ok = ~failed
-    count = ok.sum(axis=-1)[..., None]
-    total = np.where(ok[..., None], weights, 0.0).sum(axis=-2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+def block_records(result, setting, n_sparsity):
+    """The cube's records of one :class:`experiments.cells.BlockResult`: ``{variable:
+    (run, fold, sparsity) array}`` (the status as code + 1, 0 meaning missing) and the
+    (run, fold, feature) weights: the fit's, or for the sparse estimators their mean over
+    the s values whose fit did not fail."""
+    sparse = setting.is_sparse
+    records = {name: _spread(getattr(result, name) + (1 if name == "status" else 0),
+                             sparse, n_sparsity, fill)
+               for name, fill in _FILLS.items()}
+    records["weights"] = (mean_weights(result.weights, np.isin(result.status, list(FAILED)))
+                          if sparse else result.weights[..., 0, :])
+    return records
 
 
-def rectangles(task, cube):
-    """Split a task's blocks into rectangles: ``(kind positions, percent positions, runs,
-    [[block index]] indexed [kind][percent])`` with ascending positions."""
-    by_runs = {}
-    for index, block in enumerate(task.blocks):
-        by_runs.setdefault(block.runs, []).append(index)
-    out = []
-    for runs, indices in by_runs.items():
-        placed = {}
-        for index in indices:
-            block = task.blocks[index]
-            _, _, k, p = cube.block_index(task.dataset, task.settings[0].algorithm,
-                                          task.settings[0].init, block.kind, block.percent)
-            placed[(k, p)] = index
-        kinds = sorted({k for k, _ in placed})
-        percents = sorted({p for _, p in placed})
-        if len(placed) == len(kinds) * len(percents):
-            out.append((kinds, percents, runs,
-                        [[placed[(k, p)] for p in percents] for k in kinds]))
-        else:  # not a rectangle: one region per block
-            out.extend(([k], [p], runs, [[index]]) for (k, p), index in placed.items())
-    return out
+def chunks_of(task, cube):
+    """The (data set, algorithm, init, kind) positions of the chunks ``task`` writes to."""
+    return {(task.dataset, *cube.block_index(task.dataset, s.algorithm, s.init, block.kind))
+            for s in task.settings for block in task.blocks}
 
 
-def setting_grids(task, cube):
-    """The task's settings as grids ``(algorithm positions, init positions, [[setting
-    index]] indexed [algorithm][init])`` with ascending positions: one grid when the settings
-    are every pair of some algorithms and some inits, else one grid per setting."""
-    placed = {cube.block_index(task.dataset, s.algorithm, s.init): index
-              for index, s in enumerate(task.settings)}
-    algorithms = sorted({a for a, _ in placed})
-    inits = sorted({i for _, i in placed})
-    if len(placed) == len(algorithms) * len(inits):
-        return [(algorithms, inits, [[placed[(a, i)] for i in inits] for a in algorithms])]
-    return [([a], [i], [[index]]) for (a, i), index in placed.items()]
+class _Chunk:
+    """One (algorithm, init, kind) chunk of every fit variable, held in memory; ``done``
+    lists the (percent, runs) blocks received since it was last written."""
+
+    def __init__(self, group, position):
+        self.values = {name: group[name][position] for name in (*_FILLS, "weights")}
+        self.done = []
+        self.dirty = False
+
+    @property
+    def nbytes(self):
+        return sum(v.nbytes for v in self.values.values())
 
 
 class CubeWriter:
-    """Writes :class:`experiments.cells.TaskResult` objects into an open :class:`Cube`."""
+    """Writes :class:`experiments.cells.TaskResult` objects into an open :class:`Cube`;
+    ``tasks`` is the run's plan, which tells when a chunk has received all its results. Use
+    as a context manager (or call :meth:`close`) so that every result reaches the disk."""
 
-    def __init__(self, cube):
+    def __init__(self, cube, tasks=(), *, flush_seconds=FLUSH_SECONDS, max_bytes=MAX_BYTES):
         self.cube = cube
+        self.flush_seconds, self.max_bytes = flush_seconds, max_bytes
+        self.expected = Counter(chunk for task in tasks for chunk in chunks_of(task, cube))
+        self.chunks = {}  # position -> _Chunk
+        self.n_constraints = {}  # data set -> its (kind, percent, run, fold) array
+        self.last_flush = time.monotonic()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def write(self, task_result):
-        """Write every block of ``task_result`` and mark it done; returns the cells
-        written."""
-        task = task_result.task
-        rects, grids = rectangles(task, self.cube), setting_grids(task, self.cube)
-        written = 0
-        for kinds, percents, runs, blocks in rects:
-            for algorithms, inits, settings in grids:
-                self._write_region(task_result, (algorithms, inits, kinds, percents, runs),
-                                   settings, blocks)
-                written += (len(algorithms) * len(inits) * len(kinds) * len(percents)
-                            * len(runs) * len(task.fold_list))
-            first = task_result.blocks[0]  # the constraint counts are the same for all
-            self.cube.arrays[task.dataset]["n_constraints"].set_orthogonal_selection(
-                (_selection(kinds), _selection(percents), _selection(runs)),
-                np.stack([np.stack([first[b].n_constraints for b in row]) for row in blocks])
-                .astype(np.int32))
-        self.cube.mark_done(task.dataset, [
-            (a, i, kinds, percents, runs) for kinds, percents, runs, _ in rects
-            for algorithms, inits, _ in grids for a in algorithms for i in inits])
-        return written
-
-    def _write_region(self, task_result, positions, settings, blocks):
-        """Write the region ``positions`` (algorithm, init, kind, percent and run positions)
-        from the results of ``settings`` [algorithm][init] and ``blocks`` [kind][percent]."""
+        """Take every block of ``task_result`` (written now or later, see the module
+        docstring); returns the cells taken."""
         task, cube = task_result.task, self.cube
         name = task.dataset
+        if len(task.fold_list) != cube.layout.groups[name].n_folds:
+            raise ValueError("the writer takes tasks of every fold; this one has folds "
+                             f"{task.fold_list}")
         group = cube.arrays[name]
         n_sparsity = 1 + len(cube.layout.groups[name].sparsity)
-        region = tuple(_selection(p) for p in positions)
+        if name not in self.n_constraints:
+            self.n_constraints[name] = group["n_constraints"][...]
+        for index, setting in enumerate(task.settings):
+            for block, result in zip(task.blocks, task_result.blocks[index], strict=True):
+                position = (name, *cube.block_index(name, setting.algorithm, setting.init,
+                                                    block.kind))
+                chunk = self.chunks.get(position)
+                if chunk is None:
+                    chunk = self.chunks[position] = _Chunk(group, position[1:])
+                _, _, k, p = cube.block_index(name, setting.algorithm, setting.init,
+                                              block.kind, block.percent)
+                runs = list(block.runs)
+                for variable, values in block_records(result, setting, n_sparsity).items():
+                    chunk.values[variable][p, runs] = values
+                chunk.done.append((p, runs))
+                chunk.dirty = True
+                self.n_constraints[name][k, p, runs] = result.n_constraints
+        finished = chunks_of(task, cube)
+        self.expected.subtract(finished)
+        complete = [c for c in finished if self.expected[c] <= 0]
+        if time.monotonic() - self.last_flush > self.flush_seconds:
+            self.flush()
+        elif sum(c.nbytes for c in self.chunks.values()) > self.max_bytes:
+            self.flush()
+            self.chunks.clear()
+        else:
+            self._write(complete)
+        for position in complete:
+            self.chunks.pop(position, None)
+        return task.n_cells
 
-        def grid(field, fill, dtype, shift=0):
-            """(algorithm, init, kind, percent, run, fold, sparsity) values of ``field`` (plus
-            ``shift``), ``fill`` at the s entries a fit does not have."""
-            def one(index):
-                values = np.stack([np.stack([getattr(task_result.blocks[index][b], field)
-                                             for b in row]) for row in blocks])
-                return _spread(values + shift, task.settings[index].is_sparse, n_sparsity,
-                               fill)
-            return np.stack([np.stack([one(index) for index in row])
-                             for row in settings]).astype(dtype)
+    def flush(self):
+        """Write every chunk changed since it was last written."""
+        self._write(list(self.chunks))
+        self.last_flush = time.monotonic()
 
-        for variable in ("f_score", "precision", "recall", "satisfied"):
-            group[variable].set_orthogonal_selection(region, grid(variable, np.nan, np.float32))
-        group["status"].set_orthogonal_selection(  # the fit's status code + 1 (0: missing)
-            region, grid("status", NOT_APPLICABLE, np.int8, shift=1))
-        group["n_iter"].set_orthogonal_selection(region, grid("n_iter", -1, np.int16))
-        group["weights"].set_orthogonal_selection(
-            region, np.stack([np.stack([_fit_weights(task_result, index, blocks)
-                                        for index in row]) for row in settings]))
+    def close(self):
+        self.flush()
+        self.chunks.clear()
 
-
-def _fit_weights(task_result, index, blocks):
-    """(kind, percent, run, fold, p) weights of setting ``index``: the fit's weights, or for
-    the sparse estimators their mean over the s values whose fit did not fail."""
-    def stacked(field):
-        return np.stack([np.stack([getattr(task_result.blocks[index][b], field) for b in row])
-                         for row in blocks])
-
-    weights = stacked("weights")  # (kind, percent, run, fold, S, p)
-    if task_result.task.settings[index].is_sparse:
-        weights = mean_weights(weights, np.isin(stacked("status"), list(FAILED)))
-    else:
-        weights = weights[..., 0, :]
-    return weights.astype(np.float32)
+    def _write(self, positions):
+        """Write the changed chunks of ``positions`` whole, then the constraint counts of
+        their data sets, then their done markers."""
+        dirty = [p for p in positions if p in self.chunks and self.chunks[p].dirty]
+        datasets = sorted({p[0] for p in dirty})
+        for position in dirty:
+            group = self.cube.arrays[position[0]]
+            for variable, values in self.chunks[position].values.items():
+                group[variable][position[1:]] = values
+        for name in datasets:
+            self.cube.arrays[name]["n_constraints"][...] = self.n_constraints[name]
+        for name in datasets:
+            regions = []
+            for position in (p for p in dirty if p[0] == name):
+                chunk = self.chunks[position]
+                _, a, i, k = position
+                regions.extend((a, i, [k], [p], runs) for p, runs in chunk.done)
+                chunk.done, chunk.dirty = [], False
+            self.cube.mark_done(name, regions)

@@ -1,5 +1,6 @@
 """The runner end to end on a LocalCluster: the cube's content, reproducibility across
-worker counts, killed workers, interruptions, spec extensions and refusals."""
+worker counts, killed workers and clients, interruptions, the writer's buffering, spec
+extensions and refusals."""
 
 import os
 import signal
@@ -16,7 +17,9 @@ from experiments import cells
 from experiments.protocol import Protocol
 from experiments.spec import load_spec, parse_spec
 from runner import IncompatibleStore, open_cube, run_spec
-from runner.cube import prepare
+from runner.cube import CubeView, prepare
+from runner.tasks import plan
+from runner.writer import CubeWriter
 
 SMOKE = load_spec("smoke")
 FAILED_FLAGS = [3, 4]  # empty_cluster, degenerate_weights (attrs flag_meanings)
@@ -265,3 +268,66 @@ def test_not_applicable_cells_become_missing_when_the_spec_runs_them(client, tmp
     assert summary.n_cells == len(wider.algorithms) * wider.n_runs * wider.n_folds
     status = xr.open_zarr(store, group="iris").status.sel(init="seeding", kind="must-link")
     assert not status.isin([0]).any() and (status != NOT_APPLICABLE).any()
+
+
+@pytest.fixture(scope="module")
+def smoke_results(tmp_path_factory):
+    """Every task of the smoke spec on an empty store, evaluated in this process, in a
+    shuffled order."""
+    view = CubeView.planned(tmp_path_factory.mktemp("planned") / "none.zarr", SMOKE)
+    results = [cells.evaluate(task) for task in plan(SMOKE, view).tasks]
+    order = np.random.default_rng(7).permutation(len(results))
+    return [results[i] for i in order]
+
+
+@pytest.mark.parametrize("flush_seconds, max_bytes", [
+    (float("inf"), float("inf")),  # each chunk written once, when complete
+    (0.0, float("inf")),  # every chunk touched written after every task
+    (float("inf"), 0),  # every chunk written and released after every task
+])
+def test_writer_buffering_does_not_change_the_cube(reference, smoke_results, tmp_path,
+                                                   flush_seconds, max_bytes):
+    cube, _ = prepare(tmp_path / "written.zarr", SMOKE)
+    with CubeWriter(cube, [r.task for r in smoke_results], flush_seconds=flush_seconds,
+                    max_bytes=max_bytes) as writer:
+        for result in smoke_results:
+            writer.write(result)
+    assert_same_cube(reference, tmp_path / "written.zarr")
+
+
+def test_killed_client_keeps_the_complete_chunks_and_the_rerun_fills_the_rest(
+        reference, client, smoke_results, tmp_path):
+    """A client that dies (its writer never closed) after the results of one data set and
+    one more has written exactly the chunks whose every task had arrived, marked done and
+    equal to the reference; the next run computes every other cell and gives the reference
+    cube."""
+    store = tmp_path / "killed-client.zarr"
+    cube, _ = prepare(store, SMOKE)
+    tasks = [r.task for r in smoke_results]
+    first = [r for r in smoke_results if r.task.dataset == SMOKE.datasets[0]]
+    arrived = first + [r for r in smoke_results if r.task.dataset != SMOKE.datasets[0]][:1]
+    writer = CubeWriter(cube, tasks, flush_seconds=float("inf"), max_bytes=float("inf"))
+    for result in arrived:
+        writer.write(result)
+    del writer  # killed: no flush, no close
+
+    def chunks(task):
+        return {(task.dataset, s.algorithm, s.init, b.kind)
+                for s in task.settings for b in task.blocks}
+
+    taken = {id(r) for r in arrived}
+    pending = set().union(*(chunks(r.task) for r in smoke_results if id(r) not in taken))
+    complete = set().union(*(chunks(r.task) for r in arrived)) - pending
+    assert complete and pending
+    expected = sum(len(b.runs) * SMOKE.n_folds for r in arrived for s in r.task.settings
+                   for b in r.task.blocks if (r.task.dataset, s.algorithm, s.init, b.kind)
+                   in complete)
+    assert n_done_cells(store) == expected
+    for name in SMOKE.datasets:
+        done = xr.open_zarr(store, group=name).done.load() == 1
+        got, want = (xr.open_zarr(s, group=name).load().where(done)
+                     for s in (store, reference))
+        xr.testing.assert_identical(got.drop_vars("done"), want.drop_vars("done"))
+    rerun = run_spec(SMOKE, store, client=client, progress=False)
+    assert rerun.n_cells == spec_cells(SMOKE) - expected
+    assert_same_cube(reference, store)
