@@ -21,7 +21,8 @@ from experiments.protocol import pct10
 SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
 # Work of a task: fits (one per s) times points clustered. A unit takes about 0.6 us on one
 # core (paper spec, this machine), so 50 million units are about 30 s of compute: the paper
-# spec is about 430 tasks, whose writing (0.2-0.5 s each) costs the client about 2 %.
+# spec is about 430 tasks. Smaller runs are cut into at least MIN_TASKS tasks, so that two
+# workers finish within a task or so of each other.
 MIN_WORK = 50 * 1000 * 1000
 MIN_TASKS = 64
 
