@@ -77,10 +77,16 @@ def chunks_of(task, cube):
 
 class _Chunk:
     """One (algorithm, init, kind) chunk of every fit variable, held in memory; ``done``
-    lists the (percent, runs) blocks received since it was last written."""
+    lists the (percent, runs) blocks received since it was last written. A chunk with no
+    block marked done holds nothing to keep (at most cells to recompute): it starts from the
+    fill values without reading the store."""
 
-    def __init__(self, group, position):
-        self.values = {name: group[name][position] for name in (*_FILLS, "weights")}
+    def __init__(self, group, position, has_done):
+        self.values = {}
+        for name in (*_FILLS, "weights"):
+            array = group[name]
+            self.values[name] = (array[position] if has_done else
+                                 np.full(array.shape[3:], array.fill_value, array.dtype))
         self.done = []
         self.dirty = False
 
@@ -126,7 +132,8 @@ class CubeWriter:
                                                     block.kind))
                 chunk = self.chunks.get(position)
                 if chunk is None:
-                    chunk = self.chunks[position] = _Chunk(group, position[1:])
+                    chunk = self.chunks[position] = _Chunk(
+                        group, position[1:], bool(cube.done[name][position[1:]].any()))
                 _, _, k, p = cube.block_index(name, setting.algorithm, setting.init,
                                               block.kind, block.percent)
                 runs = list(block.runs)
