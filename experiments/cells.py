@@ -301,11 +301,14 @@ def evaluate(task):
     cv = protocol(first.dataset, first.data_dir, first.seed, first.n_folds)
     folds = task.fold_list
     tests = [cv.test_index(fold) for fold in folds]
+    y_tests = [data.y[test] for test in tests]
     shared = {}  # setting index -> (its one fit, its scores per fold)
     for index, setting in enumerate(task.settings):
         if setting.shares_fits:
             fitted = fit(setting)
-            shared[index] = (fitted, [_scores(data.y[test], fitted, test) for test in tests])
+            shared[index] = (fitted, [_scores(y, fitted, test)
+                                      for y, test in zip(y_tests, tests, strict=True)])
+    seeded = any(s.init == SEEDING for i, s in enumerate(task.settings) if i not in shared)
     results = [[] for _ in task.settings]
     for block in task.blocks:
         block_results = [_empty_block(block, setting, len(folds), data.n_features)
@@ -316,17 +319,18 @@ def evaluate(task):
                 constraints = Constraints.from_pairs(
                     must_link, cannot_link, n_samples=data.n_samples
                 )
+                # the cell's Seeding key, the same for every algorithm (a SeedSequence is
+                # only read by the generators made from it)
+                seeding_seed = (cv.seeding_seed(block.kind, block.percent, run, fold)
+                                if seeded else None)
                 for index, setting in enumerate(task.settings):
                     if index in shared:
                         fitted, scores = shared[index][0], shared[index][1][f]
                     else:
-                        seeding_seed = (
-                            cv.seeding_seed(block.kind, block.percent, run, fold)
-                            if setting.init == SEEDING else None
-                        )
-                        fitted = fit(setting, seeding_seed=seeding_seed,
-                                     constraints=constraints)
-                        scores = _scores(data.y[test], fitted, test)
+                        fitted = fit(setting, constraints=constraints,
+                                     seeding_seed=seeding_seed if setting.init == SEEDING
+                                     else None)
+                        scores = _scores(y_tests[f], fitted, test)
                     _record(block_results[index], r, f, fitted, scores, constraints)
         for per_setting, result in zip(results, block_results, strict=True):
             per_setting.append(result)
