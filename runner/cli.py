@@ -63,8 +63,9 @@ def _dry_run(args, spec, store):
           f"({result.core_seconds / 3600:.2f} core-hours)")
     # Calibrated compute over (workers x run time): 0.87, measured on 2 local workers on 2
     # cores with the paper's cells of kind random at 1 % and 10 % (552,000 cells, every data
-    # set, algorithm and init; 5.4 calibrated core-minutes, 185 s) and matching digits048-1
-    # alone (benchmarks/bench_runner.py). The probes time one (algorithm, init) at a time, and
+    # set, algorithm and init; 5.4 calibrated core-minutes, 185 s), checked on every cell of
+    # kind must-link (estimated 20.0 min, measured 19.7 min) and on digits048-1 alone
+    # (benchmarks/bench_runner.py). The probes time one (algorithm, init) at a time, and
     # the cells of a real task, which interleave all of them, cost about 1.14 times more;
     # workers compute 98-99 % of their time. Remote workers do not share their cores with the
     # client, so the ratio is at least as good there.
