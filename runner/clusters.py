@@ -54,6 +54,13 @@ QUIET_WORKERS = {
 }
 
 
+def quiet_worker_exports():
+    """``QUIET_WORKERS`` as the shell lines that set them for a batch job's worker
+    (``export DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s``, ...)."""
+    return [f"export DASK_{key.upper().replace('.', '__').replace('-', '_')}={value}"
+            for key, value in QUIET_WORKERS.items()]
+
+
 def local_cluster(n_workers=None):
     """One single-threaded worker process per core (numeric code holds the GIL), with the
     event loop's periodic work spaced out (``QUIET_WORKERS``)."""
@@ -69,13 +76,17 @@ def local_cluster(n_workers=None):
 
 def jobqueue_cluster(system, jobs=None, minimum_jobs=None, maximum_jobs=None):
     """A dask-jobqueue cluster for ``system`` (slurm, pbs, sge, lsf, htcondor), configured
-    from Dask's config. ``jobs`` keeps that many jobs (a lost job is replaced); otherwise the
-    cluster adapts between ``minimum_jobs`` and ``maximum_jobs`` (default 1 and 1)."""
+    from Dask's config, whose job scripts also export ``QUIET_WORKERS``. ``jobs`` keeps that
+    many jobs (a lost job is replaced); otherwise the cluster adapts between
+    ``minimum_jobs`` and ``maximum_jobs`` (default 1 and 1)."""
+    import dask
     import dask_jobqueue
 
     if system not in JOBQUEUE:
         raise ValueError(f"--cluster must be one of {', '.join(JOBQUEUE)}; got {system!r}")
-    cluster = getattr(dask_jobqueue, JOBQUEUE[system])()
+    prologue = dask.config.get(f"jobqueue.{system}.job-script-prologue", None) or []
+    cluster = getattr(dask_jobqueue, JOBQUEUE[system])(
+        job_script_prologue=[*prologue, *quiet_worker_exports()])
     if jobs is not None:
         minimum_jobs = maximum_jobs = jobs
     minimum_jobs = 1 if minimum_jobs is None else minimum_jobs

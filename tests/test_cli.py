@@ -1,19 +1,16 @@
 """The ``pcskm`` command line in subprocesses: a full run, SIGINT mid-run and resume, the
 dry run, status, report, datasets and refusals."""
 
-import os
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs
+from cubes import Progress, results_attrs
 
 from experiments.spec import load_spec
 from runner.cli import build_parser
@@ -68,22 +65,13 @@ def test_sigint_mid_run_then_rerun_gives_the_same_cube(reference, tmp_path):
     command = [sys.executable, "-m", "runner.cli", "run", "smoke", "--store", str(store),
                "--workers", "2"]
     process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE)
-    received = []
-    reader = threading.Thread(target=lambda: received.extend(iter(
-        lambda: os.read(process.stderr.fileno(), 4096), b"")))
-    reader.start()
-
-    def cells_shown():  # tqdm's "cells:  12%|#  | 96/800 [..."
-        text = b"".join(received).decode(errors="replace")
-        return max(map(int, re.findall(r"(\d+)/\d+ \[", text)), default=0)
-
+    progress = Progress(process)
     deadline = time.monotonic() + 120
-    while cells_shown() == 0 and process.poll() is None and time.monotonic() < deadline:
+    while progress.cells() == 0 and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     process.send_signal(signal.SIGINT)
     process.wait(timeout=120)
-    reader.join()
-    stderr = b"".join(received).decode(errors="replace")
+    stderr = progress.join()
     assert process.returncode == 130, stderr
     assert "Resume with: pcskm run smoke --store" in stderr
     done = done_cells(store)

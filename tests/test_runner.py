@@ -331,3 +331,22 @@ def test_killed_client_keeps_the_complete_chunks_and_the_rerun_fills_the_rest(
     rerun = run_spec(SMOKE, store, client=client, progress=False)
     assert rerun.n_cells == spec_cells(SMOKE) - expected
     assert_same_cube(reference, store)
+
+
+def test_batch_jobs_export_the_quiet_worker_settings():
+    """The job-script lines give a worker process the same Dask settings as local workers
+    (read back by Dask itself in a fresh process)."""
+    import subprocess
+    import sys
+
+    from runner.clusters import QUIET_WORKERS, quiet_worker_exports
+
+    env = dict(os.environ)
+    for line in quiet_worker_exports():
+        name, _, value = line.removeprefix("export ").partition("=")
+        env[name] = value
+    read = subprocess.run(
+        [sys.executable, "-c", "import sys, dask, distributed; "
+         "print(repr([dask.config.get(k) for k in sys.argv[1:]]))", *QUIET_WORKERS],
+        env=env, capture_output=True, text=True, check=True).stdout
+    assert read.strip() == repr(list(QUIET_WORKERS.values()))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs
+from cubes import Progress, results_attrs
 
 from experiments.spec import load_spec
 from runner import run_spec
@@ -91,28 +91,30 @@ jobqueue:
         * len(SMOKE.percentages) * SMOKE.n_runs * SMOKE.n_folds  # kind random only
     process = subprocess.Popen(
         [sys.executable, "-m", "runner.cli", "run", "smoke", "--store", str(store),
-         "--cluster", "slurm", "--jobs", "2", "--no-progress"],
-        cwd=REPO, env={**os.environ, "DASK_CONFIG": str(config)},
-        stderr=subprocess.PIPE, text=True)
+         "--cluster", "slurm", "--jobs", "2"],
+        cwd=REPO, env={**os.environ, "DASK_CONFIG": str(config)}, stderr=subprocess.PIPE)
+    progress = Progress(process)
     try:
         deadline = time.monotonic() + 180
         jobs = []
         while time.monotonic() < deadline and process.poll() is None:
             jobs = running_jobs(job_name)
-            if len(jobs) == 2 and done_cells(store) > 0:
+            if len(jobs) == 2 and progress.cells() > 0:
                 break
             time.sleep(0.1)
         assert len(jobs) == 2 and process.poll() is None, "the run never had two workers"
-        done_before = done_cells(store)
+        cells_before = progress.cells()
         cancelled = subprocess.run(["scancel", jobs[0]], capture_output=True, text=True,
                                    timeout=20)
         assert cancelled.returncode == 0, cancelled.stderr
-        assert done_before < total, "the run finished before the job could be cancelled"
-        _, stderr = process.communicate(timeout=300)
+        assert cells_before < total, "the run finished before the job could be cancelled"
+        process.wait(timeout=300)
     finally:
         if process.poll() is None:
             process.kill()
+    stderr = progress.join()
     assert process.returncode == 0, stderr
+    assert "export DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s" in stderr  # the job script
     assert done_cells(store) == total
     a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
     assert results_attrs(a) == results_attrs(b) and set(a.children) == set(b.children)
