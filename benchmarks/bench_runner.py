@@ -56,11 +56,15 @@ def warm(spec_name, only=None):
     return len(seen)
 
 
+def _evaluated_cells(task):
+    return cells.evaluate(task).task.n_cells
+
+
 def plain_loop(spec, only=None):
     """``(cells, seconds, tasks)`` of evaluating every task in this process."""
     tasks = spec_tasks(spec, only)
     start = time.perf_counter()
-    n_cells = sum(cells.evaluate(task).task.n_cells for task in tasks)
+    n_cells = sum(map(_evaluated_cells, tasks))
     return n_cells, time.perf_counter() - start, len(tasks)
 
 
@@ -82,10 +86,6 @@ def on_dask(spec, n_workers, only=None):
                                selection=parse_only(only), progress=False,
                                on_result=on_result)
         return summary, time.process_time() - first[0]
-
-
-def _evaluated_cells(task):
-    return cells.evaluate(task).task.n_cells
 
 
 def process_pool(spec, n_processes, only=None):

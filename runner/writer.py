@@ -126,23 +126,23 @@ class CubeWriter:
         n_sparsity = 1 + len(cube.layout.groups[name].sparsity)
         if name not in self.n_constraints:
             self.n_constraints[name] = group["n_constraints"][...]
+        finished = set()
         for index, setting in enumerate(task.settings):
             for block, result in zip(task.blocks, task_result.blocks[index], strict=True):
-                position = (name, *cube.block_index(name, setting.algorithm, setting.init,
-                                                    block.kind))
+                a, i, k, p = cube.block_index(name, setting.algorithm, setting.init,
+                                              block.kind, block.percent)
+                position = (name, a, i, k)
+                finished.add(position)
                 chunk = self.chunks.get(position)
                 if chunk is None:
                     chunk = self.chunks[position] = _Chunk(
-                        group, position[1:], bool(cube.done[name][position[1:]].any()))
-                _, _, k, p = cube.block_index(name, setting.algorithm, setting.init,
-                                              block.kind, block.percent)
+                        group, (a, i, k), bool(cube.done[name][a, i, k].any()))
                 runs = list(block.runs)
                 for variable, values in block_records(result, setting, n_sparsity).items():
                     chunk.values[variable][p, runs] = values
                 chunk.done.append((p, runs))
                 chunk.dirty = True
                 self.n_constraints[name][k, p, runs] = result.n_constraints
-        finished = chunks_of(task, cube)
         self.expected.subtract(finished)
         complete = [c for c in finished if self.expected[c] <= 0]
         if time.monotonic() - self.last_flush > self.flush_seconds:
