@@ -26,7 +26,8 @@ _INDEX_INITS = {"dkm++": dkmpp_init, "robin": robin_init, "maximin": maximin_ini
 
 
 class ClusteringFailedWarning(ConvergenceWarning):
-    """A fit ended with status ``empty_cluster`` or ``degenerate_weights`` (spec §1.2).
+    """A fit ended with status ``empty_cluster`` or ``degenerate_weights``
+    (docs/method/algorithms.md §1.2).
 
     The estimator keeps its labels and status; its weights and objective are NaN.
     """
@@ -154,7 +155,7 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
         """Resolve ``init``: returns ``(centres (k, p), seed labels (n,))``.
 
         DKM++, ROBIN(D) and Maximin(D) give row indices; Seeding gives centres (and seed
-        labels, used only by MPCKM) from ``random_state`` (spec ``initialisations.md`` §4).
+        labels, used only by MPCKM) from ``random_state`` (docs/method/initialisations.md §4).
         """
         k = self.n_clusters
         labels = np.full(X.shape[0], -1, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Numba kernels shared by the PCKM, MPCKM and sparse engines (spec ``algorithms.md`` §1-§3).
+"""Numba kernels shared by the PCKM, MPCKM and sparse engines (docs/method/algorithms.md §1-§3).
 
 Squared distances are always sums of squared coordinate differences (never the expanded
 ``|u|^2 - 2 u.v + |v|^2``), so exact ties in the data stay exact ties; argmin keeps the lowest

@@ -1,4 +1,4 @@
-"""The MPCKM engine: the authors' WekaUT jar behaviour (spec ``algorithms.md`` §3, D6-D8).
+"""The MPCKM engine: the authors' WekaUT jar behaviour (docs/method/algorithms.md §3, D6-D8).
 
 One shared diagonal metric ``a`` is learned alongside the clustering. Each iteration is the
 sequential E-step of ``_kernels.assign_sequential`` under ``a``, the empty-cluster policy

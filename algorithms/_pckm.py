@@ -1,4 +1,4 @@
-"""The PCKM engine (spec ``algorithms.md`` §2): PCKM, and LKM as PCKM without constraints.
+"""The PCKM engine (docs/method/algorithms.md §2): PCKM, and LKM as PCKM without constraints.
 
 The loop itself is a numba function on plain arrays (``pckm_loop``) so that the sparse
 engine can call it from its own compiled loop (§4.2 step 3a); ``pckm_engine`` is the thin
@@ -107,8 +107,8 @@ def pckm_engine(X, centers, constraints, *, max_iter=25, empty_cluster="fail"):
     """PCKM (LKM when ``constraints`` is empty) from initial centres (§2.2).
 
     ``X`` (n, p) float64 C-contiguous, ``centers`` (k, p) float64, ``constraints`` a
-    validated :class:`~algorithms.constraints.Constraints`. Returns an
-    :class:`~algorithms._result.EngineResult` whose ``weights`` are ones (NaN on failure) and
+    validated :class:`~pcskm.algorithms.constraints.Constraints`. Returns an
+    :class:`~pcskm.algorithms._result.EngineResult` whose ``weights`` are ones (NaN on failure) and
     whose ``objective`` is the sum of the winning penalties of the last pass (NaN on failure).
     """
     policy = empty_cluster_code(empty_cluster)

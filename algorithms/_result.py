@@ -1,4 +1,4 @@
-"""Status codes and the result every engine returns (spec ``algorithms.md`` §1.2, §5)."""
+"""Status codes and the result every engine returns (docs/method/algorithms.md §1.2, §5)."""
 
 from typing import NamedTuple
 

@@ -1,4 +1,4 @@
-"""The sparse engine of SKM and PCSKM (spec ``algorithms.md`` §4): feature scores (§4.3),
+"""The sparse engine of SKM and PCSKM (docs/method/algorithms.md §4): feature scores (§4.3),
 clipping (§4.4), the exact L1 threshold Delta (§4.5), and the weight / clustering loop (§4.2)
 run over a grid of sparsity values.
 
@@ -380,7 +380,7 @@ def sparse_engine(
     """SKM / PCSKM (§4.2) from initial centres ``centers`` for every s in ``sparsities``.
 
     ``X`` (n, p) float64, ``constraints`` a validated
-    :class:`~algorithms.constraints.Constraints` (empty for SKM); the sparsities must already
+    :class:`~pcskm.algorithms.constraints.Constraints` (empty for SKM); the sparsities must already
     be checked (1 < s <= sqrt(p)). Returns :class:`PathArrays`.
     """
     check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
@@ -426,7 +426,8 @@ def solve_delta(scores, sparsity):
     """
     g = np.maximum(_check_scores(scores), 0.0)
     if not (g > 0).any():
-        raise ValueError("every score is <= 0: the weights are degenerate (spec §4.4)")
+        raise ValueError("every score is <= 0: the weights are degenerate "
+                         "(docs/method/algorithms.md §4.4)")
     return float(solve_delta_sorted(g, _check_s(sparsity))[0])
 
 
@@ -434,7 +435,8 @@ def sparse_weights(scores, sparsity):
     """Feature weights of §4.2 step 3c-3d from raw scores: clip, threshold, L2-normalise."""
     g = np.maximum(_check_scores(scores), 0.0)
     if not (g > 0).any():
-        raise ValueError("every score is <= 0: the weights are degenerate (spec §4.4)")
+        raise ValueError("every score is <= 0: the weights are degenerate "
+                         "(docs/method/algorithms.md §4.4)")
     w = np.empty_like(g)
     weights_into(w, g, _check_s(sparsity))
     return w

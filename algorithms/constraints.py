@@ -1,5 +1,5 @@
 """Pairwise constraints: validation, the per-point partner lists the engines walk, and
-helpers to build constraints from labels (spec ``algorithms.md`` §0).
+helpers to build constraints from labels (docs/method/algorithms.md §0).
 
 The constraint list is the must-link pairs in the order given, followed by the cannot-link
 pairs in the order given; every pair is stored as ``(a, b)`` with ``a < b``. The partner list

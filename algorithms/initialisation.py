@@ -1,4 +1,4 @@
-"""The four initialisations of the paper (spec ``initialisations.md``): DKM++, ROBIN(D),
+"""The four initialisations of the paper (docs/method/initialisations.md): DKM++, ROBIN(D),
 Maximin(D) and Seeding.
 
 DKM++, ROBIN(D) and Maximin(D) depend only on (X, k) and return row indices; Seeding depends
@@ -25,7 +25,8 @@ from .constraints import Constraints
 
 SEEDING_FILLS = ("data-points", "jittered-mean")
 
-# ROBIN(D): LOF window (0.95, 1.05) = 1 -/+ crit with crit = 0.05 (spec §2.2).
+# ROBIN(D): LOF window (0.95, 1.05) = 1 -/+ crit with crit = 0.05
+# (docs/method/initialisations.md §2.2).
 _LOF_LOW, _LOF_HIGH = 1 - 0.05, 1 + 0.05
 
 
@@ -50,13 +51,14 @@ def _distances_to(X, point):
 
 
 def _first_unchosen(score, chosen):
-    """First index in stable descending ``score`` order that is not ``chosen`` (spec §0)."""
+    """First index in stable descending ``score`` order that is not ``chosen``
+    (docs/method/initialisations.md §0)."""
     order = np.argsort(-score, kind="stable")
     return int(order[~chosen[order]][0])
 
 
 # --------------------------------------------------------------------------------------
-# DKM++ (spec §1)
+# DKM++ (docs/method/initialisations.md §1)
 
 
 def _dkmpp_radius(mst_weights):
@@ -98,18 +100,19 @@ def _dkmpp(X, n_clusters):
 
 
 def dkmpp_init(X, n_clusters):
-    """DKM++ initial centres: k row indices of X in selection order (spec §1)."""
+    """DKM++ initial centres: k row indices of X in selection order
+    (docs/method/initialisations.md §1)."""
     X = check_data(X)
     n_clusters = check_n_clusters(n_clusters, X)
     return _dkmpp(X, n_clusters)[0]
 
 
 # --------------------------------------------------------------------------------------
-# ROBIN(D) (spec §2)
+# ROBIN(D) (docs/method/initialisations.md §2)
 
 
 def _lof(distances, n_neighbors):
-    """The paper-formula LOF of every point (spec §2.1).
+    """The paper-formula LOF of every point (docs/method/initialisations.md §2.1).
 
     Where r_i = 0, point i and its neighbours (all duplicates of i) have infinite density and
     LOF_i = inf / inf = NaN; a point with such a neighbour but r_i > 0 gets LOF_i = inf.
@@ -156,7 +159,7 @@ def _robin(X, n_clusters, n_neighbors):
         if chosen[centre]:
             raise ValueError(
                 f"ROBIN cannot choose centre {len(centres) + 1} of {n_clusters}: the first "
-                f"eligible point ({centre}) is already a centre (no progress, spec D14)"
+                f"eligible point ({centre}) is already a centre (no progress, D14)"
             )
         centres.append(centre)
         chosen[centre] = True
@@ -167,7 +170,8 @@ def _robin(X, n_clusters, n_neighbors):
 
 
 def robin_init(X, n_clusters, n_neighbors=10):
-    """ROBIN(D) initial centres: k row indices of X sorted ascending (spec §2).
+    """ROBIN(D) initial centres: k row indices of X sorted ascending
+    (docs/method/initialisations.md §2).
 
     Warns (RuntimeWarning) when no point has 0.95 < LOF < 1.05 and the fallback LOF < 1.05
     is used; raises ValueError when no point qualifies or no progress is made (D14).
@@ -184,7 +188,7 @@ def robin_init(X, n_clusters, n_neighbors=10):
 
 
 # --------------------------------------------------------------------------------------
-# Maximin(D) (spec §3)
+# Maximin(D) (docs/method/initialisations.md §3)
 
 
 def _maximin(X, n_clusters):
@@ -203,14 +207,14 @@ def _maximin(X, n_clusters):
 
 def maximin_init(X, n_clusters):
     """Maximin(D) ("greatest Euclidean") initial centres: k row indices in selection order
-    (spec §3)."""
+    (docs/method/initialisations.md §3)."""
     X = check_data(X)
     n_clusters = check_n_clusters(n_clusters, X)
     return _maximin(X, n_clusters)
 
 
 # --------------------------------------------------------------------------------------
-# Seeding (spec §4)
+# Seeding (docs/method/initialisations.md §4)
 
 
 @kernel
@@ -276,7 +280,8 @@ def _update_gaps(means, size, last, gap, unselected):
 
 
 def _farthest_first(means, size, n_clusters, rng):
-    """Weighted farthest-first selection of k neighbourhoods (spec §4.2a-b).
+    """Weighted farthest-first selection of k neighbourhoods
+    (docs/method/initialisations.md §4.2a-b).
 
     Returns the selected numbers in selection order and whether a tie was drawn.
     """
@@ -297,9 +302,10 @@ def _farthest_first(means, size, n_clusters, rng):
 
 
 def _seeding(X, n_clusters, constraints, fill, rng):
-    """Seeding on validated input (spec §4): ``(centres (k, p), seed_labels (n,), info)``.
+    """Seeding on validated input (docs/method/initialisations.md §4):
+    ``(centres (k, p), seed_labels (n,), info)``.
 
-    ``constraints`` is a :class:`~algorithms.constraints.Constraints` (cannot-links are
+    ``constraints`` is a :class:`~pcskm.algorithms.constraints.Constraints` (cannot-links are
     ignored), ``fill`` one of ``SEEDING_FILLS``, ``rng`` a ``numpy.random.Generator``.
     ``info`` holds ``n_neighbourhoods`` (lambda), ``selected`` (the neighbourhood numbers of
     clusters 0, 1, ...) and ``random_draw`` (whether ``rng`` was used).
@@ -335,7 +341,8 @@ def _seeding(X, n_clusters, constraints, fill, rng):
 def seeding_init(
     X, n_clusters, must_link=None, cannot_link=None, *, fill="data-points", random_state=None
 ):
-    """Seeding from must-link neighbourhoods (spec §4): ``(centres (k, p), seed_labels (n,))``.
+    """Seeding from must-link neighbourhoods (docs/method/initialisations.md §4):
+    ``(centres (k, p), seed_labels (n,))``.
 
     ``seed_labels`` gives the cluster of each point of a selected neighbourhood and -1
     elsewhere. ``fill`` ("data-points" or "jittered-mean") supplies the centres missing when

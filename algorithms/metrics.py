@@ -1,4 +1,4 @@
-"""Scores of a clustering against true classes (spec ``protocol.md`` §8.1)."""
+"""Scores of a clustering against true classes (docs/method/protocol.md §8.1)."""
 
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""The MPCK-Means estimator (spec §3) on the MPCKM engine of ``_mpckm.py``."""
+"""The MPCK-Means estimator (docs/method/algorithms.md §3) on the MPCKM engine of ``_mpckm.py``."""
 
 import numpy as np
 
@@ -7,7 +7,8 @@ from ._mpckm import mpckm_engine
 
 
 class MPCKMeans(ConstrainedClusteringBase):
-    """MPCK-Means: constrained K-Means with one learned diagonal metric (spec §3).
+    """MPCK-Means: constrained K-Means with one learned diagonal metric
+    (docs/method/algorithms.md §3).
 
     Behaviour of the authors' WekaUT jar with deviations D6-D8. With ``init="seeding"`` the
     Seeding fill is "jittered-mean" and its seed labels are the initial labels (§3.2); any

@@ -1,4 +1,5 @@
-"""Lloyd K-Means (LKM) and PCK-Means (PCKM) estimators on the PCKM engine (spec §2)."""
+"""Lloyd K-Means (LKM) and PCK-Means (PCKM) estimators on the PCKM engine
+(docs/method/algorithms.md §2)."""
 
 from ._base import ConstrainedClusteringBase
 from ._pckm import pckm_engine
@@ -6,7 +7,8 @@ from .constraints import Constraints
 
 
 class PCKMeans(ConstrainedClusteringBase):
-    """PCK-Means: K-Means with soft must-link / cannot-link penalties (spec §2).
+    """PCK-Means: K-Means with soft must-link / cannot-link penalties
+    (docs/method/algorithms.md §2).
 
     Sequential E-step with distance-based violation costs, the cannot-link scale D_max from
     the box of §1.1; defaults of the authors' MATLAB port (``max_iter=25``, empty cluster =
@@ -21,7 +23,7 @@ class PCKMeans(ConstrainedClusteringBase):
     max_iter : int, default=25
         Maximum number of E-step passes.
     empty_cluster : {"fail", "zero", "relocate"}, default="fail"
-        Empty-cluster policy (spec §1.3).
+        Empty-cluster policy (docs/method/algorithms.md §1.3).
     random_state : None, int, numpy SeedSequence or Generator
         Source of the Seeding draws (``numpy.random.default_rng(random_state)`` per fit).
 
@@ -53,7 +55,8 @@ class PCKMeans(ConstrainedClusteringBase):
 
 
 class LloydKMeans(PCKMeans):
-    """Lloyd K-Means (LKM): PCK-Means without constraints (spec §2, same engine).
+    """Lloyd K-Means (LKM): PCK-Means without constraints
+    (docs/method/algorithms.md §2, same engine).
 
     ``fit`` accepts ``must_link`` / ``cannot_link`` only so that ``init="seeding"`` can build
     its centres from them (the paper's LKM with Seeding); the clustering itself ignores them.

@@ -1,4 +1,4 @@
-"""Sparse K-Means (SKM) and PCSKM estimators on the sparse engine (spec §4)."""
+"""Sparse K-Means (SKM) and PCSKM estimators on the sparse engine (docs/method/algorithms.md §4)."""
 
 from dataclasses import dataclass
 
@@ -29,14 +29,14 @@ class SparsityPath:
     n_iter: np.ndarray  # (n_s,) weight updates
     inner_n_iter: np.ndarray  # (n_s, max_iter)
     status: np.ndarray  # (n_s,) strings
-    status_code: np.ndarray  # (n_s,) ints (algorithms._result)
+    status_code: np.ndarray  # (n_s,) ints (pcskm.algorithms._result)
     objective: np.ndarray  # (n_s,) sum_j w_j gamma_j
     n_empty_events: np.ndarray  # (n_s,)
     initial_centers: np.ndarray  # (k, p)
 
 
 class PCSKMeans(ConstrainedClusteringBase):
-    """PCSKM: sparse K-Means whose clustering step is PCK-Means (spec §4).
+    """PCSKM: sparse K-Means whose clustering step is PCK-Means (docs/method/algorithms.md §4).
 
     Alternates a PCKM clustering of Z = X * sqrt(w) with the L1/L2-constrained feature-weight
     update (exact soft threshold, §4.5). Defaults of the authors' MATLAB (25 outer and 25
@@ -134,7 +134,8 @@ class PCSKMeans(ConstrainedClusteringBase):
 
 
 class SparseKMeans(PCSKMeans):
-    """Sparse K-Means (SKM, Witten & Tibshirani): PCSKM without constraints (spec §4).
+    """Sparse K-Means (SKM, Witten & Tibshirani): PCSKM without constraints
+    (docs/method/algorithms.md §4).
 
     ``fit`` / ``fit_path`` accept ``must_link`` / ``cannot_link`` only so that
     ``init="seeding"`` can build its centres from them; the clustering ignores them. Both

@@ -18,12 +18,11 @@ Rows:
 
 Each time is the median over ``--repeat`` calls after one warm-up call (JIT compiled and
 cached before timing); the references are run ``--reference-repeat`` times. Data come from
-$PCSKM_DATA (default ``<repo>/../shared/pcskm-data``). Every row also checks that the two
+the data folder of the CLI. Every row also checks that the two
 sides agree (labels), so a fast wrong answer cannot pass unnoticed.
 """
 
 import argparse
-import os
 import sys
 import time
 import warnings
@@ -31,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import scipy.io
+
+from pcskm.experiments import resolve_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
@@ -40,7 +41,7 @@ from reference.pckm import pckm as reference_pckm  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from algorithms import (  # noqa: E402
+from pcskm.algorithms import (  # noqa: E402
     ClusteringFailedWarning,
     LloydKMeans,
     MPCKMeans,
@@ -50,10 +51,10 @@ from algorithms import (  # noqa: E402
     constraints_from_labels,
     dkmpp_init,
 )
-from algorithms._pckm import pckm_engine  # noqa: E402
-from algorithms.constraints import Constraints  # noqa: E402
+from pcskm.algorithms._pckm import pckm_engine  # noqa: E402
+from pcskm.algorithms.constraints import Constraints  # noqa: E402
 
-DATA = Path(os.environ.get("PCSKM_DATA", REPO.parent / "shared" / "pcskm-data"))
+DATA = resolve_data_dir()[0]
 DATA_SETS = (  # (name, file, k)
     ("digits048/data1", "datasets/digits048/data1.mat", 3),
     ("ionosphere", "datasets/real/ionosphere.mat", 2),

@@ -30,9 +30,9 @@ from pathlib import Path
 import psutil
 from _common import DATA_DIR, machine, print_table
 
-from experiments import load_spec
-from runner.cube import CubeView, prepare
-from runner.tasks import parse_only, plan
+from pcskm.experiments import load_spec
+from pcskm.runner.cube import CubeView, prepare
+from pcskm.runner.tasks import parse_only, plan
 
 PAPER_ONLY = "dataset=ionosphere|mwm-ttscst,percent=10"
 QUICK_ONLY = "dataset=ionosphere,percent=10,algorithm=LKM|PCKM|MPCKM"

@@ -8,11 +8,10 @@ Per data set: ``--problems`` random problems (constraints drawn without replacem
 label-derived pool over a random 90 % of the points, centres = k random rows, all labels -1);
 the engine's time is the best of ``--repeat`` timed passes over the problems (JIT warmed
 first), the reference's one pass; the ratio is measured in the same run. Data come from
-$PCSKM_DATA (default ``<repo>/../shared/pcskm-data``).
+the data folder of the CLI.
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -20,15 +19,17 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 
+from pcskm.experiments import resolve_data_dir
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from reference.mpckm import mpckm as reference_mpckm  # noqa: E402
 
-from algorithms._mpckm import mpckm_engine  # noqa: E402
-from algorithms.constraints import Constraints, constraints_from_labels  # noqa: E402
+from pcskm.algorithms._mpckm import mpckm_engine  # noqa: E402
+from pcskm.algorithms.constraints import Constraints, constraints_from_labels  # noqa: E402
 
-DATA = Path(os.environ.get("PCSKM_DATA", REPO.parent / "shared" / "pcskm-data"))
+DATA = resolve_data_dir()[0]
 DATA_SETS = (  # (name, file, number of constraints)
     ("digits048 data1", "datasets/digits048/data1.mat", 900),
     ("ionosphere", "datasets/real/ionosphere.mat", 5000),

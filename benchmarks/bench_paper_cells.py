@@ -36,11 +36,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from experiments import cells  # noqa: E402
-from experiments.cells import SEEDING, Block, Task  # noqa: E402
-from experiments.spec import load_spec  # noqa: E402
-from runner.cube import CubeView  # noqa: E402
-from runner.tasks import settings  # noqa: E402
+from pcskm.experiments import cells  # noqa: E402
+from pcskm.experiments.cells import SEEDING, Block, Task  # noqa: E402
+from pcskm.experiments.spec import load_spec  # noqa: E402
+from pcskm.runner.cube import CubeView  # noqa: E402
+from pcskm.runner.tasks import settings  # noqa: E402
 
 # family -> (representative data set, fnmatch patterns of its members in the spec)
 FAMILIES = {

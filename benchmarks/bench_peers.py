@@ -5,7 +5,7 @@ by side in one run on the paper's data sizes.
     python benchmarks/bench_peers.py [--repeat 20] [--peer-repeat 3] [--quick]
 
 Data: digits048 data1 (n=150, p=16, k=3), ionosphere (351, 34, 2) and TT-SC-ST (424, 18, 3)
-from $PCSKM_DATA (default ``<repo>/../shared/pcskm-data``); constraints: the protocol's
+from the data folder of the CLI; constraints: the protocol's
 random-kind sample at 1 % and 10 % (run 0, fold 0, seed 0); our fits start from the DKM++
 centres. Peers:
 
@@ -38,9 +38,9 @@ from _common import DATA_DIR, import_peers, machine, median_seconds, print_table
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-import experiments
-from algorithms import ClusteringFailedWarning, LloydKMeans, MPCKMeans, PCKMeans, PCSKMeans
-from experiments.cells import deterministic_centres
+from pcskm import experiments
+from pcskm.algorithms import ClusteringFailedWarning, LloydKMeans, MPCKMeans, PCKMeans, PCSKMeans
+from pcskm.experiments.cells import deterministic_centres
 
 DATA_SETS = ("digits048-1", "ionosphere", "mwm-ttscst")
 

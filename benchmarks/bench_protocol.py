@@ -5,29 +5,30 @@ Run by hand from the repository root:
 
     python benchmarks/bench_protocol.py [--repeat 500]
 
-Data come from $PCSKM_DATA (default ``<repo>/../shared/pcskm-data``). The sample time is the
+Data come from the data folder of the CLI. The sample time is the
 median over ``--repeat`` different runs of the same (kind, percentage, fold).
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from pcskm.experiments import resolve_data_dir
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from experiments import KINDS, Protocol, load  # noqa: E402
+from pcskm.experiments import KINDS, Protocol, load  # noqa: E402
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=500)
     args = parser.parse_args()
-    data_dir = os.environ.get("PCSKM_DATA", REPO.parent / "shared" / "pcskm-data")
+    data_dir = resolve_data_dir()[0]
     print(f"numpy {np.__version__}")
     for name in ("mwm-ttscst", "mwm-ttchst", "ionosphere"):
         protocol = Protocol(load(name, data_dir))

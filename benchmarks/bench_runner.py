@@ -28,13 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments import cells
-from experiments.cells import Block, Task
-from experiments.spec import load_spec
-from runner.clusters import local_cluster
-from runner.cube import CubeView
-from runner.execute import run_spec
-from runner.tasks import parse_only, plan
+from pcskm.experiments import cells
+from pcskm.experiments.cells import Block, Task
+from pcskm.experiments.spec import load_spec
+from pcskm.runner.clusters import local_cluster
+from pcskm.runner.cube import CubeView
+from pcskm.runner.execute import run_spec
+from pcskm.runner.tasks import parse_only, plan
 
 
 def spec_tasks(spec, only=None):

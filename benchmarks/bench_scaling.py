@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 from _common import REPO, machine, median_seconds, print_table
 
-from algorithms import LloydKMeans, MPCKMeans, PCKMeans, PCSKMeans
-from algorithms.constraints import Constraints
-from experiments import sparsity_grid
+from pcskm.algorithms import LloydKMeans, MPCKMeans, PCKMeans, PCSKMeans
+from pcskm.algorithms.constraints import Constraints
+from pcskm.experiments import sparsity_grid
 
 BASE = {"n": 1000, "p": 20, "k": 4, "m": 2000}
 FACTORS = {

@@ -1,5 +1,5 @@
 """Data sets, the cross-validation and constraint protocol, experiment specs and the paper's
-Table 1 (spec ``datasets.md`` and ``protocol.md``)."""
+Table 1 (docs/method/datasets.md and protocol.md)."""
 
 from ._datafiles import ChecksumError, DataNotFoundError, default_data_dir, resolve_data_dir
 from .datasets import (

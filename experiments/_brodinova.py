@@ -1,4 +1,4 @@
-"""The Brodinova synthetic sets (spec ``datasets.md`` §4, deviation D15): the authors'
+"""The Brodinova synthetic sets (docs/method/datasets.md §4, deviation D15): the authors'
 ``utilities/dataSynth.m`` (a port of wrsk ``SimData``) without outliers and with MINDIST = 0.
 """
 
@@ -35,7 +35,7 @@ class Parameters(NamedTuple):
 
 
 def parameters(p_info, rng):
-    """Steps 1-4 of datasets.md §4: mu, M, rho and the rotated covariances Sigma_g."""
+    """Steps 1-4 of docs/method/datasets.md §4: mu, M, rho and the rotated covariances Sigma_g."""
     G = N_GROUPS
     # step 1: one |mu| ~ U(3, 6) with a random sign, shared by all groups
     r_neg = rng.uniform(*MEAN_RANGES[0], size=G)
@@ -57,7 +57,7 @@ def parameters(p_info, rng):
 
 def simulate(p_info, p_noise, rng):
     """``(X, y)``: 3 groups of 40 points, ``p_info`` informative columns then ``p_noise``
-    N(0, 1) columns, every draw from ``rng`` in the order of datasets.md §4."""
+    N(0, 1) columns, every draw from ``rng`` in the order of docs/method/datasets.md §4."""
     params = parameters(p_info, rng)
     # steps 5-6: the groups stacked in order
     blocks = []

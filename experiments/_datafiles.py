@@ -1,5 +1,5 @@
 """The paper's data files: where they live, their checksums, download and verification
-(spec ``datasets.md`` §7).
+(docs/method/datasets.md §7).
 
 The data folder holds the files under the same relative paths as the authors' repository
 (``datasets/real/fisheriris.mat``, ...). It is, in this order: the ``data_dir`` argument
@@ -18,7 +18,7 @@ COMMIT = "6556e8eb820d5043e510d2ee07e8fdc24dd975c4"
 BASE_URL = f"https://raw.githubusercontent.com/avouros/Code-PCSKM/{COMMIT}"
 ENV_VAR = "PCSKM_DATA"
 
-# SHA-256 of every file of the authors' repository the project knows (shared/pcskm-data/SHA256SUMS).
+# SHA-256 of every file of the authors' repository that the project reads (their commit above).
 SHA256 = {
     "datasets/real/fisheriris.mat":
         "f01f5eaca467e4142b3c0bce0d9b1d2018a2c7039b46f8072c35bf50ff66dbd9",

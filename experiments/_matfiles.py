@@ -1,4 +1,4 @@
-"""Reading one of the authors' ``.mat`` files (spec ``datasets.md`` §2)."""
+"""Reading one of the authors' ``.mat`` files (docs/method/datasets.md §2)."""
 
 import numpy as np
 import scipy.io

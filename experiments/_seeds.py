@@ -1,4 +1,4 @@
-"""Random-number keys (spec ``protocol.md`` §2, deviation D9)."""
+"""Random-number keys (docs/method/protocol.md §2, deviation D9)."""
 
 import numbers
 

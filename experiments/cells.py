@@ -1,4 +1,4 @@
-"""Evaluating cells: the fits, scores and records of one task (spec ``protocol.md`` §6, §8).
+"""Evaluating cells: the fits, scores and records of one task (docs/method/protocol.md §6, §8).
 
 A *cell* is (data set, algorithm, init, kind, percentage, run, fold). Its constraint sample
 belongs to (data set, kind, percentage, run, fold) and is shared by every algorithm, init and
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import algorithms
-from algorithms._result import FAILED, STATUS_NAMES
-from algorithms.constraints import Constraints
-from algorithms.metrics import pairwise_f_scores
+from pcskm import algorithms
+from pcskm.algorithms._result import FAILED, STATUS_NAMES
+from pcskm.algorithms.constraints import Constraints
+from pcskm.algorithms.metrics import pairwise_f_scores
 
 from .datasets import load
 from .protocol import Protocol
@@ -42,7 +42,8 @@ ESTIMATOR_CLASSES = {
 }
 SPARSE = frozenset({"SKM", "PCSKM"})  # fitted over the s grid with fit_path
 UNCONSTRAINED = frozenset({"LKM", "SKM"})  # never see the constraints (except via Seeding)
-# The spec's max_iter is the authors' MATLAB maxIter (LKM, PCKM, SKM, PCSKM: protocol.md §1).
+# The spec's max_iter is the authors' MATLAB maxIter (LKM, PCKM, SKM, PCSKM:
+# docs/method/protocol.md §1).
 # MPCKM ran in the authors' jar with no cap; it keeps its own cap (max_iter=100, D6) unless a
 # variant sets max_iter in its params.
 USES_SPEC_MAX_ITER = frozenset({"LKM", "SKM", "PCKM", "PCSKM"})
@@ -71,7 +72,7 @@ class Setting:
 
     @classmethod
     def from_spec(cls, spec, dataset, variant, init, sparsities, data_dir=None):
-        """The setting of ``variant`` (an :class:`~experiments.spec.AlgorithmVariant`) and
+        """The setting of ``variant`` (an :class:`~pcskm.experiments.spec.AlgorithmVariant`) and
         ``init`` on ``dataset`` in ``spec``; ``sparsities`` is the data set's s grid."""
         return cls(
             dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
@@ -148,11 +149,11 @@ class Task:
 
 @dataclass
 class BlockResult:
-    """The records of one block (protocol.md §8.2). Arrays are indexed (run, fold, s) in the
-    order of ``block.runs``, the task's folds and the s entries of the setting (one entry for
-    the non-sparse estimators); ``weights`` has a trailing feature axis. ``status`` holds the
-    codes of ``algorithms._result``; a failed fit has NaN scores, satisfied fraction and
-    weights."""
+    """The records of one block (docs/method/protocol.md §8.2). Arrays are indexed (run, fold,
+    s) in the order of ``block.runs``, the task's folds and the s entries of the setting (one
+    entry for the non-sparse estimators); ``weights`` has a trailing feature axis. ``status``
+    holds the codes of ``pcskm.algorithms._result``; a failed fit has NaN scores, satisfied
+    fraction and weights."""
 
     block: Block
     f_score: np.ndarray
@@ -190,7 +191,7 @@ def protocol(name, data_dir, seed, n_folds):
 @functools.lru_cache(maxsize=256)
 def deterministic_centres(name, data_dir, init):
     """DKM++, ROBIN(D) or Maximin(D) centres of the data set (they depend on X and k only,
-    initialisations.md §0), computed once per process."""
+    docs/method/initialisations.md §0), computed once per process."""
     data = dataset(name, data_dir)
     rows = DETERMINISTIC_INITS[init](data.X, data.n_clusters)
     centres = data.X[np.asarray(rows)]

@@ -4,7 +4,7 @@ A table (e.g. a report's ``cells_sample.csv``) lists cells by (dataset, algorith
 kind, percent, run, fold) and s entry (``sparsity``, empty for the algorithms without s) with
 the values recorded for them: f_score, precision, recall, satisfied, n_iter, status (its
 name), n_constraints. Each cell is recomputed alone, from the spec and the data files, with
-the same code path as the runner (:func:`experiments.cells.evaluate` on a one-cell task).
+the same code path as the runner (:func:`pcskm.experiments.cells.evaluate` on a one-cell task).
 The cube stores floats as float32, so floats compare with a relative tolerance of 1e-6; the
 integers and the status compare exactly.
 """
@@ -12,7 +12,7 @@ integers and the status compare exactly.
 import numpy as np
 import pandas as pd
 
-from algorithms._result import STATUS_NAMES
+from pcskm.algorithms._result import STATUS_NAMES
 
 from . import cells
 from .cells import Block, Setting, Task

@@ -1,5 +1,5 @@
 """The data sets of the study: a registry, ``load``, and the data-folder commands
-(spec ``datasets.md``).
+(docs/method/datasets.md).
 
 Every data set has a stable integer ``code`` (the spec's ``ds``) and ``subset`` (``sub``) used
 in the random-number keys (``protocol.md`` §2). The contaminated digits carry the code and
@@ -28,7 +28,7 @@ from ._matfiles import check_features, read_labelled_mat, relabel
 from ._seeds import DATA_SEED, generator
 
 _REPO = f"avouros/Code-PCSKM@{COMMIT[:7]}"
-N_CONTAMINATION = 4  # datasets.md §5: four Exp(mean 1) columns
+N_CONTAMINATION = 4  # docs/method/datasets.md §5: four Exp(mean 1) columns
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,7 +77,7 @@ class Dataset:
 
     @property
     def feature_quality(self):
-        """The label of the known feature quality (protocol.md §11): "+5 -5",
+        """The label of the known feature quality (docs/method/protocol.md §11): "+5 -5",
         "8 unknown, -10"; None when nothing is known."""
         if self.uninformative is None:
             return None
@@ -152,7 +152,8 @@ def _brodinova_builder(name, code, p_info, p_noise):
             uninformative=_mask(p, range(p_info, p)), informative=_mask(p, range(p_info)),
             description=f"Brodinova synthetic set: 3 groups of 40, {p_info} informative and "
             f"{p_noise} N(0, 1) features, no outliers, MINDIST = 0 (D15)",
-            source=f"generated (datasets.md §4, key (4, {code}), master seed {DATA_SEED})",
+            source=f"generated (docs/method/datasets.md §4, key (4, {code}), "
+                   f"master seed {DATA_SEED})",
             code=code, subset=0,
         )
     return build
@@ -171,7 +172,8 @@ def _contaminated_builder(name, clean_build, code, subset):
             + tuple(f"exp {j}" for j in range(1, N_CONTAMINATION + 1)),
             uninformative=_mask(p + N_CONTAMINATION, range(p, p + N_CONTAMINATION)),
             description=f"{clean.description}, plus {N_CONTAMINATION} Exp(mean 1) columns (D16)",
-            source=f"{clean.source} + {N_CONTAMINATION} Exp(1) columns (datasets.md §5, key "
+            source=f"{clean.source} + {N_CONTAMINATION} Exp(1) columns "
+            f"(docs/method/datasets.md §5, key "
             f"(5, {code}, {subset}), master seed {DATA_SEED})",
             code=code, subset=subset,
         )
@@ -214,13 +216,13 @@ def _registry():
         entry_build = _brodinova_builder(name, code, p_info, 10 - p_info)
         add(name, code, 0, (120, 10, 3), f"Brodinova synthetic set, {p_info} informative and "
             f"{10 - p_info} uninformative features (generated)",
-            f"generated (datasets.md §4, key (4, {code}))", (), entry_build)
+            f"generated (docs/method/datasets.md §4, key (4, {code}))", (), entry_build)
     for clean_name, clean in digits.items():
         classes, sub = clean_name[len("digits"):].split("-")
         name = f"digits{classes}-contaminated-{sub}"
         add(name, clean.code, clean.subset, (150, 20, 3),
             f"{clean_name} plus 4 Exp(mean 1) uninformative features (derived)",
-            f"{clean.source} + 4 Exp(1) columns (datasets.md §5, key (5, {clean.code}, "
+            f"{clean.source} + 4 Exp(1) columns (docs/method/datasets.md §5, key (5, {clean.code}, "
             f"{clean.subset}))", clean.files,
             _contaminated_builder(name, clean.build, clean.code, clean.subset))
     return {entry.name: entry for entry in entries}

@@ -1,4 +1,4 @@
-"""The cross-validation and constraint protocol (spec ``protocol.md`` §2-§5, §7).
+"""The cross-validation and constraint protocol (docs/method/protocol.md §2-§5, §7).
 
 One ``Protocol`` per data set (subset) and master seed: its stratified folds, the constraint
 pool of each fold, the constraint count per percentage and the constraint sample and Seeding
@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from algorithms.constraints import constraints_from_labels
+from pcskm.algorithms.constraints import constraints_from_labels
 
 from ._seeds import generator, seed_sequence
 from .datasets import Dataset
@@ -21,7 +21,7 @@ __all__ = [
 
 KINDS = ("balanced", "must-link", "cannot-link", "random")
 KIND_CODES = {"balanced": 1, "must-link": 2, "cannot-link": 3, "random": 4}
-_TOLERANCE = 1e-10  # MATLAB colon tolerance (protocol.md §7)
+_TOLERANCE = 1e-10  # MATLAB colon tolerance (docs/method/protocol.md §7)
 
 
 def kind_code(kind):
@@ -51,9 +51,9 @@ def pct10(percent):
 
 
 def sparsity_grid(n_features, start=1.1, step=0.2, max_values=30):
-    """The s grid ``start : step : sqrt(p)`` with MATLAB colon semantics (protocol.md §7);
-    above ``max_values`` values the step becomes 1, 2, 3, ... until at most ``max_values``
-    remain."""
+    """The s grid ``start : step : sqrt(p)`` with MATLAB colon semantics
+    (docs/method/protocol.md §7); above ``max_values`` values the step becomes 1, 2, 3, ...
+    until at most ``max_values`` remain."""
     if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral):
         raise ValueError(f"n_features must be an integer; got {n_features!r}")
     if not step > 0:
@@ -123,7 +123,7 @@ class Protocol:
 
     def _folds(self):
         """Stratified folds: crossvalind('Kfold', y, K) per class in ascending label order
-        (protocol.md §3), one generator from key (1, ds, sub)."""
+        (docs/method/protocol.md §3), one generator from key (1, ds, sub)."""
         rng = generator(self.seed, (1, self.code, self.subset))
         K = self.n_folds
         fold_of = np.empty(len(self.y), dtype=np.int64)
@@ -150,13 +150,13 @@ class Protocol:
 
     @property
     def pool_size(self):
-        """P1 = t(t-1)/2 with t = |T_0| (the authors' fold 1)."""
+        """P1 = t(t-1)/2 with t = ``|T_0|`` (the authors' fold 1)."""
         t = int(np.count_nonzero(self.fold_of != 0))
         return t * (t - 1) // 2
 
     def count(self, percent):
-        """m for a percentage (protocol.md §4): round half away from zero of P1 pct / 100 in
-        integers, made even; the same for every fold, run and kind."""
+        """m for a percentage (docs/method/protocol.md §4): round half away from zero of
+        P1 pct / 100 in integers, made even; the same for every fold, run and kind."""
         m = (self.pool_size * pct10(percent) + 500) // 1000
         return m + (m % 2)
 
@@ -174,8 +174,8 @@ class Protocol:
 
     def constraints(self, kind, percent, run, fold):
         """``(must_link, cannot_link)`` of the cell: (m, 2) int64 arrays of 0-based rows
-        sampled as in protocol.md §5 from key (2, ds, sub, kind, pct10, run, fold), each in
-        the order of the final permutation."""
+        sampled as in docs/method/protocol.md §5 from key (2, ds, sub, kind, pct10, run, fold),
+        each in the order of the final permutation."""
         key = self._key(kind, percent, run, fold)
         code, m = key[2], self.count(percent)
         must_link, cannot_link = self.pool(fold)

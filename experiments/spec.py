@@ -1,4 +1,4 @@
-"""Experiment specifications: TOML files naming the grid of a study (spec ``protocol.md`` §1).
+"""Experiment specifications: TOML files naming the grid of a study (docs/method/protocol.md §1).
 
 A spec names the data sets (names or fnmatch patterns over ``list_datasets()``), the
 algorithms (estimator names, or variants defined in ``[variants.NAME]`` tables with
@@ -79,7 +79,7 @@ class ExperimentSpec:
     source_text: str = ""
 
     def sparsity_grid(self, n_features):
-        """The s grid of protocol.md §7 for ``n_features`` columns."""
+        """The s grid of docs/method/protocol.md §7 for ``n_features`` columns."""
         return sparsity_grid(n_features, self.sparsity_start, self.sparsity_step,
                              self.sparsity_max_values)
 
@@ -269,7 +269,7 @@ def list_specs():
 def load_spec(name_or_path):
     """A bundled spec by name (``smoke``, ``quick``, ``paper``) or a TOML file by path."""
     if isinstance(name_or_path, str) and name_or_path in BUNDLED:
-        text = (resources.files("experiments") / "specs" / f"{name_or_path}.toml").read_text(
+        text = (resources.files("pcskm.experiments") / "specs" / f"{name_or_path}.toml").read_text(
             encoding="utf-8"
         )
         return parse_spec(text, source=f"{name_or_path} (bundled)", default_name=name_or_path)

@@ -1,4 +1,4 @@
-"""The paper's Table 1 ("Data set constraints", spec ``protocol.md`` §4.1), nominal and actual.
+"""The paper's Table 1 ("Data set constraints", docs/method/protocol.md §4.1), nominal and actual.
 
 Nominal (the paper's printed numbers, authors' ``CVstatsPer.m``): L = 0.9 N kept fractional,
 pool = (L^2 - L) / 2, used = pool pct / 100, each rounded half away from zero; computed here in

@@ -23,9 +23,9 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from algorithms.constraints import Constraints
-from experiments import cells
-from experiments.cells import Block, Task
+from pcskm.algorithms.constraints import Constraints
+from pcskm.experiments import cells
+from pcskm.experiments.cells import Block, Task
 
 MAX_ROUNDS = 25  # at most one round per run of the paper spec
 

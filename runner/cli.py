@@ -81,7 +81,7 @@ def _raise_interrupt(signum, frame):
 
 
 def cmd_run(args):
-    from experiments.spec import load_spec
+    from pcskm.experiments.spec import load_spec
 
     from .cube import IncompatibleStore
     from .execute import run_spec
@@ -136,7 +136,7 @@ def cmd_status(args):
 
 def cmd_report(args):
     try:
-        from experiments.report import write_report
+        from pcskm.experiments.report import write_report
     except ImportError:
         log.error("pcskm report is not implemented yet (experiments.report.write_report is "
                   "missing); open the cube with runner.open_cube(%r) meanwhile", args.store)
@@ -152,8 +152,8 @@ def cmd_report(args):
 
 
 def cmd_check(args):
-    from experiments.check import CELL_COLUMNS, read_table, recompute
-    from experiments.spec import load_spec
+    from pcskm.experiments.check import CELL_COLUMNS, read_table, recompute
+    from pcskm.experiments.spec import load_spec
 
     spec = load_spec(args.spec)
     table = read_table(args.table)
@@ -175,7 +175,7 @@ def cmd_check(args):
 
 
 def cmd_datasets(args):
-    from experiments import datasets
+    from pcskm.experiments import datasets
 
     if args.action == "list":
         print(datasets.format_dataset_table(args.data_dir))
@@ -192,10 +192,17 @@ def cmd_datasets(args):
         else EXIT_FAILED
 
 
+def _version():
+    from importlib import metadata
+
+    return metadata.version("pcskm")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="pcskm", description="Run the PCSKM study on Dask and inspect its results cube.")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    parser.add_argument("--version", action="version", version=f"pcskm {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser(

@@ -14,7 +14,7 @@ s (for the paper's grid about 300 kB of float32 before compression), so that a s
 of thousands of files, not millions. Tasks are rectangles of kinds x percents inside such
 chunks.
 
-The client process is the only writer (:mod:`runner.writer`). It writes whole chunks, then the
+The client process is the only writer (:mod:`pcskm.runner.writer`). It writes whole chunks, then the
 ``done`` completion markers of the blocks and runs they received. Zarr's local store replaces
 every file atomically (write to a temporary file, then rename), so a run killed at any moment
 leaves a readable store in which every cell marked done is intact; cells computed but not
@@ -38,9 +38,9 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from algorithms._result import STATUS_NAMES
-from experiments import cells
-from experiments.protocol import pct10
+from pcskm.algorithms._result import STATUS_NAMES
+from pcskm.experiments import cells
+from pcskm.experiments.protocol import pct10
 
 log = logging.getLogger("pcskm")
 
@@ -61,14 +61,14 @@ FREE = ("name", "description", "source_text")
 
 _FIT_VARIABLES = {  # name: (dtype, fill value, attributes)
     "f_score": ("f4", np.nan, {
-        "long_name": "pairwise F-score on the fold's test points (protocol.md §8.1)",
+        "long_name": "pairwise F-score on the fold's test points (docs/method/protocol.md §8.1)",
         "comment": "NaN for a failed fit (empty_cluster, degenerate_weights) and where no "
                    "fit exists (status missing or not_applicable)"}),
     "precision": ("f4", np.nan, {"long_name": "pairwise precision on the test points"}),
     "recall": ("f4", np.nan, {"long_name": "pairwise recall on the test points"}),
     "satisfied": ("f4", np.nan, {
         "long_name": "fraction of the cell's constraints satisfied by the labels of all n "
-                     "points (protocol.md §8.2; honest best-s selection §9.2)",
+                     "points (docs/method/protocol.md §8.2; honest best-s selection §9.2)",
         "comment": "NaN for a failed fit; SKM and LKM are scored against the cell's "
                    "constraints although they did not use them"}),
     "status": ("i1", MISSING, {
@@ -316,7 +316,8 @@ def _write_group(root, layout):
     if layout.uninformative is not None:
         mask = np.array(layout.uninformative, dtype=bool)
         _create_array(group, "uninformative", ("feature",), mask.shape, "bool", False,
-                      {"long_name": "known uninformative feature (datasets.md §1)"})[:] = mask
+                      {"long_name": "known uninformative feature "
+                                    "(docs/method/datasets.md §1)"})[:] = mask
         coordinates += " uninformative"
     shape = layout.fit_shape()
     n_alg, n_init, n_kind, n_pct, n_run, n_fold, n_s = shape
@@ -328,14 +329,14 @@ def _write_group(root, layout):
         group, "weights", WEIGHT_DIMS, (*shape[:-1], n_features), "f4", np.nan,
         {"long_name": "final feature weights: ones (LKM, PCKM), the metric diagonal a "
                       "(MPCKM), w (SKM, PCSKM) averaged over the s values whose fit did not "
-                      "fail (protocol.md §11)",
+                      "fail (docs/method/protocol.md §11)",
          "comment": "for SKM/PCSKM the mean over s of the non-failed fits; their number is "
                     "status.isin([1, 2]).sum('sparsity'), which gives exact pooled means",
          "coordinates": coordinates},
         (*chunk[:-1], n_features),
     )
     _create_array(group, "n_constraints", CELL_DIMS, (n_kind, n_pct, n_run, n_fold), "i4", -1,
-                  {"long_name": "number of constraints of the cell (protocol.md §4)",
+                  {"long_name": "number of constraints of the cell (docs/method/protocol.md §4)",
                    "_FillValue": -1})
     _create_array(group, "done", DONE_DIMS, (n_alg, n_init, n_kind, n_pct, n_run), "u1", 0,
                   {"long_name": "completion marker: 1 when every fold of this (algorithm, "
@@ -489,7 +490,7 @@ def prepare(path, spec, data_dir=None):
         stored = zarr.open_group(str(path), mode="r").attrs.asdict()
         history, runs = stored.get("spec_hashes", []), stored.get("runs", [])
         numpy_then = stored.get("versions", {}).get("numpy")
-        if numpy_then != np.__version__:  # protocol.md §2: generator streams may change
+        if numpy_then != np.__version__:  # docs/method/protocol.md §2: generator streams may change
             log.warning("%s was written with NumPy %s, this is NumPy %s: random streams may "
                         "differ between versions", path, numpy_then, np.__version__)
         if merged != old:

@@ -1,7 +1,7 @@
 """Running tasks on a Dask cluster and writing the results as they arrive.
 
 The client submits every task (largest first), then hands results to the writer in completion
-order; the client is the only writer (:mod:`runner.writer`, which writes each chunk of the
+order; the client is the only writer (:mod:`pcskm.runner.writer`, which writes each chunk of the
 cube once it is complete, and everything it holds when the run ends). SIGINT and SIGTERM
 received during a write are held until the write and its completion markers are on disk.
 The summary measures the scheduling overhead as 1 - (compute time reported by the tasks) /
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from experiments import cells
+from pcskm.experiments import cells
 
 from .tasks import task_key
 from .writer import CubeWriter
@@ -99,7 +99,7 @@ def _wait_for_a_worker(client, report_every=60.0):
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
     """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
-    (:class:`runner.writer.CubeWriter`). ``on_result(result, summary)`` is called after each
+    (:class:`pcskm.runner.writer.CubeWriter`). ``on_result(result, summary)`` is called after each
     result is handed to the writer. Returns a
     :class:`RunSummary`; a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by the CLI)
     cancels the remaining tasks and returns with ``interrupted`` set."""
@@ -232,7 +232,7 @@ def _source_commit():
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
                                 capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
-                                "algorithms", "experiments", "runner"],
+                                "__init__.py", "algorithms", "experiments", "runner"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None

@@ -3,7 +3,7 @@
 import numpy as np
 import zarr
 
-from algorithms._result import FAILED
+from pcskm.algorithms._result import FAILED
 
 from .cube import NOT_APPLICABLE, read_layout
 

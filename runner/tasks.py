@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.cells import SEEDING, Block, Setting, Task
-from experiments.protocol import pct10
+from pcskm.experiments.cells import SEEDING, Block, Setting, Task
+from pcskm.experiments.protocol import pct10
 
 SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
 # Work of a task: fits (one per s) times points clustered. A unit takes about 0.6 us on one

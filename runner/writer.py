@@ -1,7 +1,7 @@
 """Writing task results into the cube (the client is the only writer).
 
 The cube is chunked by (algorithm, init, kind): one chunk holds every percent, run, fold and
-s of one variable (:mod:`runner.cube`). A task fills a rectangle of kinds x percents of many
+s of one variable (:mod:`pcskm.runner.cube`). A task fills a rectangle of kinds x percents of many
 such chunks, so writing each task through Zarr would read, change and rewrite every chunk it
 touches, once per task. Instead the writer keeps the chunks a run is filling in memory and
 writes each one whole:
@@ -24,7 +24,7 @@ from collections import Counter
 
 import numpy as np
 
-from algorithms._result import FAILED
+from pcskm.algorithms._result import FAILED
 
 from .cube import NOT_APPLICABLE
 
@@ -56,7 +56,7 @@ def _spread(values, sparse, n_sparsity, fill):
 
 
 def block_records(result, setting, n_sparsity):
-    """The cube's records of one :class:`experiments.cells.BlockResult`: ``{variable:
+    """The cube's records of one :class:`pcskm.experiments.cells.BlockResult`: ``{variable:
     (run, fold, sparsity) array}`` (the status as code + 1, 0 meaning missing) and the
     (run, fold, feature) weights: the fit's, or for the sparse estimators their mean over
     the s values whose fit did not fail."""
@@ -96,7 +96,7 @@ class _Chunk:
 
 
 class CubeWriter:
-    """Writes :class:`experiments.cells.TaskResult` objects into an open :class:`Cube`;
+    """Writes :class:`pcskm.experiments.cells.TaskResult` objects into an open :class:`Cube`;
     ``tasks`` is the run's plan, which tells when a chunk has received all its results. Use
     as a context manager (or call :meth:`close`) so that every result reaches the disk."""
 

@@ -1,23 +1,30 @@
-import os
 from pathlib import Path
 
 import pytest
 
+from pcskm.experiments._datafiles import (
+    SHA256,
+    ChecksumError,
+    DataNotFoundError,
+    fetch_files,
+    resolve_data_dir,
+)
+
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "pcskm-data"
-
-
-def paper_data_dir():
-    """The paper's data files: $PCSKM_DATA, else the shared copy beside the repository."""
-    return Path(os.environ.get("PCSKM_DATA", DEFAULT_DATA))
 
 
 @pytest.fixture(scope="session")
 def data_dir():
-    path = paper_data_dir()
-    if not (path / "datasets" / "real" / "fisheriris.mat").exists():
-        pytest.skip(f"the paper's data files are not in {path}; set PCSKM_DATA")
-    return path
+    """The paper's data files, found as the CLI finds them (``$PCSKM_DATA``, else the user
+    cache) and fetched when absent; the tests that need them skip, with the fetch error as the
+    reason, only when that fails (offline)."""
+    folder, how = resolve_data_dir()
+    try:
+        fetch_files(SHA256, folder)
+    except (DataNotFoundError, ChecksumError, OSError) as error:
+        pytest.skip(f"the paper's data files are not in {folder} ({how}) and could not be "
+                    f"fetched: {error}")
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -25,9 +32,9 @@ def smoke_report(tmp_path_factory):
     """The smoke spec computed into a store and its report: ``(store, report.md path)``."""
     from distributed import Client
 
-    from experiments import load_spec
-    from experiments.report import write_report
-    from runner import run_spec
+    from pcskm.experiments import load_spec
+    from pcskm.experiments.report import write_report
+    from pcskm.runner import run_spec
 
     folder = tmp_path_factory.mktemp("smoke")
     store = folder / "smoke.zarr"

@@ -8,10 +8,10 @@ import warnings
 import numpy as np
 import pytest
 
-import algorithms
-from experiments import cells
-from experiments.cells import Block, Setting, Task
-from experiments.protocol import Protocol
+from pcskm import algorithms
+from pcskm.experiments import cells
+from pcskm.experiments.cells import Block, Setting, Task
+from pcskm.experiments.protocol import Protocol
 
 
 def brute_f_score(y, z):

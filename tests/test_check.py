@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import zarr
 
-from experiments.check import read_table, recompute
-from experiments.spec import load_spec
-from runner.cli import main
+from pcskm.experiments.check import read_table, recompute
+from pcskm.experiments.spec import load_spec
+from pcskm.runner.cli import main
 
 SMOKE = load_spec("smoke")
 FLAGS = ("missing", "converged", "max_iter", "empty_cluster", "degenerate_weights",

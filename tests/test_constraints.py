@@ -4,7 +4,7 @@ plain constructions written here from the spec (algorithms.md ยง0, protocol.md ย
 import numpy as np
 import pytest
 
-from algorithms import Constraints, constraints_from_labels
+from pcskm.algorithms import Constraints, constraints_from_labels
 
 
 def plain_partner_lists(must_link, cannot_link, n):

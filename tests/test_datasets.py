@@ -10,9 +10,9 @@ import pytest
 import scipy.io
 import scipy.linalg
 
-from experiments import _datafiles, _matfiles
-from experiments._brodinova import parameters
-from experiments.datasets import (
+from pcskm.experiments import _datafiles, _matfiles
+from pcskm.experiments._brodinova import parameters
+from pcskm.experiments.datasets import (
     dataset_info,
     fetch,
     format_dataset_table,

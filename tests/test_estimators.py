@@ -15,7 +15,7 @@ from sklearn.base import clone
 from sklearn.cluster import KMeans
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from algorithms import (
+from pcskm.algorithms import (
     ClusteringFailedWarning,
     LloydKMeans,
     MPCKMeans,

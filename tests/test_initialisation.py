@@ -11,8 +11,8 @@ from reference import inits as ref
 from scipy.sparse.csgraph import minimum_spanning_tree
 from sklearn.datasets import load_iris
 
-from algorithms import initialisation as init
-from algorithms.constraints import Constraints
+from pcskm.algorithms import initialisation as init
+from pcskm.algorithms.constraints import Constraints
 
 KINDS = ("continuous", "integer", "duplicated")
 

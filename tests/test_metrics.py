@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from algorithms.metrics import pairwise_f_score
+from pcskm.algorithms.metrics import pairwise_f_score
 
 
 def brute_force(labels_true, labels_pred):

@@ -8,10 +8,10 @@ import pytest
 from reference.mpckm import mpckm as reference_mpckm
 from sklearn.datasets import load_iris
 
-from algorithms._kernels import box_diameters
-from algorithms._mpckm import metric_update, mpckm_engine, weighted_box
-from algorithms._result import EMPTY_CLUSTER, FAILED, STATUS_NAMES
-from algorithms.constraints import Constraints
+from pcskm.algorithms._kernels import box_diameters
+from pcskm.algorithms._mpckm import metric_update, mpckm_engine, weighted_box
+from pcskm.algorithms._result import EMPTY_CLUSTER, FAILED, STATUS_NAMES
+from pcskm.algorithms.constraints import Constraints
 
 POLICIES = ("zero", "fail", "relocate")
 N_PROBLEMS = 240

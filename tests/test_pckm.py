@@ -7,9 +7,9 @@ import pytest
 from reference.pckm import pckm as reference_pckm
 from reference.pckm import random_problem
 
-from algorithms._pckm import pckm_engine
-from algorithms._result import STATUS_NAMES
-from algorithms.constraints import Constraints
+from pcskm.algorithms._pckm import pckm_engine
+from pcskm.algorithms._result import STATUS_NAMES
+from pcskm.algorithms.constraints import Constraints
 
 N_PROBLEMS = 150
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.datasets import load
-from experiments.protocol import KINDS, Protocol, pct10, seed_sequence, sparsity_grid
+from pcskm.experiments.datasets import load
+from pcskm.experiments.protocol import KINDS, Protocol, pct10, seed_sequence, sparsity_grid
 
 REAL = ("fisheriris", "ionosphere", "digits048-1", "digits389-10", "mwm-ttscst",
         "mwm-ttchst", "brodinova-5-5", "brodinova-3-7")

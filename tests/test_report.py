@@ -12,8 +12,8 @@ import scipy.stats
 import xarray as xr
 import zarr
 
-from experiments.report import fits, open_store, selection, statistics, weights, write_report
-from experiments.report.aggregate import collect
+from pcskm.experiments.report import fits, open_store, selection, statistics, weights, write_report
+from pcskm.experiments.report.aggregate import collect
 
 ALGORITHMS = ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
 SPARSE = ("SKM", "PCSKM")
@@ -212,8 +212,8 @@ def test_missing_cells_are_counted_never_averaged(tmp_path):
 
 
 def test_a_cube_with_nothing_computed_reports_not_computed(tmp_path):
-    from experiments import load_spec
-    from runner.cube import prepare
+    from pcskm.experiments import load_spec
+    from pcskm.runner.cube import prepare
 
     store = tmp_path / "empty.zarr"
     prepare(store, load_spec("smoke"))

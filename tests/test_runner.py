@@ -12,14 +12,14 @@ import xarray as xr
 import zarr
 from cubes import results_attrs
 
-import algorithms
-from experiments import cells
-from experiments.protocol import Protocol
-from experiments.spec import load_spec, parse_spec
-from runner import IncompatibleStore, open_cube, run_spec
-from runner.cube import CubeView, prepare
-from runner.tasks import plan
-from runner.writer import CubeWriter
+from pcskm import algorithms
+from pcskm.experiments import cells
+from pcskm.experiments.protocol import Protocol
+from pcskm.experiments.spec import load_spec, parse_spec
+from pcskm.runner import IncompatibleStore, open_cube, run_spec
+from pcskm.runner.cube import CubeView, prepare
+from pcskm.runner.tasks import plan
+from pcskm.runner.writer import CubeWriter
 
 SMOKE = load_spec("smoke")
 FAILED_FLAGS = [3, 4]  # empty_cluster, degenerate_weights (attrs flag_meanings)
@@ -240,7 +240,7 @@ def test_two_runs_never_write_one_store(tmp_path):
     import subprocess
     import sys
 
-    from runner.cube import StoreBusy, store_lock
+    from pcskm.runner.cube import StoreBusy, store_lock
 
     store = tmp_path / "locked.zarr"
     with store_lock(store):
@@ -339,7 +339,7 @@ def test_batch_jobs_export_the_quiet_worker_settings():
     import subprocess
     import sys
 
-    from runner.clusters import QUIET_WORKERS, quiet_worker_exports
+    from pcskm.runner.clusters import QUIET_WORKERS, quiet_worker_exports
 
     env = dict(os.environ)
     for line in quiet_worker_exports():

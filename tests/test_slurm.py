@@ -17,8 +17,8 @@ import xarray as xr
 import zarr
 from cubes import Progress, results_attrs
 
-from experiments.spec import load_spec
-from runner import run_spec
+from pcskm.experiments.spec import load_spec
+from pcskm.runner import run_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = load_spec("smoke")
@@ -90,7 +90,7 @@ jobqueue:
     total = len(SMOKE.datasets) * len(SMOKE.algorithms) * len(SMOKE.inits) \
         * len(SMOKE.percentages) * SMOKE.n_runs * SMOKE.n_folds  # kind random only
     process = subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", "run", "smoke", "--store", str(store),
+        [sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--store", str(store),
          "--cluster", "slurm", "--jobs", "2"],
         cwd=REPO, env={**os.environ, "DASK_CONFIG": str(config)}, stderr=subprocess.PIPE)
     progress = Progress(process)

@@ -8,9 +8,9 @@ import pytest
 from reference.pckm import random_problem
 from reference.sparse import sparse_kmeans as reference_sparse
 
-from algorithms._result import STATUS_NAMES
-from algorithms._sparse import feature_scores, solve_delta, sparse_engine, sparse_weights
-from algorithms.constraints import Constraints
+from pcskm.algorithms._result import STATUS_NAMES
+from pcskm.algorithms._sparse import feature_scores, solve_delta, sparse_engine, sparse_weights
+from pcskm.algorithms.constraints import Constraints
 
 N_PROBLEMS = 80
 

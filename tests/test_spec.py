@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from experiments.datasets import list_datasets
-from experiments.spec import AlgorithmVariant, ExperimentSpec, load_spec, parse_spec
+from pcskm.experiments.datasets import list_datasets
+from pcskm.experiments.spec import AlgorithmVariant, ExperimentSpec, load_spec, parse_spec
 
 MINIMAL = """
 datasets = ["iris"]

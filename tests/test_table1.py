@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from experiments.table1 import format_table1, nominal, round_half_away, table1
+from pcskm.experiments.table1 import format_table1, nominal, round_half_away, table1
 
 # The paper's table (datastats): points -> CV10 labels, CV10 constraints, [1 %, 10 %]
 PRINTED = {

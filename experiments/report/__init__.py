@@ -1,6 +1,6 @@
-"""The report of a results cube (GitHub issue 5): the paper's Table 1, the best-s selections,
+"""The report of a results cube: the paper's Table 1, the best-s selections,
 the performance figures, the Wilcoxon analyses, the feature-weight figures and the paper's
-claims next to ours (spec ``protocol.md`` §4.1, §9-§12).
+claims next to ours (docs/method/protocol.md §4.1, §9-§12).
 
 ``write_report(store, out_dir=None)`` writes ``report.md``, every figure as PNG and every
 table as CSV into ``out_dir`` (default ``<store stem>-report`` beside the store), and stores

@@ -73,7 +73,7 @@ def _best_s_summary(selected, fits):
 
 def _constraints_used(name, fits):
     """The constraint counts m of the cube per (kind, percent): the distinct values over runs
-    and folds (protocol.md §4: one per data set and percentage)."""
+    and folds (docs/method/protocol.md §4: one per data set and percentage)."""
     rows = []
     counts = fits.n_constraints
     for kind in counts.kind.values:
@@ -92,7 +92,8 @@ def _write_selected(path, name, selected):
         dim: np.array(encoded[dim].values.tolist(), dtype=np.dtypes.StringDType())
         for dim in LABEL_DIMS})
     encoded.attrs = {
-        "title": f"best-s selections of {name} (protocol.md §9), written by pcskm report",
+        "title": f"best-s selections of {name} (docs/method/protocol.md §9), "
+                 "written by pcskm report",
         "paper_s": "paper-style s per (algorithm, init, kind, percent): largest mean test F "
                    "over runs x folds, ties -> smallest s; NaN for non-sparse algorithms",
         "honest_s": "honest s per (algorithm, init, kind, percent, run, fold): most sampled "
@@ -130,7 +131,7 @@ def collect(store):
 def _finish_sidecar(path, store):
     root = zarr.open_group(str(path), mode="r+")
     root.attrs.update({
-        "title": "pcskm best-s selections (protocol.md §9.1 paper-style, §9.2 honest)",
+        "title": "pcskm best-s selections (docs/method/protocol.md §9.1 paper-style, §9.2 honest)",
         "cube": str(Path(store.path).resolve()),
         "cube_spec_hash": store.attrs.get("spec_hash"),
         "dims": " ".join(CELL_DIMS),

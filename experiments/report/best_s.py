@@ -1,5 +1,5 @@
-"""Tables of the selected s (protocol.md §9): per data set in the CSV, per reported data set
-in report.md, with the optimism of the paper-style selection (its F minus the honest F)."""
+"""Tables of the selected s (docs/method/protocol.md §9): per data set in the CSV, per reported
+data set in report.md, with the optimism of the paper-style selection (its F minus the honest F)."""
 
 import pandas as pd
 

@@ -1,5 +1,5 @@
-"""The paper's Table 1 (protocol.md §4.1): the printed numbers, our nominal computation, the
-actual counts of the protocol (fold 0) and the counts found in the cube."""
+"""The paper's Table 1 (docs/method/protocol.md §4.1): the printed numbers, our nominal computation,
+the actual counts of the protocol (fold 0) and the counts found in the cube."""
 
 import pandas as pd
 

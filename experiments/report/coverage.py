@@ -1,5 +1,5 @@
 """What the cube holds: computed, missing and failed cells per data set, algorithm, init and
-kind, and how the cube's grid differs from the paper's (protocol.md §1)."""
+kind, and how the cube's grid differs from the paper's (docs/method/protocol.md §1)."""
 
 import pandas as pd
 

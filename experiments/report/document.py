@@ -87,7 +87,8 @@ def _header(doc, results):
     doc.paragraph(
         "Reading guide. A *missing* cell is not computed yet: it is never averaged, only "
         "counted. A *failed* fit (status empty_cluster or degenerate_weights) has F = NaN: "
-        "means are nanmean over the computed cells (protocol.md §9) and the failures are "
+        "means are nanmean over the computed cells (docs/method/protocol.md §9) and the "
+        "failures are "
         "counted. Digits: every step per subset, then the mean over the subsets in the cube. "
         "Two best-s selections are shown throughout: " + "; ".join(
             f"**{name}** = {SELECTION_TITLES[name]}" for name in SELECTIONS) + ".")
@@ -139,7 +140,7 @@ def _table1(doc, results, out, written):
     doc.paragraph(
         "Each cell: CV10 labels, CV10 constraints (pool), [used at 1 %, at 10 %]. *printed*: "
         "the paper; *nominal*: L = 0.9 N kept fractional, rounded half away from zero "
-        "(protocol.md §4.1); *actual fold 0*: our folds' fold-0 training size t, P1 = "
+        "(docs/method/protocol.md §4.1); *actual fold 0*: our folds' fold-0 training size t, P1 = "
         "t(t-1)/2 and the even counts the experiment uses; *in cube*: the counts m recorded "
         "in the cube (`constraints_in_cube.csv`).")
     doc.table(table)

@@ -1,6 +1,6 @@
-"""The data sets as the paper reports them (protocol.md §9-§11): a *family* is one column of a
-figure or one data set of a Wilcoxon case, made of one or more cube groups (the ten digits
-subsets of "digits 0-4-8" are averaged after every per-subset step)."""
+"""The data sets as the paper reports them (docs/method/protocol.md §9-§11): a *family* is one
+column of a figure or one data set of a Wilcoxon case, made of one or more cube groups (the ten
+digits subsets of "digits 0-4-8" are averaged after every per-subset step)."""
 
 from dataclasses import dataclass
 
@@ -11,7 +11,7 @@ N_SUBSETS = 10
 class Family:
     """A reported data set: its label and the cube groups it averages (``members``);
     ``stand_ins`` replace the members when none of them is in the cube (iris stands for
-    fisheriris, protocol.md §12)."""
+    fisheriris, docs/method/protocol.md §12)."""
 
     label: str
     members: tuple

@@ -1,6 +1,7 @@
 """Performance tables and the grids of the paper's Figure 1 and its appendix figures
-(protocol.md §11): mean F against the percentage of constraints, one line per algorithm, one
-panel per (data set, init, kind), for the paper-style and for the honest selection."""
+(docs/method/protocol.md §11): mean F against the percentage of constraints, one line per
+algorithm, one panel per (data set, init, kind), for the paper-style and for the honest
+selection."""
 
 import pandas as pd
 import xarray as xr
@@ -17,7 +18,7 @@ INIT_LABELS = {"seeding": "Seeding", "dkm++": "DKM++", "robin": "ROBIN(D)",
                "maximin": "Maximin(D)"}
 KIND_LABELS = {"random": "random (both)", "must-link": "must-link", "cannot-link": "cannot-link",
                "balanced": "balanced"}
-# (file stem, title, rows of (init, kind)): protocol.md §11
+# (file stem, title, rows of (init, kind)): docs/method/protocol.md §11
 FIGURES = (
     ("figure1_performance", "Figure 1: performance",
      (("seeding", "random"), ("dkm++", "random"), ("dkm++", "must-link"),
@@ -188,7 +189,7 @@ def _wrap(label):
 
 
 def case_values(results):
-    """V = mean over the percentages of Fbar (protocol.md §10) per (selection, family,
+    """V = mean over the percentages of Fbar (docs/method/protocol.md §10) per (selection, family,
     algorithm, init, kind), with ``complete`` (every percentage complete)."""
     data = results.families
     return (data.f_mean.mean("percent", skipna=False),

@@ -1,4 +1,4 @@
-"""Best-s selection (protocol.md §9) and the aggregates of one selection.
+"""Best-s selection (docs/method/protocol.md §9) and the aggregates of one selection.
 
 Both selections treat every algorithm alike on its applicable s entries: a non-sparse
 algorithm has one entry (s = NaN), so its "selection" is its only fit.
@@ -107,7 +107,7 @@ COUNTS = ("n_cells", "n_expected", "n_failed")
 
 def combine(per_member, n_members):
     """Aggregates of a family from its members' ``summaries`` (a list): means over the
-    subsets (protocol.md §9, digits), counts summed, ``f_std`` over runs of the
+    subsets (docs/method/protocol.md §9, digits), counts summed, ``f_std`` over runs of the
     subset-averaged run means, ``n_subsets`` with a value, and ``complete`` (every member
     in the cube and every expected cell computed)."""
     stacked = xr.concat(per_member, dim="subset", join="outer",

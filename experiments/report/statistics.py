@@ -1,4 +1,4 @@
-"""The paper's two Wilcoxon signed-rank analyses (protocol.md §10).
+"""The paper's two Wilcoxon signed-rank analyses (docs/method/protocol.md §10).
 
 A case value V is the mean over the percentages of Fbar (the sparse algorithms at the
 selected s), on the six real data sets. A case whose value is not computed (or has missing
@@ -31,8 +31,8 @@ ANALYSIS2_PAIRS = (("must-link", "cannot-link"), ("must-link", "random"),
 
 
 def wilcoxon(x, y):
-    """The signed-rank test of protocol.md §10 on paired vectors without NaN: n, the number
-    of non-zero differences, scipy's statistic and p-value, the median of x - y, the wins
+    """The signed-rank test of docs/method/protocol.md §10 on paired vectors without NaN: n,
+    the number of non-zero differences, scipy's statistic and p-value, the median of x - y, the wins
     (x > y), losses and ties, the positive and negative rank sums, and the direction (the
     side with the larger rank sum)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)

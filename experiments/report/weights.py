@@ -1,4 +1,4 @@
-"""Feature weights (protocol.md §11, paper Figure 2 and appendix): mean weights per
+"""Feature weights (docs/method/protocol.md §11, paper Figure 2 and appendix): mean weights per
 percentage, the bar figures, and the share of weight on the known uninformative features.
 
 The cube's weight of an SKM/PCSKM cell is already the mean over the s values whose fit did
@@ -19,7 +19,7 @@ FIGURE_ALGORITHMS = ("SKM", "PCSKM", "MPCKM")  # Figure 2's rows: gray, blue, re
 COLOURS = {"SKM": "0.45", "PCSKM": "tab:blue", "MPCKM": "tab:red"}
 KIND = "random"
 CELL = ("run", "fold")
-# (file stem, title, families, inits): protocol.md §11
+# (file stem, title, families, inits): docs/method/protocol.md §11
 FIGURES = (
     ("figure2_weights", "Figure 2: feature weights (Seeding, DKM++; random constraints)",
      families.WEIGHT_FAMILIES, ("seeding", "dkm++")),
