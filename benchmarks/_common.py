@@ -13,8 +13,6 @@ import numpy as np
 from pcskm.experiments import resolve_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_x.py` from anywhere
-    sys.path.insert(0, str(REPO))
 
 DATA_DIR = resolve_data_dir()[0]
 

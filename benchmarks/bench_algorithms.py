@@ -34,7 +34,7 @@ import scipy.io
 from pcskm.experiments import resolve_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO / "tests"))  # the plain reference implementations
 
 from reference.mpckm import mpckm as reference_mpckm  # noqa: E402
 from reference.pckm import pckm as reference_pckm  # noqa: E402

@@ -29,18 +29,14 @@ overstates the spec's compute by that much (``pcskm run --dry-run`` subtracts it
 import argparse
 import fnmatch
 import statistics
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from pcskm.experiments import cells  # noqa: E402
-from pcskm.experiments.cells import SEEDING, Block, Task  # noqa: E402
-from pcskm.experiments.spec import load_spec  # noqa: E402
-from pcskm.runner.cube import CubeView  # noqa: E402
-from pcskm.runner.tasks import settings  # noqa: E402
+from pcskm.experiments import cells
+from pcskm.experiments.cells import SEEDING, Block, Task
+from pcskm.experiments.spec import load_spec
+from pcskm.runner.cube import CubeView
+from pcskm.runner.tasks import settings
 
 # family -> (representative data set, fnmatch patterns of its members in the spec)
 FAMILIES = {

@@ -10,18 +10,11 @@ median over ``--repeat`` different runs of the same (kind, percentage, fold).
 """
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from pcskm.experiments import resolve_data_dir
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from pcskm.experiments import KINDS, Protocol, load  # noqa: E402
+from pcskm.experiments import KINDS, Protocol, load, resolve_data_dir
 
 
 def main():
