@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._result import EMPTY_CLUSTER_POLICIES, FAILED, STATUS_NAMES
-from ._validation import check_centers, check_choice, check_data, check_n_clusters
+from ._validation import check_centers, check_choice, check_data, check_n_clusters, plain
 from .constraints import Constraints
 from .initialisation import _seeding, dkmpp_init, maximin_init, robin_init
 
@@ -35,7 +35,7 @@ class ClusteringFailedWarning(ConvergenceWarning):
 
 def _check_int(value, name, minimum):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {plain(value)!r}")
 
 
 def _check_init(value, name):
@@ -43,7 +43,7 @@ def _check_init(value, name):
         check_choice(value, name, INITS)
     elif not hasattr(value, "__len__") and not hasattr(value, "__array__"):
         raise ValueError(f"{name} must be one of {list(INITS)} or a (n_clusters, n_features) "
-                         f"array of centres; got {value!r}")
+                         f"array of centres; got {plain(value)!r}")
 
 
 def _check_policy(value, name):
@@ -60,7 +60,7 @@ def _check_random_state(value, name):
     ) or (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0)
     if not valid:
         raise ValueError(f"{name} must be None, a non-negative int, a numpy SeedSequence or "
-                         f"Generator; got {value!r}")
+                         f"Generator; got {plain(value)!r}")
 
 
 def _check_distinct_rows(n_clusters, X):
@@ -81,13 +81,13 @@ def _check_sparsity_value(value, name):
     if (isinstance(value, bool) or not isinstance(value, numbers.Real)
             or not np.isfinite(value) or value <= 1):
         raise ValueError(f"{name} must be a number > 1 (and <= sqrt(n_features)); "
-                         f"got {value!r}")
+                         f"got {plain(value)!r}")
 
 
 def _check_tol(value, name):
     if (isinstance(value, bool) or not isinstance(value, numbers.Real)
             or not np.isfinite(value) or value < 0):
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
+        raise ValueError(f"{name} must be a finite number >= 0; got {plain(value)!r}")
 
 
 def _check_weight_update(value, name):
@@ -155,7 +155,8 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
         """Resolve ``init``: returns ``(centres (k, p), seed labels (n,))``.
 
         DKM++, ROBIN(D) and Maximin(D) give row indices; Seeding gives centres (and seed
-        labels, used only by MPCKM) from ``random_state`` (docs/method/initialisations.md §4).
+        labels, used only by MPCKM) from ``random_state`` (docs/method/initialisations.md §4;
+        without must-links, all of them from the subclass's Seeding fill).
         """
         k = self.n_clusters
         labels = np.full(X.shape[0], -1, dtype=np.int64)

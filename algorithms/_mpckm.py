@@ -30,7 +30,7 @@ from ._result import (
     EngineResult,
     empty_cluster_code,
 )
-from ._validation import check_positive_int
+from ._validation import check_positive_int, plain
 
 # Stop when |J_E - J_full| falls below this absolute tolerance (§3.6, the jar's value).
 OBJECTIVE_TOL = 1e-5
@@ -214,7 +214,8 @@ def mpckm_engine(X, centers, labels, constraints, *, max_iter=100, empty_cluster
         or not isinstance(regularisation, numbers.Real)
         or not (0.0 < regularisation < math.inf)
     ):
-        raise ValueError(f"regularisation must be a positive finite number; got {regularisation!r}")
+        raise ValueError("regularisation must be a positive finite number; got "
+                         f"{plain(regularisation)!r}")
     X = np.ascontiguousarray(X, dtype=np.float64)
     n = X.shape[0]
     centers = np.array(centers, dtype=np.float64, order="C")  # a copy: the loop writes it

@@ -36,7 +36,7 @@ from ._result import (
     MAX_ITER,
     empty_cluster_code,
 )
-from ._validation import check_choice, check_data, check_positive_int
+from ._validation import check_choice, check_data, check_positive_int, plain
 
 WEIGHT_UPDATES = ("code", "paper")
 
@@ -411,7 +411,7 @@ def _check_scores(scores):
 def _check_s(sparsity):
     s = float(sparsity)
     if not (np.isfinite(s) and s > 1.0):
-        raise ValueError(f"sparsity must be a finite number > 1; got {sparsity!r}")
+        raise ValueError(f"sparsity must be a finite number > 1; got {plain(sparsity)!r}")
     return s
 
 

@@ -9,6 +9,16 @@ import numbers
 import numpy as np
 
 
+def plain(value):
+    """``value`` for an error message: NumPy scalars and arrays as Python numbers and lists
+    (``10.0``, not ``np.float64(10.0)``), also inside tuples and lists."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    if isinstance(value, tuple | list):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
 def check_data(X, *, name="X"):
     """Return X as a C-contiguous float64 (n, p) array; reject non-2D, empty, NaN or inf.
 
@@ -40,7 +50,7 @@ def check_data(X, *, name="X"):
 def check_n_clusters(n_clusters, X):
     """Check 2 <= n_clusters <= number of distinct rows of X."""
     if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
-        raise ValueError(f"n_clusters must be an integer; got {n_clusters!r}")
+        raise ValueError(f"n_clusters must be an integer; got {plain(n_clusters)!r}")
     if n_clusters < 2:
         raise ValueError(f"n_clusters must be at least 2; got {n_clusters}")
     n_distinct = np.unique(X, axis=0).shape[0]
@@ -62,7 +72,7 @@ def check_sparsity(sparsity, n_features, *, name="sparsity"):
     if bad.any():
         raise ValueError(
             f"{name} must lie in (1, sqrt(n_features)] = (1, {upper:.6g}] for "
-            f"n_features={n_features}; got {values[bad][0]!r}"
+            f"n_features={n_features}; got {plain(values[bad][0])!r}"
         )
     return values
 
@@ -81,11 +91,11 @@ def check_centers(centers, n_clusters, n_features, *, name="init"):
 def check_choice(value, name, options):
     """Check that a string parameter is one of the allowed options."""
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{name} must be one of {sorted(options)}; got {value!r}")
+        raise ValueError(f"{name} must be one of {sorted(options)}; got {plain(value)!r}")
     return value
 
 
 def check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        raise ValueError(f"{name} must be a positive integer; got {plain(value)!r}")
     return int(value)

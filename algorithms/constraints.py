@@ -1,9 +1,11 @@
-"""Pairwise constraints: validation, the per-point partner lists the engines walk, and
-helpers to build constraints from labels (docs/method/algorithms.md §0).
+"""Pairwise constraints: validation, the per-point partner lists the engines walk, the
+must-link neighbourhoods, and helpers to build constraints from labels
+(docs/method/algorithms.md §0).
 
 The constraint list is the must-link pairs in the order given, followed by the cannot-link
 pairs in the order given; every pair is stored as ``(a, b)`` with ``a < b``. The partner list
-of point i is the sublist of constraints that contain i, in list order.
+of point i is the sublist of constraints that contain i, in list order. A list is refused when
+a cannot-link pair is also must-linked, directly or through a chain of must-links.
 """
 
 from dataclasses import dataclass
@@ -102,6 +104,65 @@ def _partner_lists(pairs, n_samples):
 
 
 @kernel
+def _neighbourhoods(n_samples, pairs, is_must_link):
+    """Neighbourhood number of every point (-1 outside any) and the neighbourhood count.
+
+    Neighbourhoods are the connected components of the must-link graph (cannot-link pairs
+    are skipped) with >= 2 points, numbered by their smallest point index
+    (docs/method/initialisations.md §4, step 1). Union-find whose root is the smallest member.
+    """
+    parent = np.arange(n_samples)
+    for e in range(pairs.shape[0]):
+        if not is_must_link[e]:
+            continue
+        a, b = pairs[e, 0], pairs[e, 1]
+        while parent[a] != a:  # path halving keeps parent[i] <= i
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        while parent[b] != b:
+            parent[b] = parent[parent[b]]
+            b = parent[b]
+        if a < b:
+            parent[b] = a
+        elif b < a:
+            parent[a] = b
+    size = np.zeros(n_samples, dtype=np.int64)
+    for i in range(n_samples):  # parent[i] <= i: its root is already resolved
+        parent[i] = parent[parent[i]]
+        size[parent[i]] += 1
+    number = np.full(n_samples, -1, dtype=np.int64)
+    count = 0
+    for i in range(n_samples):
+        if parent[i] == i and size[i] >= 2:
+            number[i] = count
+            count += 1
+    for i in range(n_samples):
+        number[i] = number[parent[i]]
+    return number, count
+
+
+def _must_link_chain(indptr, partner, link, is_must_link, start, end):
+    """The shortest chain of must-link pairs from ``start`` to ``end`` (a list of points), by
+    a breadth-first walk of the partner lists; ``end`` must be in ``start``'s must-link
+    component (only called to explain an error)."""
+    previous = {start: start}
+    frontier = [start]
+    while end not in previous:
+        reached = []
+        for i in frontier:
+            for e in range(indptr[i], indptr[i + 1]):
+                j = int(partner[e])
+                if is_must_link[link[e]] and j not in previous:
+                    previous[j] = i
+                    reached.append(j)
+        frontier = reached
+    chain = [end]
+    while chain[-1] != start:
+        chain.append(previous[chain[-1]])
+    return chain[::-1]
+
+
+@kernel
 def _satisfied_rows(label_rows, pairs, is_must_link):
     """Satisfied count / m per row: the count is exact in float64, so this is the same
     number as the mean of the 0/1 satisfied flags."""
@@ -128,6 +189,9 @@ class Constraints:
     indptr, partner, link : the per-point partner lists in CSR form: the partners of
         point i are ``partner[indptr[i]:indptr[i + 1]]`` in list order, and ``link`` holds the
         index (into ``pairs``) of the constraint behind each entry.
+    neighbourhood : (n_samples,) int64, the must-link neighbourhood of each point (the
+        components of the must-link graph with >= 2 points, numbered by their smallest point;
+        -1 outside any); ``n_neighbourhoods`` of them (docs/method/initialisations.md §4).
     """
 
     n_samples: int
@@ -136,10 +200,17 @@ class Constraints:
     indptr: np.ndarray
     partner: np.ndarray
     link: np.ndarray
+    neighbourhood: np.ndarray
+    n_neighbourhoods: int
 
     @classmethod
     def from_pairs(cls, must_link=None, cannot_link=None, *, n_samples):
-        """Validate must-link and cannot-link (m, 2) arrays of 0-based row indices."""
+        """Validate must-link and cannot-link (m, 2) arrays of 0-based row indices.
+
+        Refuses an index out of range, a pair of a point with itself, a repeated pair, and a
+        cannot-link pair whose points are must-linked, directly or through a chain of
+        must-links (found by union-find over the must-links, near-linear in n + m).
+        """
         ml = _as_pairs(must_link, "must_link", n_samples)
         cl = _as_pairs(cannot_link, "cannot_link", n_samples)
         pairs = np.concatenate([ml, cl])
@@ -152,7 +223,18 @@ class Constraints:
                 raise ValueError(f"the pair ({a}, {b}) is both must-link and cannot-link")
             kind = "must_link" if is_ml[first] else "cannot_link"
             raise ValueError(f"{kind} contains the pair ({a}, {b}) more than once")
-        return cls(int(n_samples), pairs, is_ml, indptr, partner, link)
+        neighbourhood, n_neighbourhoods = _neighbourhoods(n_samples, pairs, is_ml)
+        group_a, group_b = neighbourhood[cl[:, 0]], neighbourhood[cl[:, 1]]
+        joined = np.flatnonzero((group_a == group_b) & (group_a >= 0))
+        if joined.size:
+            a, b = (int(v) for v in cl[joined[0]])
+            chain = _must_link_chain(indptr, partner, link, is_ml, a, b)
+            raise ValueError(
+                f"the pair ({a}, {b}) is cannot-link but the must-link chain "
+                f"{' - '.join(map(str, chain))} puts both in one cluster"
+            )
+        return cls(int(n_samples), pairs, is_ml, indptr, partner, link, neighbourhood,
+                   int(n_neighbourhoods))
 
     @classmethod
     def empty(cls, n_samples):

@@ -20,7 +20,7 @@ from scipy.sparse.csgraph import minimum_spanning_tree
 
 from ._jit import kernel
 from ._kernels import cluster_means
-from ._validation import check_choice, check_data, check_n_clusters, check_positive_int
+from ._validation import check_choice, check_data, check_n_clusters, check_positive_int, plain
 from .constraints import Constraints
 
 SEEDING_FILLS = ("data-points", "jittered-mean")
@@ -83,7 +83,7 @@ def _dkmpp(X, n_clusters):
     if low == high:
         raise ValueError(
             "DKM++ cannot choose centres: all points have the same density "
-            f"(rho = {low!r} for all {n} points)"
+            f"(rho = {plain(low)!r} for all {n} points)"
         )
     density = (density - low) / (high - low)
 
@@ -218,44 +218,6 @@ def maximin_init(X, n_clusters):
 
 
 @kernel
-def _neighbourhoods(n_samples, pairs, is_must_link):
-    """Neighbourhood number of every point (-1 outside any) and the neighbourhood count.
-
-    Neighbourhoods are the connected components of the must-link graph (cannot-link pairs
-    are skipped) with >= 2 points, numbered by their smallest point index. Union-find whose
-    root is the smallest member.
-    """
-    parent = np.arange(n_samples)
-    for e in range(pairs.shape[0]):
-        if not is_must_link[e]:
-            continue
-        a, b = pairs[e, 0], pairs[e, 1]
-        while parent[a] != a:  # path halving keeps parent[i] <= i
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        while parent[b] != b:
-            parent[b] = parent[parent[b]]
-            b = parent[b]
-        if a < b:
-            parent[b] = a
-        elif b < a:
-            parent[a] = b
-    size = np.zeros(n_samples, dtype=np.int64)
-    for i in range(n_samples):  # parent[i] <= i: its root is already resolved
-        parent[i] = parent[parent[i]]
-        size[parent[i]] += 1
-    number = np.full(n_samples, -1, dtype=np.int64)
-    count = 0
-    for i in range(n_samples):
-        if parent[i] == i and size[i] >= 2:
-            number[i] = count
-            count += 1
-    for i in range(n_samples):
-        number[i] = number[parent[i]]
-    return number, count
-
-
-@kernel
 def _update_gaps(means, size, last, gap, unselected):
     """gap_N = min(gap_N, |c_N - c_last| sqrt(|N| |last|)) for every N, in exactly that form.
 
@@ -311,9 +273,7 @@ def _seeding(X, n_clusters, constraints, fill, rng):
     clusters 0, 1, ...) and ``random_draw`` (whether ``rng`` was used).
     """
     n = X.shape[0]
-    neighbourhood, n_neighbourhoods = _neighbourhoods(
-        n, constraints.pairs, constraints.is_must_link
-    )
+    neighbourhood, n_neighbourhoods = constraints.neighbourhood, constraints.n_neighbourhoods
     means, size = cluster_means(X, neighbourhood, n_neighbourhoods)  # rows in index order
 
     if n_neighbourhoods >= n_clusters:
@@ -347,7 +307,10 @@ def seeding_init(
     ``seed_labels`` gives the cluster of each point of a selected neighbourhood and -1
     elsewhere. ``fill`` ("data-points" or "jittered-mean") supplies the centres missing when
     there are fewer neighbourhoods than clusters. ``random_state`` is anything
-    ``numpy.random.default_rng`` accepts (int, SeedSequence, Generator).
+    ``numpy.random.default_rng`` accepts (int, SeedSequence, Generator). Without must-link
+    constraints there is no neighbourhood: every centre comes from ``fill`` (``n_clusters``
+    rows of X drawn without replacement, or jittered copies of the mean of X) and every seed
+    label is -1.
     """
     X = check_data(X)
     n_clusters = check_n_clusters(n_clusters, X)

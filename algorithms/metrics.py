@@ -1,8 +1,18 @@
 """Scores of a clustering against true classes (docs/method/protocol.md §8.1)."""
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._jit import kernel
+
+
+class PairwiseFScore(NamedTuple):
+    """The pairwise scores of one labeling (a tuple: ``f, precision, recall = ...`` works)."""
+
+    f_score: float
+    precision: float
+    recall: float
 
 
 def _as_labels(labels, name):
@@ -32,7 +42,8 @@ def _n_pairs(counts, total):
 
 
 def pairwise_f_score(labels_true, labels_pred):
-    """Pairwise F-score, precision and recall: ``(f, precision, recall)`` (protocol §8.1).
+    """Pairwise F-score, precision and recall (docs/method/protocol.md §8.1): a
+    :class:`PairwiseFScore` ``(f_score, precision, recall)``.
 
     A pair of points is a true positive when both labelings put it together. From the
     contingency table n_gh: TP = sum C2(n_gh), TP + FP = sum_h C2(a_h), TP + FN =
@@ -53,10 +64,10 @@ def pairwise_f_score(labels_true, labels_pred):
     n = true.size
     tp = _n_pairs(contingency, n)
     if tp == 0:
-        return 0.0, 0.0, 0.0
+        return PairwiseFScore(0.0, 0.0, 0.0)
     precision = tp / _n_pairs(np.bincount(h), n)
     recall = tp / _n_pairs(np.bincount(g), n)
-    return 2 * precision * recall / (precision + recall), precision, recall
+    return PairwiseFScore(2 * precision * recall / (precision + recall), precision, recall)
 
 
 @kernel

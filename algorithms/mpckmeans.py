@@ -12,7 +12,8 @@ class MPCKMeans(ConstrainedClusteringBase):
 
     Behaviour of the authors' WekaUT jar with deviations D6-D8. With ``init="seeding"`` the
     Seeding fill is "jittered-mean" and its seed labels are the initial labels (§3.2); any
-    other init starts with every point unassigned.
+    other init, and Seeding without must-links (every centre a jittered copy of the mean of
+    X), starts with every point unassigned.
 
     Parameters
     ----------

@@ -19,7 +19,8 @@ class PCKMeans(ConstrainedClusteringBase):
     n_clusters : int, default=3
     init : {"dkm++", "seeding", "robin", "maximin"} or array of shape (n_clusters, n_features)
         Initial centres. "seeding" uses the must-link neighbourhoods and ``random_state``
-        (fill "data-points", centres only).
+        (fill "data-points", centres only); without must-links every centre is a row of X
+        drawn with ``random_state`` (docs/method/initialisations.md §4).
     max_iter : int, default=25
         Maximum number of E-step passes.
     empty_cluster : {"fail", "zero", "relocate"}, default="fail"

@@ -34,6 +34,18 @@ class SparsityPath:
     n_empty_events: np.ndarray  # (n_s,)
     initial_centers: np.ndarray  # (k, p)
 
+    def __repr__(self):
+        """One line: the s grid's size and range, the data's shape and the fits' statuses."""
+        s = self.sparsity
+        grid = (f"s={s[0]:g}" if len(s) == 1
+                else f"{len(s)} values of s from {s.min():g} to {s.max():g}")
+        counts = np.bincount(self.status_code, minlength=len(STATUS_NAMES))
+        statuses = ", ".join(f"{count} {name}" for name, count in
+                             zip(STATUS_NAMES, counts, strict=True) if count)
+        n_clusters, n_features = self.initial_centers.shape
+        return (f"SparsityPath({grid}; n_samples={self.labels.shape[1]}, n_features={n_features}, "
+                f"n_clusters={n_clusters}; {statuses})")
+
 
 class PCSKMeans(ConstrainedClusteringBase):
     """PCSKM: sparse K-Means whose clustering step is PCK-Means (docs/method/algorithms.md §4).
@@ -49,7 +61,10 @@ class PCSKMeans(ConstrainedClusteringBase):
         The L1 bound s of the weights, 1 < s <= sqrt(n_features) (checked at fit). The
         default is the smallest value of the paper's grid, valid for any n_features >= 2.
     init : {"dkm++", "seeding", "robin", "maximin"} or array of shape (n_clusters, n_features)
-        Initial centres in X's space ("seeding": fill "data-points", centres only).
+        Initial centres in X's space. "seeding" (docs/method/initialisations.md §4): the means
+        of the must-link neighbourhoods, completed by rows of X drawn with ``random_state``
+        when there are fewer neighbourhoods than clusters (fill "data-points", centres
+        only); without must-links every centre is such a random row.
     max_iter : int, default=25
         Maximum number of weight updates.
     inner_max_iter : int, default=25

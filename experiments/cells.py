@@ -41,6 +41,17 @@ ESTIMATOR_CLASSES = {
     "PCSKM": "PCSKMeans",
 }
 SPARSE = frozenset({"SKM", "PCSKM"})  # fitted over the s grid with fit_path
+# Estimator parameters the runner sets for every cell (make_estimator, fit), so a variant
+# cannot: what sets each one instead.
+RUNNER_PARAMETERS = {
+    "n_clusters": "the data set's number of classes",
+    "init": "the spec's inits",
+    "random_state": "the cell's Seeding key, derived from the spec's seed "
+                    "(docs/method/protocol.md §2)",
+    "sparsity": "the s grid of the spec's sparsity_start, sparsity_step and "
+                "sparsity_max_values (docs/method/protocol.md §7; sparsity_max_values = 1 "
+                "fits sparsity_start only)",
+}
 UNCONSTRAINED = frozenset({"LKM", "SKM"})  # never see the constraints (except via Seeding)
 # The spec's max_iter is the authors' MATLAB maxIter (LKM, PCKM, SKM, PCSKM:
 # docs/method/protocol.md §1).
@@ -199,14 +210,19 @@ def deterministic_centres(name, data_dir, init):
     return centres
 
 
+def estimator_class(estimator):
+    """The estimator class of a spec estimator name (LKM, SKM, PCKM, MPCKM, PCSKM)."""
+    return getattr(algorithms, ESTIMATOR_CLASSES[estimator])
+
+
 def make_estimator(setting, init, random_state=None):
     """The estimator of ``setting`` starting from ``init`` (a centres array or "seeding")."""
     params = dict(setting.params)
     if setting.estimator in USES_SPEC_MAX_ITER:
         params.setdefault("max_iter", setting.max_iter)
-    cls = getattr(algorithms, ESTIMATOR_CLASSES[setting.estimator])
     n_clusters = dataset(setting.dataset, setting.data_dir).n_clusters
-    return cls(n_clusters=n_clusters, init=init, random_state=random_state, **params)
+    return estimator_class(setting.estimator)(n_clusters=n_clusters, init=init,
+                                              random_state=random_state, **params)
 
 
 _IS_FAILED = np.isin(np.arange(len(STATUS_NAMES)), list(FAILED))  # by status code

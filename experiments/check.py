@@ -36,7 +36,8 @@ def _setting(spec, row, data_dir):
     variants = {variant.name: variant for variant in spec.algorithms}
     if row.dataset not in spec.datasets or row.algorithm not in variants \
             or row.init not in spec.inits:
-        raise ValueError(f"cell {tuple(row)} is not in spec {spec.name}")
+        cell = ", ".join(f"{key}={value}" for key, value in row.items())
+        raise ValueError(f"cell ({cell}) is not in spec {spec.name}")
     n_features = cells.dataset(row.dataset, data_dir).n_features
     return Setting.from_spec(spec, row.dataset, variants[row.algorithm], row.init,
                              spec.sparsity_grid(n_features), data_dir)

@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 
+from pcskm.algorithms._validation import plain
 from pcskm.algorithms.constraints import constraints_from_labels
 
 from ._seeds import generator, seed_sequence
@@ -31,22 +32,22 @@ def kind_code(kind):
         return KIND_CODES[kind]
     if isinstance(kind, numbers.Integral) and not isinstance(kind, bool) and kind in range(1, 5):
         return int(kind)
-    raise ValueError(f"unknown constraint kind {kind!r}; expected one of {', '.join(KINDS)}")
+    raise ValueError(f"unknown constraint kind {plain(kind)!r}; expected one of {', '.join(KINDS)}")
 
 
 def pct10(percent):
     """Ten times a percentage as an exact integer (1.5 -> 15); reject a percentage that is not
     a multiple of 0.1 or not in (0, 100]."""
     if isinstance(percent, bool) or not isinstance(percent, numbers.Real):
-        raise ValueError(f"percentage must be a number; got {percent!r}")
+        raise ValueError(f"percentage must be a number; got {plain(percent)!r}")
     scaled = float(percent) * 10.0
     if not math.isfinite(scaled):
-        raise ValueError(f"percentage must be finite; got {percent!r}")
+        raise ValueError(f"percentage must be finite; got {plain(percent)!r}")
     tenths = int(round(scaled))
     if abs(scaled - tenths) > 1e-9 * max(1.0, abs(scaled)):
-        raise ValueError(f"percentage {percent!r} is not a multiple of 0.1")
+        raise ValueError(f"percentage {plain(percent)!r} is not a multiple of 0.1")
     if not 0 < tenths <= 1000:
-        raise ValueError(f"percentage must lie in (0, 100]; got {percent!r}")
+        raise ValueError(f"percentage must lie in (0, 100]; got {plain(percent)!r}")
     return tenths
 
 
@@ -55,12 +56,13 @@ def sparsity_grid(n_features, start=1.1, step=0.2, max_values=30):
     (docs/method/protocol.md §7); above ``max_values`` values the step becomes 1, 2, 3, ...
     until at most ``max_values`` remain."""
     if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral):
-        raise ValueError(f"n_features must be an integer; got {n_features!r}")
+        raise ValueError(f"n_features must be an integer; got {plain(n_features)!r}")
     if not step > 0:
-        raise ValueError(f"the s step must be positive; got {step!r}")
+        raise ValueError(f"the s step must be positive; got {plain(step)!r}")
     if isinstance(max_values, bool) or not isinstance(max_values, numbers.Integral) \
             or max_values < 1:
-        raise ValueError(f"max_values must be a positive integer; got {max_values!r}")
+        raise ValueError(
+            f"max_values must be a positive integer; got {plain(max_values)!r}")
     upper = math.sqrt(n_features)
 
     def count(step):
@@ -79,7 +81,7 @@ def sparsity_grid(n_features, start=1.1, step=0.2, max_values=30):
 
 def _check_index(value, name, upper=None):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer; got {value!r}")
+        raise ValueError(f"{name} must be a non-negative integer; got {plain(value)!r}")
     if upper is not None and value >= upper:
         raise ValueError(f"{name} must be below {upper}; got {value}")
     return int(value)
@@ -116,7 +118,7 @@ class Protocol:
         self.y = y
         if isinstance(n_folds, bool) or not isinstance(n_folds, numbers.Integral) \
                 or n_folds < 2:
-            raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
+            raise ValueError(f"n_folds must be an integer >= 2; got {plain(n_folds)!r}")
         self.n_folds = int(n_folds)
         self.fold_of = self._folds()
         self._pools = {}

@@ -2,10 +2,12 @@
 
 A spec names the data sets (names or fnmatch patterns over ``list_datasets()``), the
 algorithms (estimator names, or variants defined in ``[variants.NAME]`` tables with
-parameters), the inits, the constraint kinds (``kinds`` for DKM++, ROBIN(D) and Maximin(D);
-``seeding_kinds`` for Seeding), the percentages (a list, or ``{start, stop, step}`` with an
-inclusive stop), runs, folds, ``max_iter`` and the s grid (``sparsity_*``). The bundled specs
-are ``smoke``, ``quick`` and ``paper`` (``experiments/specs/*.toml``).
+constructor parameters, checked when the spec is read; the runner sets ``n_clusters``,
+``init``, ``random_state`` and ``sparsity`` itself, so a variant cannot), the inits, the
+constraint kinds (``kinds`` for DKM++, ROBIN(D) and Maximin(D); ``seeding_kinds`` for
+Seeding), the percentages (a list, or ``{start, stop, step}`` with an inclusive stop), runs,
+folds, ``max_iter`` and the s grid (``sparsity_*``). The bundled specs are ``smoke``,
+``quick`` and ``paper`` (``experiments/specs/*.toml``).
 """
 
 import difflib
@@ -17,10 +19,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from .cells import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, estimator_class
 from .datasets import match_datasets
 from .protocol import KINDS, pct10, sparsity_grid
 
-ESTIMATORS = ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
+ESTIMATORS = tuple(ESTIMATOR_CLASSES)
 INITS = ("dkm++", "seeding", "robin", "maximin")
 BUNDLED = ("smoke", "quick", "paper")
 
@@ -174,9 +177,11 @@ class _Checker:
         else:
             self.fail(f"percentages must be a list or a {{start, stop, step}} table; got "
                       f"{value!r}")
-        return tuple(t / 10 for t in tenths)
+        return tuple(t / 10 for t in sorted(tenths))  # the cube's percent order
 
-    def params(self, value, where):
+    def params(self, value, estimator, where):
+        """A variant's constructor parameters: only those the runner does not set itself
+        (``cells.RUNNER_PARAMETERS``), with values the estimator accepts."""
         if not isinstance(value, dict):
             self.fail(f"{where}.params must be a table; got {value!r}")
         try:
@@ -184,6 +189,23 @@ class _Checker:
         except TypeError as error:
             self.fail(f"{where}.params holds a value that is not a string, number, boolean, "
                       f"list or table: {error}")
+        cls = estimator_class(estimator)
+        names = cls._get_param_names()
+        settable = [name for name in names if name not in RUNNER_PARAMETERS]
+        for key in value:
+            if key in RUNNER_PARAMETERS:
+                self.fail(f"{where}.params sets {key}, which the runner sets for every cell "
+                          f"from {RUNNER_PARAMETERS[key]}; a variant of {estimator} may set "
+                          f"{', '.join(settable)}")
+            if key not in names:
+                close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                self.fail(f"unknown parameter {key!r} in {where}.params{hint} (a variant of "
+                          f"{estimator} may set {', '.join(settable)})")
+        try:
+            cls(**value)._validate_params()
+        except ValueError as error:
+            self.fail(f"{where}.params: {error}")
         return dict(value)
 
     def algorithms(self, names, variants):
@@ -207,7 +229,7 @@ class _Checker:
             AlgorithmVariant(name, name, {}) if name in ESTIMATORS
             else AlgorithmVariant(name, variants[name]["estimator"],
                                   self.params(variants[name].get("params", {}),
-                                              f"variants.{name}"))
+                                              variants[name]["estimator"], f"variants.{name}"))
             for name in names
         )
 

@@ -2,6 +2,8 @@
 
 import argparse
 import logging
+import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -17,12 +19,14 @@ def default_store(spec_name):
 
 
 def _resume_command(args, store):
+    """The command that resumes this run, quoted for a POSIX shell (``|`` in ``--only``
+    would otherwise start a pipe)."""
     parts = ["pcskm", "run", args.spec, "--store", str(store)]
     if args.data_dir:
         parts += ["--data-dir", str(args.data_dir)]
     if args.only:
         parts += ["--only", args.only]
-    return " ".join(parts)
+    return shlex.join(parts)
 
 
 def _cluster_options(args):
@@ -31,35 +35,29 @@ def _cluster_options(args):
             "maximum_jobs": args.maximum_jobs}
 
 
-def _duration(seconds):
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _dry_run(args, spec, store):
+def _dry_run(args, spec, store, selection):
     from .calibrate import estimate
     from .clusters import machine_cores
+    from .compiling import compile_kernels
     from .cube import CubeView
-    from .tasks import parse_only, plan
+    from .progress import duration
+    from .tasks import plan
 
     view = CubeView.planned(store, spec, args.data_dir)
-    the_plan = plan(spec, view, selection=parse_only(args.only), force=args.force,
-                    data_dir=args.data_dir)
+    the_plan = plan(spec, view, selection=selection, force=args.force, data_dir=args.data_dir)
     print(f"spec {spec.name} (hash {spec.hash()[:12]}), store {store}"
           f"{'' if store.exists() else ' (new)'}")
-    print(f"cells: {the_plan.n_cells_total} in the spec, {the_plan.n_cells_done} done, "
-          f"{the_plan.n_cells} to compute ({the_plan.n_fits} fits counting each s) in "
-          f"{len(the_plan.tasks)} tasks")
+    print(f"cells: {the_plan.n_cells_total} {the_plan.scope()}, {the_plan.n_cells_done} done, "
+          f"{the_plan.n_cells} to compute ({the_plan.n_fits} fits) in {len(the_plan.tasks)} "
+          "tasks")
     if not the_plan.tasks:
         return EXIT_OK
+    compile_kernels(the_plan.tasks)  # else the probes would compile, inside the time budget
     result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds)
     workers = args.workers or (args.jobs or 0) or machine_cores()
     print(f"calibration: {result.n_probes} of {result.n_groups} task groups timed in "
           f"{result.probe_seconds:.1f} s on this machine")
-    print(f"estimated compute: {_duration(result.core_seconds)} on one core "
+    print(f"estimated compute: {duration(result.core_seconds)} on one core "
           f"({result.core_seconds / 3600:.2f} core-hours)")
     # Calibrated compute over (workers x run time): 0.87, measured on 2 local workers on 2
     # cores with the paper's cells of kind random at 1 % and 10 % (552,000 cells, every data
@@ -71,7 +69,7 @@ def _dry_run(args, spec, store):
     # client, so the ratio is at least as good there.
     ratio = 0.87
     print(f"estimated run time on {workers} workers: "
-          f"{_duration(result.core_seconds / workers / ratio)} "
+          f"{duration(result.core_seconds / workers / ratio)} "
           f"(calibrated compute / worker time = {ratio:.2f}, measured on a partial paper run)")
     return EXIT_OK
 
@@ -81,24 +79,32 @@ def _raise_interrupt(signum, frame):
 
 
 def cmd_run(args):
+    from pcskm.experiments import DataNotFoundError
     from pcskm.experiments.spec import load_spec
 
     from .cube import IncompatibleStore
-    from .execute import run_spec
-    from .tasks import parse_only
+    from .execute import ClusterStartError, run_spec
+    from .tasks import check_selection, parse_only
 
     spec = load_spec(args.spec)
     store = Path(args.store) if args.store else default_store(spec.name)
+    selection = parse_only(args.only)
+    check_selection(spec, selection)  # before anything is created or loaded
     if args.dry_run:
-        return _dry_run(args, spec, store)
+        return _dry_run(args, spec, store, selection)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     resume = _resume_command(args, store)
     try:
         summary = run_spec(spec, store, cluster_options=_cluster_options(args),
-                           selection=parse_only(args.only), force=args.force,
+                           selection=selection, force=args.force,
                            data_dir=args.data_dir, progress=not args.no_progress)
+    except DataNotFoundError:
+        raise  # a usage error (fetch the data), not a failed run: main() reports it
     except IncompatibleStore as error:
         log.error("%s", error)
+        return EXIT_USAGE
+    except ClusterStartError as error:
+        log.error("%s. Rerun: %s", error, resume)
         return EXIT_USAGE
     except KeyboardInterrupt:
         log.warning("interrupted; the store keeps every finished cell. Resume with: %s",
@@ -124,14 +130,36 @@ def cmd_run(args):
 
 
 def cmd_status(args):
+    from .cube import DamagedStore, IncompatibleStore, check_store
+    from .integrity import verify
     from .summary import status_text
 
     store = Path(args.store)
     if not store.exists():
         log.error("no store at %s", store)
         return EXIT_USAGE
-    print(status_text(store))
+    check_store(store)
+    found = verify(store) if args.verify else None
+    try:
+        text = status_text(store, found)
+    except IncompatibleStore:
+        raise
+    except (ValueError, RuntimeError) as error:  # e.g. a chunk failing its checksum or decoding
+        raise DamagedStore(f"cannot read {store} ({error}); if a chunk is damaged, pcskm "
+                           "verify names it") from None
+    print(text)
+    if found is not None:
+        print(found.describe())
+        return EXIT_OK if found.ok else EXIT_FAILED
     return EXIT_OK
+
+
+def cmd_verify(args):
+    from .integrity import verify
+
+    found = verify(Path(args.store))
+    print(found.describe())
+    return EXIT_OK if found.ok else EXIT_FAILED
 
 
 def cmd_report(args):
@@ -175,13 +203,17 @@ def cmd_check(args):
 
 
 def cmd_datasets(args):
-    from pcskm.experiments import datasets
+    from pcskm.experiments import DataNotFoundError, datasets
 
     if args.action == "list":
         print(datasets.format_dataset_table(args.data_dir))
         return EXIT_OK
     if args.action == "fetch":
-        outcome = datasets.fetch(args.names or None, args.data_dir)
+        try:
+            outcome = datasets.fetch(args.names or None, args.data_dir)
+        except DataNotFoundError as error:  # the download failed: the command's outcome
+            log.error("%s", error)
+            return EXIT_FAILED
         for relpath, state in outcome.items():
             print(f"{state:10}  {relpath}")
         return EXIT_OK
@@ -190,6 +222,17 @@ def cmd_datasets(args):
         print(f"{state:8}  {relpath}")
     return EXIT_OK if all(state in ("ok", "missing") for state in outcome.values()) \
         else EXIT_FAILED
+
+
+def _worker_count(text):
+    """A number of worker processes or jobs: a whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _version():
@@ -202,6 +245,8 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="pcskm", description="Run the PCSKM study on Dask and inspect its results cube.")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error (else one line)")
     parser.add_argument("--version", action="version", version=f"pcskm {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -224,23 +269,47 @@ def build_parser():
                      help="time budget of the --dry-run calibration (default 60)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     where = run.add_argument_group("where to compute (default: a local cluster)")
-    where.add_argument("--workers", type=int,
+    where.add_argument("--workers", type=_worker_count,
                        help="worker processes of the local cluster (default: one per core)")
     where.add_argument("--scheduler", help="address of a running Dask scheduler")
     where.add_argument("--cluster", choices=("slurm", "pbs", "sge", "lsf", "htcondor"),
                        help="submit workers as batch jobs with dask-jobqueue (configured in "
                             "~/.config/dask/jobqueue.yaml)")
-    where.add_argument("--jobs", type=int, help="number of worker jobs (lost jobs replaced)")
+    where.add_argument("--jobs", type=_worker_count,
+                       help="number of worker jobs (lost jobs replaced)")
     where.add_argument("--minimum-jobs", type=int, help="adaptive: fewest worker jobs")
     where.add_argument("--maximum-jobs", type=int, help="adaptive: most worker jobs")
     run.set_defaults(func=cmd_run)
 
-    status = commands.add_parser("status", help="cells done, failed and missing in a store")
-    status.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)))
+    store_help = f"the Zarr store (default: {default_store(DEFAULT_SPEC)})"
+    status = commands.add_parser(
+        "status", help="cells done and missing in a store",
+        description="Count the cells and fits of STORE per data set and algorithm: done and "
+                    "missing in the whole spec, and in each selection (--only) run into it. "
+                    "Reads only the done markers (and, with --verify, every chunk).")
+    status.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
+                        help=store_help)
+    status.add_argument("--verify", action="store_true",
+                        help="also check every chunk (as pcskm verify) and count the cells of "
+                             "damaged chunks as missing")
     status.set_defaults(func=cmd_status)
 
-    report = commands.add_parser("report", help="tables and figures from a store")
-    report.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)))
+    verify = commands.add_parser(
+        "verify", help="find missing, truncated and corrupted chunks in a store",
+        description="Check every chunk of STORE that cells marked done rely on: present, "
+                    "CRC32C checksum intact (stores made before checksums: decodable), no "
+                    "fit missing. Names each damaged chunk; exit code 1 if any. pcskm run "
+                    "on the store recomputes their cells. Reads only.")
+    verify.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
+                        help=store_help)
+    verify.set_defaults(func=cmd_verify)
+
+    report = commands.add_parser(
+        "report", help="tables and figures from a store",
+        description="Write the report of STORE (report.md, every table as CSV, every figure "
+                    "as PNG) into a folder.")
+    report.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
+                        help=store_help)
     report.add_argument("--out", help="output folder (default: <store>-report)")
     report.set_defaults(func=cmd_report)
 
@@ -257,24 +326,53 @@ def build_parser():
     check.add_argument("--data-dir", help="data folder (else $PCSKM_DATA, else the user cache)")
     check.set_defaults(func=cmd_check)
 
+    data_dir_help = "data folder (else $PCSKM_DATA, else the user cache)"
     data = commands.add_parser("datasets", help="list, fetch or verify the data files")
-    data.add_argument("action", choices=("list", "fetch", "verify"))
-    data.add_argument("names", nargs="*", help="fetch: data set names or patterns")
-    data.add_argument("--data-dir", help="data folder (else $PCSKM_DATA, else the user cache)")
+    data.add_argument("--data-dir", help=data_dir_help)
+    actions = data.add_subparsers(dest="action", required=True)
+    for action, text in (("list", "every data set, and whether its files are here"),
+                         ("fetch", "download the paper's files and check their SHA-256"),
+                         ("verify", "check the SHA-256 of the files present")):
+        sub = actions.add_parser(action, help=text, description=text[0].upper() + text[1:])
+        if action == "fetch":
+            sub.add_argument("names", nargs="*",
+                             help="data set names or patterns (default: every data set)")
+        # also after the action; SUPPRESS keeps a --data-dir given before it
+        sub.add_argument("--data-dir", default=argparse.SUPPRESS, help=data_dir_help)
     data.set_defaults(func=cmd_datasets)
     return parser
 
 
+def _stdout_closed():
+    """The reader of stdout went away (``pcskm datasets list | head``): send the rest of the
+    output, and the final flush, to /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def main(argv=None):
+    """Run a command; returns its exit code. An expected failure (bad input, a missing file
+    or store, an interrupt) is one line on stderr and exit code 2 (1 where a command reports
+    a failed outcome itself, 130 on interrupt), with a traceback only under ``--debug``."""
     args = build_parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("pcskm: %(message)s"))
-    log.addHandler(handler)
+    log.handlers = [handler]
     log.setLevel(logging.WARNING if args.quiet else logging.INFO)
     log.propagate = False
     try:
         return args.func(args)
-    except ValueError as error:  # bad spec, bad --only, unknown data set, ...
+    except BrokenPipeError:
+        _stdout_closed()  # as other tools do under `| head`: no message
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        log.warning("interrupted")
+        return EXIT_INTERRUPTED
+    except (ValueError, OSError) as error:  # bad spec, --only, store; missing data, file
+        if args.debug:
+            raise
         log.error("%s", error)
         return EXIT_USAGE
 

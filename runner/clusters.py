@@ -6,6 +6,8 @@ import contextlib
 import logging
 import os
 
+from distributed.diagnostics.plugin import WorkerPlugin
+
 log = logging.getLogger("pcskm")
 
 JOBQUEUE = {
@@ -98,11 +100,33 @@ def jobqueue_cluster(system, jobs=None, minimum_jobs=None, maximum_jobs=None):
     return cluster
 
 
+def is_local(*, scheduler=None, cluster=None, **_):
+    """Whether :func:`dask_client` with these options starts its workers on this machine (a
+    LocalCluster)."""
+    return not scheduler and not cluster
+
+
+class QuietCancelledTasks(WorkerPlugin):
+    """A Dask worker plugin: a worker logs a warning for each running task that is cancelled
+    ("Async instruction ... ended with CancelledError"), which is how an interrupted run
+    stops its tasks; the runner has kept what they finished, so these lines only alarm."""
+
+    name = "pcskm-quiet-cancelled-tasks"
+
+    def setup(self, worker):
+        logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
+
+
 @contextlib.contextmanager
 def dask_client(*, scheduler=None, cluster=None, workers=None, jobs=None, minimum_jobs=None,
                 maximum_jobs=None):
     """A connected ``distributed.Client``: to ``scheduler`` (an address) if given, else to a
-    dask-jobqueue ``cluster``, else to a new LocalCluster with ``workers`` processes."""
+    dask-jobqueue ``cluster``, else to a new LocalCluster with ``workers`` processes.
+
+    The workers of a cluster made here do not log the tasks cancelled when a run stops
+    (:class:`QuietCancelledTasks`), nor, when the cluster closes, the workers still computing
+    that it kills after a few seconds (distributed.nanny's "Worker process still alive after
+    4.0 seconds, killing"): both are the normal end of an interrupted run."""
     from distributed import Client
 
     if scheduler and cluster:
@@ -114,11 +138,20 @@ def dask_client(*, scheduler=None, cluster=None, workers=None, jobs=None, minimu
         return
     made = (jobqueue_cluster(cluster, jobs, minimum_jobs, maximum_jobs) if cluster
             else local_cluster(workers))
-    with made, Client(made) as client:
-        if not cluster:
-            log.info("local Dask cluster: %d worker processes (one thread each) on %d cores",
-                     len(made.workers), machine_cores())
-        yield client
+    nanny = logging.getLogger("distributed.nanny")
+    level = nanny.level
+    try:
+        with made, Client(made) as client:
+            client.register_plugin(QuietCancelledTasks())
+            if not cluster:
+                log.info("local Dask cluster: %d worker processes (one thread each) on %d "
+                         "cores", len(made.workers), machine_cores())
+            try:
+                yield client
+            finally:
+                nanny.setLevel(logging.ERROR)
+    finally:
+        nanny.setLevel(level)
 
 
 def worker_pids(client):

@@ -19,9 +19,15 @@ The client process is the only writer (:mod:`pcskm.runner.writer`). It writes wh
 every file atomically (write to a temporary file, then rename), so a run killed at any moment
 leaves a readable store in which every cell marked done is intact; cells computed but not
 marked done are recomputed, with the same values, by the next run.
+
+One run writes a store at a time, whatever path it was given: :func:`store_lock` holds a
+kernel lock on ``<resolved store>.lock``. Every chunk carries a CRC32C checksum, and
+:func:`prepare` verifies the store and clears the done markers of damaged chunks before a run
+plans (:mod:`pcskm.runner.integrity`).
 """
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -29,6 +35,7 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -37,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 import zarr
+from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from pcskm.algorithms._result import STATUS_NAMES
 from pcskm.experiments import cells
@@ -92,43 +100,119 @@ class StoreBusy(ValueError):
     """Another ``pcskm run`` is writing the store."""
 
 
-def _alive(pid):
+class StoreNotWritable(ValueError):
+    """The store, or its lock file, cannot be written (read-only file system, permissions,
+    disk full, no file locks)."""
+
+
+class NotAStore(ValueError):
+    """The path is not a pcskm results cube (a file, or a folder without Zarr metadata)."""
+
+
+class DamagedStore(ValueError):
+    """The store's metadata or layout cannot be read; names the file."""
+
+
+LOCK_MODE = 0o644  # read and write, never executable
+
+
+def lock_path(store):
+    """The lock file of ``store``: ``<store>.lock`` beside the store's resolved path, so that
+    every spelling of the path (symbolic links, ``..``, relative or absolute) names one
+    lock file."""
+    path = Path(store).resolve()
+    return path.with_name(path.name + ".lock")
+
+
+def _lock_opened(lock):
+    """Called between opening the lock file and locking it (a hook for the tests that
+    interleave two contenders)."""
+
+
+def _same_file(fd, path):
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        here, there = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _holder(fd):
+    host, _, pid = os.pread(fd, 4096, 0).decode(errors="replace").strip().rpartition(" ")
+    return (f"process {pid} on {host}" if pid.isdigit() else
+            "a process that has not written its name yet")
+
+
+def _lock(lock, store):
+    """Open ``lock`` and take an exclusive ``flock`` on it, or raise :class:`StoreBusy`.
+
+    The kernel releases the lock when its process ends, however it ends, so a lock file left
+    by a killed run is simply taken: there is no stale lock to detect or delete. The holder
+    deletes the file before releasing it; a contender that locked a file deleted meanwhile
+    sees that the path now names another file and starts again.
+    """
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, LOCK_MODE)
+        except OSError as error:
+            raise StoreNotWritable(
+                f"cannot create the lock file {lock} of {store}: {error.strerror}. "
+                "pcskm run writes the store and needs a writable folder; status, report --out "
+                "and verify work on a read-only store") from None
+        try:
+            _lock_opened(lock)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise StoreBusy(
+                    f"{store} is being written by {_holder(fd)} (lock file {lock}); wait "
+                    "for that run to end (the lock is released when its process ends, "
+                    "however it ends)") from None
+            except OSError as error:
+                raise StoreNotWritable(
+                    f"cannot lock {lock}: {error.strerror}. The file system does not "
+                    "support file locks (on Lustre, mount with -o flock; on NFS, run lockd "
+                    "or use NFSv4)") from None
+            if _same_file(fd, lock):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # its holder deleted it while we waited: lock the file there now
+
+
+def _unlock(lock, fd):
+    try:
+        if _same_file(fd, lock):
+            lock.unlink()
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
 def store_lock(path):
-    """Hold ``<store>.lock`` while writing, so that two runs never write one store. A lock
-    left by a dead process of this host is taken over."""
-    path = Path(path)
-    lock = path.with_name(path.name + ".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    me = f"{socket.gethostname()} {os.getpid()}"
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            host, _, pid = lock.read_text().strip().rpartition(" ")
-            if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
-                lock.unlink(missing_ok=True)  # stale: its process is gone
-                continue
-            raise StoreBusy(
-                f"{path} is being written by process {pid} on {host} (lock file {lock}); "
-                "wait for that run to end, or delete the lock file if it is gone"
-            ) from None
-        with os.fdopen(fd, "w") as handle:
-            handle.write(me)
-        break
+    """Hold the store's lock (:func:`lock_path`) while writing, so that two runs never write
+    one store, whatever path each was given. The lock file names its holder (host and
+    process); a lock that cannot be written is an error that leaves no lock behind."""
+    lock = lock_path(path)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StoreNotWritable(f"cannot create the folder of {path}: {error.strerror}") from None
+    fd = _lock(lock, path)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{socket.gethostname()} {os.getpid()}".encode(), 0)
+        os.fsync(fd)
+    except OSError as error:
+        _unlock(lock, fd)
+        raise StoreNotWritable(f"cannot write the lock file {lock}: {error.strerror}; no "
+                               "lock was left behind. Free space (or fix the file system) "
+                               "and rerun") from None
     try:
         yield
     finally:
-        lock.unlink(missing_ok=True)
+        _unlock(lock, fd)
 
 
 def _json(value):
@@ -293,11 +377,70 @@ def merge_layouts(old, new, store="the store"):
                   algorithms={**old.algorithms, **new.algorithms})
 
 
+# Zarr's default compressor followed by a CRC32C checksum of the compressed bytes, which
+# Zarr checks on every read and `pcskm verify` checks without decompressing.
+COMPRESSORS = (ZstdCodec(level=0, checksum=False), Crc32cCodec())
+# Every chunk written is kept, even when it holds only fill values (a block whose every fit
+# failed), so that a chunk missing under a done marker is always damage.
+WRITE_CONFIG = {"write_empty_chunks": True}
+
+
 def _create_array(group, name, dims, shape, dtype, fill, attrs, chunks=None):
     return group.create_array(
         name, shape=shape, dtype=dtype, fill_value=fill, dimension_names=dims,
-        chunks=chunks or shape, attributes=attrs,
+        chunks=chunks or shape, attributes=attrs, compressors=COMPRESSORS, config=WRITE_CONFIG,
     )
+
+
+def metadata_problem(path):
+    """The first Zarr metadata file of the store at ``path`` that cannot be read, with the
+    reason (``None`` if all can): the root ``zarr.json`` and that of every node it lists."""
+    path = Path(path)
+    files = [path / "zarr.json"]
+    for file in files:  # grows by the nodes the root lists
+        try:
+            metadata = json.loads(file.read_bytes())
+        except FileNotFoundError:
+            return f"{file} is missing"
+        except (OSError, ValueError) as error:
+            return f"{file} cannot be read ({type(error).__name__}: {error})"
+        if not isinstance(metadata, dict):
+            return f"{file} does not hold a JSON object"
+        if file == files[0]:
+            nodes = (metadata.get("consolidated_metadata") or {}).get("metadata") or {}
+            files.extend(path / name / "zarr.json" for name in nodes)
+    return None
+
+
+def check_store(path):
+    """Raise :class:`NotAStore` if ``path`` is a file or a folder without Zarr metadata, and
+    :class:`DamagedStore` naming the file if its metadata cannot be read."""
+    path = Path(path)
+    if not path.is_dir():
+        raise NotAStore(f"{path} is {'a file' if path.exists() else 'missing'}, not a pcskm "
+                        "results cube (a Zarr store is a folder)")
+    if not (path / "zarr.json").exists():
+        raise NotAStore(f"{path} is a folder without zarr.json: not a Zarr store (an empty "
+                        "folder or another kind of file)")
+    problem = metadata_problem(path)
+    if problem:
+        raise DamagedStore(f"the metadata of {path} is damaged: {problem}. pcskm cannot repair "
+                           "it; restore the store from a copy")
+
+
+def open_root(path, mode="r"):
+    """The root group of the store at ``path``; :func:`check_store`'s errors if it cannot
+    be opened."""
+    try:
+        return zarr.open_group(str(path), mode=mode)
+    except (OSError, ValueError, KeyError):
+        check_store(path)
+        raise
+
+
+def writable_arrays(group):
+    """``{name: array}`` of a group, opened to write with :data:`WRITE_CONFIG`."""
+    return {name: array.with_config(WRITE_CONFIG) for name, array in group.arrays()}
 
 
 def _write_group(root, layout):
@@ -380,7 +523,7 @@ def write_layout(path, layout, spec, history=(), runs=()):
 
 def read_layout(path):
     """The layout of an existing store."""
-    root = zarr.open_group(str(path), mode="r")
+    root = open_root(path)
     attrs = root.attrs.asdict()
     if attrs.get("schema_version") != SCHEMA_VERSION:
         raise IncompatibleStore(
@@ -427,6 +570,7 @@ def _copy_group(source, target, old, new):
         "sparsity": np.arange(1 + len(old.sparsity)),
         "feature": np.arange(len(old.feature_names)),
     }
+    target = writable_arrays(target)
     for name in (*_FIT_VARIABLES, "weights", "n_constraints", "done"):
         array = source[name]
         dims = array.metadata.dimension_names
@@ -464,8 +608,7 @@ def _rebuild(path, old, new, spec, history, runs):
     path = Path(path)
     rebuild, backup = path.with_name(path.name + ".rebuild"), path.with_name(path.name + ".old")
     write_layout(rebuild, new, spec, history, runs)
-    source = zarr.open_group(str(path), mode="r")
-    target = zarr.open_group(str(rebuild), mode="r+")
+    source, target = open_root(path), open_root(rebuild, "r+")
     for name, group in old.groups.items():
         _copy_group(source[name], target[name], group, new.groups[name])
     os.replace(path, backup)
@@ -474,20 +617,31 @@ def _rebuild(path, old, new, spec, history, runs):
 
 
 def prepare(path, spec, data_dir=None):
-    """Open the store for ``spec``: create it, or check that it is compatible and extend it
-    to cover the spec (raises :class:`IncompatibleStore`). Returns ``(cube, action)`` with
-    action "created", "extended" or "opened"."""
+    """Open the store for ``spec``: create it, or check that it is a writable pcskm cube,
+    repair it (:func:`pcskm.runner.integrity.repair`: damaged chunks deleted, their done
+    markers cleared), record a run that was killed before recording itself, check that it is
+    compatible and extend it to cover the spec (raises :class:`IncompatibleStore`). Returns
+    ``(cube, action)`` with action "created", "extended" or "opened"."""
+    from .integrity import repair, verify
+
     path = Path(path)
     _recover(path)
     new = spec_layout(spec, data_dir)
+    if path.is_dir() and not any(path.iterdir()):
+        path.rmdir()  # an empty folder: the new store takes its place
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_layout(path, new, spec)
         action = "created"
     else:
+        check_store(path)
+        _check_writable(path)
+        found = verify(path)
+        _record_unfinished_run(path, found)
+        repair(path, found)
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
-        stored = zarr.open_group(str(path), mode="r").attrs.asdict()
+        stored = open_root(path).attrs.asdict()
         history, runs = stored.get("spec_hashes", []), stored.get("runs", [])
         numpy_then = stored.get("versions", {}).get("numpy")
         if numpy_then != np.__version__:  # docs/method/protocol.md §2: generator streams may change
@@ -497,7 +651,7 @@ def prepare(path, spec, data_dir=None):
             _rebuild(path, old, merged, spec, history, runs)
             action = "extended"
         else:
-            root = zarr.open_group(str(path), mode="r+")
+            root = open_root(path, "r+")
             attrs = _root_attrs(merged, spec, history, runs)
             if root.attrs.asdict() != _json(attrs):
                 root.attrs.update(attrs)
@@ -506,6 +660,51 @@ def prepare(path, spec, data_dir=None):
     cube = Cube(path)
     cube.mark_applicability(spec)
     return cube, action
+
+
+def write_error(folder):
+    """Why no file can be created in ``folder`` (the ``OSError``), or None if one can: the
+    answer of the file system itself (a read-only file system stops root too, permission
+    bits stop other users; ``os.access`` would tell neither for root)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".pcskm-write-test-"):
+            pass
+    except OSError as error:
+        return error
+    return None
+
+
+def _check_writable(path):
+    """Raise :class:`StoreNotWritable` unless the store can be written."""
+    error = write_error(path)
+    if error is not None:
+        raise StoreNotWritable(
+            f"{path} cannot be written ({error.strerror}): pcskm run needs a writable store. "
+            "status, report --out DIR and verify work on a read-only store; to compute more "
+            "cells, copy it to a writable place")
+
+
+RUNNING = "run_in_progress"  # root attribute: the run writing the store (Cube.begin_run)
+
+
+def _record_unfinished_run(path, found):
+    """Record the run that began writing the store and was killed before recording itself
+    (its ``run_in_progress`` entry is still there; the lock says it is gone): the cells it
+    wrote are the cells marked done now less those marked done when it began."""
+    root = open_root(path, "r+")
+    attrs = root.attrs.asdict()
+    entry = attrs.pop(RUNNING, None)
+    if entry is None:
+        return
+    cells_written = max(0, found.done_cells() - entry.pop("done_cells", 0))
+    if cells_written:
+        log.warning("a previous run (%s, started %s on %s, process %s) wrote %d cells and "
+                    "left no record; recorded now", entry.get("command"), entry.get("started"),
+                    entry.get("client_host"), entry.get("client_pid"), cells_written)
+        entry.update(cells=cells_written, finished=None, interrupted=True, killed=True)
+        attrs["runs"] = [*attrs.get("runs", []), entry]
+    root.attrs.put(attrs)
+    _consolidate(path)
 
 
 def applicable(spec, init, kind):
@@ -537,15 +736,18 @@ class CubeView:
     @classmethod
     def planned(cls, path, spec, data_dir=None):
         """What :func:`prepare` would open for ``spec``, without writing anything (for
-        ``--dry-run``): the merged layout and the store's done markers, if it exists."""
+        ``--dry-run``): the merged layout and the store's done markers, if it exists, less
+        those a run would clear because their chunks are damaged."""
+        from .integrity import verify
+
         path = Path(path)
         new = spec_layout(spec, data_dir)
         if not path.exists():
             return cls(new, {n: np.zeros(_done_shape(g), np.uint8)
                              for n, g in new.groups.items()})
+        found = verify(path)
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
-        root = zarr.open_group(str(path), mode="r")
         done = {}
         for name, group in merged.groups.items():
             done[name] = np.zeros(_done_shape(group), np.uint8)
@@ -557,7 +759,7 @@ class CubeView:
                          _positions([pct10(p) for p in before.percents],
                                     [pct10(p) for p in group.percents]),
                          np.arange(before.n_runs))
-                done[name][np.ix_(*index)] = root[name]["done"][:]
+                done[name][np.ix_(*index)] = found.done_after_repair(name)
         return cls(merged, done)
 
     def block_index(self, dataset, algorithm, init, kind=None, percent=None):
@@ -576,9 +778,9 @@ class Cube(CubeView):
 
     def __init__(self, path):
         self.path = Path(path)
-        root = zarr.open_group(str(self.path), mode="r+")
+        root = open_root(self.path, "r+")
         layout = read_layout(self.path)
-        self.arrays = {name: dict(root[name].arrays()) for name in layout.groups}
+        self.arrays = {name: writable_arrays(root[name]) for name in layout.groups}
         super().__init__(layout, {name: arrays["done"][:]
                                   for name, arrays in self.arrays.items()})
 
@@ -589,11 +791,29 @@ class Cube(CubeView):
             self.done[dataset][(a, i, *np.ix_(kinds, percents, runs))] = 1
         self.arrays[dataset]["done"][...] = self.done[dataset]
 
+    def done_cells(self):
+        """Cells marked done: (algorithm, init, kind, percent, run) blocks times folds."""
+        return sum(int(done.sum()) * self.layout.groups[name].n_folds
+                   for name, done in self.done.items())
+
+    def begin_run(self, entry):
+        """Note in the store that a run is writing it (``entry``, with the cells done now),
+        so that the next run can record this one if it is killed before :meth:`record_run`
+        (see :func:`_record_unfinished_run`)."""
+        root = open_root(self.path, "r+")
+        root.attrs.update({RUNNING: _json({**entry, "done_cells": self.done_cells()})})
+        _consolidate(self.path)
+
     def record_run(self, entry):
-        """Append ``entry`` (a JSON-able dict: when, how long, where, what was computed) to
-        the store's ``runs`` attribute."""
-        root = zarr.open_group(str(self.path), mode="r+")
-        root.attrs.update({"runs": [*root.attrs.asdict().get("runs", []), _json(entry)]})
+        """Append ``entry`` (a JSON-able dict: when, how long, where, what was computed;
+        None: nothing to record) to the store's ``runs`` attribute, and remove the note of
+        :meth:`begin_run`."""
+        root = open_root(self.path, "r+")
+        attrs = root.attrs.asdict()
+        attrs.pop(RUNNING, None)
+        if entry is not None:
+            attrs["runs"] = [*attrs.get("runs", []), _json(entry)]
+        root.attrs.put(attrs)
         _consolidate(self.path)
 
     def clear_done(self, tasks):

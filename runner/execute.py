@@ -11,6 +11,7 @@ The summary measures the scheduling overhead as 1 - (compute time reported by th
 import contextlib
 import logging
 import math
+import os
 import platform
 import shlex
 import signal
@@ -26,7 +27,8 @@ from pathlib import Path
 
 from pcskm.experiments import cells
 
-from .tasks import task_key
+from .progress import Progress
+from .tasks import fits, format_only, task_key
 from .writer import CubeWriter
 
 log = logging.getLogger("pcskm")
@@ -44,7 +46,12 @@ class RunSummary:
     write_seconds: float = 0.0  # time the client spent writing results
     max_workers: int = 0  # most workers connected at once
     errors: list = field(default_factory=list)  # (task key, message)
-    interrupted: bool = False
+    interrupted: bool = False  # stopped (SIGINT, SIGTERM) before every task was written
+
+    @property
+    def complete(self):
+        """Every task written."""
+        return self.n_written == self.n_tasks
 
     @property
     def efficiency(self):
@@ -54,10 +61,11 @@ class RunSummary:
 
     def describe(self):
         rate = self.n_cells / self.wall_seconds if self.wall_seconds else 0.0
+        busy = (f"workers busy computing {100 * self.efficiency:.1f} % of their time"
+                if math.isfinite(self.efficiency) else "no worker started")
         return (f"{self.n_written} of {self.n_tasks} tasks written ({self.n_cells} cells, "
                 f"{self.n_fits} fits) in {self.wall_seconds:.1f} s: {rate:.1f} cells/s; "
-                f"workers busy computing {100 * self.efficiency:.1f} % of their time; "
-                f"writing took {self.write_seconds:.1f} s")
+                f"{busy}; writing took {self.write_seconds:.1f} s")
 
 
 @contextlib.contextmanager
@@ -97,16 +105,16 @@ def _wait_for_a_worker(client, report_every=60.0):
                      waited)
 
 
-def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
+def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None):
     """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
     (:class:`pcskm.runner.writer.CubeWriter`). ``on_result(result, summary)`` is called after each
-    result is handed to the writer. Returns a
-    :class:`RunSummary`; a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by the CLI)
-    cancels the remaining tasks and returns with ``interrupted`` set."""
+    result is handed to the writer. Returns the :class:`RunSummary` (``summary`` if given,
+    filled as results arrive, so that the caller knows what was written however this ends);
+    a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by the CLI) cancels the remaining
+    tasks and returns with ``interrupted`` set."""
     from distributed import as_completed
-    from tqdm import tqdm
 
-    summary = RunSummary(n_tasks=len(tasks))
+    summary = summary if summary is not None else RunSummary(n_tasks=len(tasks))
     if not tasks:
         return summary
     writer = CubeWriter(cube, tasks)
@@ -118,10 +126,11 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
         futures.append(client.submit(cells.evaluate, task, key=key, pure=False,
                                      priority=len(tasks) - i))
     _wait_for_a_worker(client)
-    bar = tqdm(total=sum(task.n_cells for task in tasks), unit="cell", disable=not progress,
-               smoothing=0.05, dynamic_ncols=True, desc="cells")
+    shown = Progress(sum(task.n_cells for task in tasks), bar=progress)
+    done_before = cube.done_cells()
     start = last = time.perf_counter()
     workers = summary.max_workers = _n_workers(client)
+    shown.workers(workers)
     try:
         completed = as_completed(futures)
         for future in completed:
@@ -130,6 +139,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
             summary.worker_seconds += (workers + count) / 2 * (now - last)  # trapezoid
             last, workers = now, count
             summary.max_workers = max(summary.max_workers, count)
+            shown.workers(count)
             if future.status == "lost":  # its worker died after computing it: recomputed
                 completed.add(future)
                 continue
@@ -141,12 +151,14 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
                         raise
                     completed.add(future)  # lost while being fetched: wait for the rerun
                     continue
+                shown.finished(task.n_cells)
                 began = time.perf_counter()
                 with held_signals():
                     summary.n_cells += writer.write(result)
                 summary.write_seconds += time.perf_counter() - began
+                shown.written(cube.done_cells() - done_before)
                 summary.n_written += 1
-                summary.n_fits += task.n_fits
+                summary.n_fits += fits(task)
                 summary.compute_seconds += result.seconds
                 if on_result is not None:
                     on_result(result, summary)
@@ -155,25 +167,28 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None):
                 message = "".join(traceback.format_exception_only(type(error), error)).strip()
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
+                shown.finished(task.n_cells, failed=True)
             else:  # cancelled: the scheduler is gone
                 raise ConnectionError(f"task {future.key} was {future.status}; the Dask "
                                       "scheduler or the connection to it was lost")
-            bar.update(task.n_cells)
-            bar.set_postfix(workers=workers, errors=len(summary.errors), refresh=False)
             future.release()
     except KeyboardInterrupt:
         summary.interrupted = True
         client.cancel(futures)
     finally:
-        bar.close()
-        began = time.perf_counter()
+        shown.close()
         with held_signals():  # every result taken reaches the disk, however the run ends
+            began = time.perf_counter()
             writer.close()
-        now = time.perf_counter()
-        summary.write_seconds += now - began
-        summary.worker_seconds += workers * (now - last)
-        summary.wall_seconds = now - start
+            now = time.perf_counter()
+            summary.write_seconds += now - began
+            summary.worker_seconds += workers * (now - last)
+            summary.wall_seconds = now - start
     return summary
+
+
+class ClusterStartError(RuntimeError):
+    """The Dask cluster could not be started (e.g. a worker process died while starting)."""
 
 
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
@@ -182,7 +197,9 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
 
     Uses ``client`` if given, else opens one with ``runner.clusters.dask_client(
     **cluster_options)`` (only when there is something to compute). Returns the
-    :class:`RunSummary`, or None when nothing was missing.
+    :class:`RunSummary` (``interrupted`` set if SIGINT or SIGTERM stopped it before every
+    task was written), or None when nothing was missing. The run is recorded in the store
+    whenever it wrote cells, however it ends.
     """
     from .cube import store_lock
 
@@ -193,7 +210,8 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
                 on_result, min_work):
-    from .clusters import dask_client
+    from .clusters import is_local
+    from .compiling import compile_kernels
     from .cube import prepare
     from .tasks import plan
 
@@ -202,24 +220,58 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
     log.info("store: %s (%s)", cube.path.resolve(), action)
     the_plan = plan(spec, cube, selection=selection, force=force, data_dir=data_dir,
                     min_work=min_work)
-    log.info("spec %s: %d cells, %d already done; computing %d cells (%d fits) in %d tasks",
-             spec.name, the_plan.n_cells_total, the_plan.n_cells_done, the_plan.n_cells,
-             the_plan.n_fits, len(the_plan.tasks))
+    log.info("spec %s: %d cells %s, %d already done; computing %d cells (%d fits) in %d "
+             "tasks", spec.name, the_plan.n_cells_total, the_plan.scope(),
+             the_plan.n_cells_done, the_plan.n_cells, the_plan.n_fits, len(the_plan.tasks))
     if not the_plan.tasks:
         log.info("nothing to compute")
         return None
     if force:
         cube.clear_done(the_plan.tasks)
-    if client is not None:
-        summary = run_tasks(client, cube, the_plan.tasks, progress=progress,
-                            on_result=on_result)
-    else:
-        with dask_client(**(cluster_options or {})) as own_client:
-            summary = run_tasks(own_client, cube, the_plan.tasks, progress=progress,
-                                on_result=on_result)
-    cube.record_run(run_entry(spec, summary, started, time.perf_counter() - clock,
-                              cluster_options if client is None else {"client": True}))
+    where = cluster_options if client is None else {"client": True}
+    summary = RunSummary(n_tasks=len(the_plan.tasks))
+    cube.begin_run(run_start(spec, started, where, selection))
+
+    def record(error=None):
+        """Record the run if it wrote cells or finished; else only end its note."""
+        keep = summary.n_written > 0 or (error is None and not summary.interrupted)
+        entry = run_entry(spec, summary, started, time.perf_counter() - clock, where, error,
+                          selection)
+        try:
+            with held_signals():
+                cube.record_run(entry if keep else None)
+        except KeyboardInterrupt:
+            pass  # the record is written: nothing is left to stop
+
+    try:
+        with contextlib.ExitStack() as stack:
+            if client is None:
+                if is_local(**(cluster_options or {})):  # workers share this machine's cache
+                    compile_kernels(the_plan.tasks)
+                client = _start_cluster(stack, cluster_options or {})
+            run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result,
+                      summary=summary)
+    except KeyboardInterrupt:  # while starting, computing, writing or stopping the cluster
+        summary.interrupted = not summary.complete
+    except BaseException as error:
+        summary.interrupted = not summary.complete
+        record("".join(traceback.format_exception_only(type(error), error)).strip())
+        raise
+    record()
     return summary
+
+
+def _start_cluster(stack, cluster_options):
+    """Enter ``dask_client(**cluster_options)`` on ``stack``; a failure to start is a
+    :class:`ClusterStartError` (nothing was computed yet)."""
+    from .clusters import dask_client
+
+    try:
+        return stack.enter_context(dask_client(**cluster_options))
+    except (RuntimeError, OSError, TimeoutError) as error:
+        raise ClusterStartError(
+            f"the Dask cluster did not start ({type(error).__name__}: {error}); nothing "
+            "was computed") from error
 
 
 def _source_commit():
@@ -250,14 +302,32 @@ def _where(cluster_options):
     return "a local Dask cluster"
 
 
-def run_entry(spec, summary, started, wall_seconds, cluster_options):
-    """What a run records in the store (``runs`` attribute): when, how long, where, what."""
+def run_start(spec, started, cluster_options, selection=None):
+    """Who runs what, where: the note a run leaves in the store when it begins writing
+    (:meth:`pcskm.runner.cube.Cube.begin_run`), also part of its record."""
     from .clusters import machine_description
     from .cube import _versions
 
     return {
         "spec": spec.name,
+        "selection": format_only(selection or {}) or None,  # --only; None: the whole spec
         "started": started.isoformat(timespec="seconds"),
+        "where": _where(cluster_options),
+        "client_host": platform.node(),
+        "client_pid": os.getpid(),
+        "client_machine": machine_description(),
+        "command": shlex.join(sys.argv),
+        "pcskm": _versions()["pcskm"],
+        "commit": _source_commit(),
+    }
+
+
+def run_entry(spec, summary, started, wall_seconds, cluster_options, error=None,
+              selection=None):
+    """What a run records in the store (``runs`` attribute): when, how long, where, what,
+    and the error that stopped it, if any."""
+    return {
+        **run_start(spec, started, cluster_options, selection),
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_seconds": round(wall_seconds, 1),  # the whole run: store, plan, cluster, compute
         "compute_wall_seconds": round(summary.wall_seconds, 1),  # first task to last write
@@ -266,14 +336,9 @@ def run_entry(spec, summary, started, wall_seconds, cluster_options):
         "fits": summary.n_fits,
         "errors": len(summary.errors),
         "interrupted": summary.interrupted,
-        "where": _where(cluster_options),
         "max_workers": summary.max_workers,
         "worker_compute_share": (round(summary.efficiency, 4)
                                  if math.isfinite(summary.efficiency) else None),
         "write_seconds": round(summary.write_seconds, 1),
-        "client_host": platform.node(),
-        "client_machine": machine_description(),
-        "command": shlex.join(sys.argv),
-        "pcskm": _versions()["pcskm"],
-        "commit": _source_commit(),
+        "error": error,
     }

@@ -1,51 +1,135 @@
-"""``pcskm status``: how much of a cube is computed, per data set and algorithm."""
+"""``pcskm status``: how much of a cube is computed, per data set and algorithm, and for each
+selection (``--only``) that was run into it.
+
+Only the attributes, the label coordinates and the ``done`` markers are read (not the fit
+variables), so that reading even a paper-sized store takes well under a second. Cells and
+fits are counted as everywhere else (docs/reference/cube-schema.md, Counts): a cell is one
+(data set, algorithm, init, kind, percent, run, fold) entry the store's spec runs, Seeding
+only with its seeding kinds, and every cell done, whatever spec wrote it; a fit is one per
+cell and s (every s of the data set's grid for SKM and PCSKM), a fit shared by several cells
+counted in each.
+"""
+
+from dataclasses import dataclass
 
 import numpy as np
 import zarr
 
-from pcskm.algorithms._result import FAILED
+from pcskm.experiments.spec import parse_spec
 
-from .cube import NOT_APPLICABLE, read_layout
+from .cube import applicable
+from .tasks import matches, parse_only
 
-FAILED_FLAGS = [code + 1 for code in FAILED]  # cube status codes of failed fits
+CELLS_AND_FITS = ("cells = (data set, algorithm, init, kind, percent, run, fold) entries the "
+                  "spec runs; fits = one per cell and s (SKM, PCSKM: every s of the data "
+                  "set's grid), a fit shared by several cells counted in each")
+SPARSE_ESTIMATORS = ("SKM", "PCSKM")
 
 
-def counts(path):
-    """Rows ``(dataset, algorithm, cells, done, missing, fits, failed)``: cells are (init,
-    kind, percent, run, fold) entries that apply; fits count every s of the done cells."""
-    layout = read_layout(path)
+@dataclass
+class _Group:
+    """What status needs of one data set's group."""
+
+    name: str
+    algorithms: tuple
+    inits: tuple
+    kinds: tuple
+    percents: np.ndarray
+    n_folds: int
+    n_sparsity: int  # the s grid's length
+    done: np.ndarray  # (algorithm, init, kind, percent, run)
+
+
+def _labels(array):
+    return tuple(str(v) for v in array[:])
+
+
+@dataclass
+class _Store:
+    attrs: dict
+    spec: object  # the store's current spec (ExperimentSpec), for what it runs
+    estimators: dict  # algorithm name -> estimator
+    groups: list  # of _Group
+
+
+def _read(path, found):
     root = zarr.open_group(str(path), mode="r")
+    attrs = root.attrs.asdict()
+    groups = [
+        _Group(name=name, algorithms=_labels(group["algorithm"]), inits=_labels(group["init"]),
+               kinds=_labels(group["kind"]), percents=group["percent"][:],
+               n_folds=group["fold"].shape[0], n_sparsity=group["sparsity"].shape[0] - 1,
+               done=(group["done"][:] if found is None else
+                     found.done_after_repair(name)).astype(bool))
+        for name, group in root.groups()]
+    return _Store(attrs=attrs,
+                  spec=parse_spec(attrs["spec_toml"], default_name=attrs.get("spec_name", "")),
+                  estimators={name: definition["estimator"] for name, definition
+                              in attrs["algorithm_definitions"].items()},
+                  groups=groups)
+
+
+def _rows(store, selection):
+    """Rows ``(dataset, algorithm, cells, done, missing, fits)`` within ``selection``."""
     rows = []
-    for name, group_layout in layout.groups.items():
-        group = root[name]
-        status, done = group["status"], group["done"][:]
-        for a, algorithm in enumerate(group_layout.algorithms):
-            st = status[a]  # (init, kind, percent, run, fold, sparsity)
-            fit_applies = st != NOT_APPLICABLE
-            cell_applies = fit_applies.any(axis=-1)
-            cell_done = cell_applies & done[a][..., None].astype(bool)
-            fits = (fit_applies & cell_done[..., None]).sum()
-            failed = (np.isin(st, FAILED_FLAGS) & cell_done[..., None]).sum()
-            rows.append((name, algorithm, int(cell_applies.sum()), int(cell_done.sum()),
-                         int((cell_applies & ~cell_done).sum()), int(fits), int(failed)))
+    for group in store.groups:
+        if not matches(selection, "dataset", group.name):
+            continue
+        selected = np.array([matches(selection, "percent", p) for p in group.percents])
+        n_runs = group.done.shape[-1]
+        for a, algorithm in enumerate(group.algorithms):
+            if not matches(selection, "algorithm", algorithm):
+                continue
+            cells = done = 0
+            for i, init in enumerate(group.inits):
+                for k, kind in enumerate(group.kinds):
+                    if not (matches(selection, "init", init) and matches(selection, "kind", kind)):
+                        continue
+                    n_done = int(group.done[a, i, k][selected].sum())
+                    done += n_done
+                    cells += (int(selected.sum()) * n_runs
+                              if applicable(store.spec, init, kind) else n_done)
+            sparse = store.estimators.get(algorithm) in SPARSE_ESTIMATORS
+            cells, done = cells * group.n_folds, done * group.n_folds
+            rows.append((group.name, algorithm, cells, done, cells - done,
+                         done * (group.n_sparsity if sparse else 1)))
     return rows
 
 
-def status_text(path):
-    """The ``pcskm status`` table."""
-    root = zarr.open_group(str(path), mode="r")
-    header = ("dataset", "algorithm", "cells", "done", "missing", "fits", "failed")
-    rows = counts(path)
-    total = ("total", "", *(sum(row[i] for row in rows) for i in range(2, 7)))
+def counts(path, found=None, selection=None):
+    """Rows ``(dataset, algorithm, cells, done, missing, fits)`` of the store at ``path``
+    within ``selection`` (a parsed ``--only``; None: all), fits of the done cells. With
+    ``found`` (a :class:`pcskm.runner.integrity.Verification`), the cells of damaged chunks
+    count as missing."""
+    return _rows(_read(path, found), selection or {})
+
+
+def _totals(rows):
+    return tuple(sum(row[i] for row in rows) for i in range(2, 6))
+
+
+def status_text(path, found=None):
+    """The ``pcskm status`` text (``found``: see :func:`counts`)."""
+    store = _read(path, found)
+    header = ("dataset", "algorithm", "cells", "done", "missing", "fits")
+    rows = _rows(store, {})
+    total = ("total", "", *_totals(rows))
     table = [header, *[tuple(map(str, row)) for row in rows], tuple(map(str, total))]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    lines = [f"store {path}: spec {root.attrs.get('spec_name')} "
-             f"(hash {str(root.attrs.get('spec_hash'))[:12]})",
-             "cells = (init, kind, percent, run, fold) entries; fits = one per s of the done "
-             "cells; failed = empty_cluster or degenerate_weights (F = NaN)"]
+    lines = [f"store {path}: spec {store.attrs.get('spec_name')} "
+             f"(hash {str(store.attrs.get('spec_hash'))[:12]})", CELLS_AND_FITS + "."]
     for i, row in enumerate(table):
         lines.append("  ".join(cell.ljust(w) if j < 2 else cell.rjust(w)
                                for j, (cell, w) in enumerate(zip(row, widths, strict=True))))
         if i == 0 or i == len(table) - 2:
             lines.append("  ".join("-" * w for w in widths))
+    selections = list(dict.fromkeys(run["selection"] for run in store.attrs.get("runs", [])
+                                    if run.get("selection")))
+    for text in selections:
+        cells, done, missing, _ = _totals(_rows(store, parse_only(text)))
+        lines.append(f"selection --only {text} (run into this store): {cells} cells, "
+                     f"{done} done, {missing} missing")
+    if selections:
+        lines.append(f"whole spec: {total[2]} cells, {total[3]} done, {total[4]} missing")
+    lines.append("Failed fits (F = NaN) are counted by pcskm report (coverage.csv).")
     return "\n".join(lines)

@@ -11,18 +11,21 @@ against the compute.
 """
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pcskm.experiments.cells import SEEDING, Block, Setting, Task
 from pcskm.experiments.protocol import pct10
 
+from .cube import applicable
+
 SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
-# Work of a task: fits (one per s) times points clustered. A unit takes about 0.6 us on one
-# core (paper spec, this machine), so 50 million units are about 30 s of compute: the paper
-# spec is about 430 tasks. Smaller runs are cut into at least MIN_TASKS tasks, so that two
-# workers finish within a task or so of each other.
+# Work of a task: the fits it computes (``Task.n_fits``: one per s, a shared fit once per
+# task, unlike the fits counted for users by :func:`fits`) times points clustered. A unit
+# takes about 0.6 us on one core (paper spec, this machine), so 50 million units are about
+# 30 s of compute: the paper spec is about 430 tasks. Smaller runs are cut into at least
+# MIN_TASKS tasks, so that two workers finish within a task or so of each other.
 MIN_WORK = 50 * 1000 * 1000
 MIN_TASKS = 64
 
@@ -45,7 +48,14 @@ def parse_only(text):
     return selection
 
 
-def _matches(selection, key, value):
+def format_only(selection):
+    """The ``--only`` text of a selection (the inverse of :func:`parse_only`)."""
+    return ",".join(f"{key}={'|'.join(map(str, values))}" for key, values in selection.items())
+
+
+def matches(selection, key, value):
+    """Whether ``value`` of ``key`` (dataset, algorithm, ...) is in ``selection`` (parsed
+    ``--only``; a key it does not name matches everything)."""
     patterns = selection.get(key)
     if not patterns:
         return True
@@ -63,26 +73,55 @@ def check_selection(spec, selection):
     }
     for key, patterns in selection.items():
         for pattern in patterns:
-            if not any(_matches({key: [pattern]}, key, v) for v in values[key]):
+            if not any(matches({key: [pattern]}, key, v) for v in values[key]):
                 raise ValueError(f"--only {key}={pattern} matches nothing in spec "
                                  f"{spec.name} (it has {', '.join(map(str, values[key]))})")
 
 
+def fits(task):
+    """The fits of the cells ``task`` fills: one per cell and s, i.e. every s of the data set's
+    grid for SKM and PCSKM and one for the others; a fit that several cells share (LKM and SKM
+    with a deterministic init) counts once per cell (docs/reference/cube-schema.md, Counts)."""
+    return task.n_samples * sum(setting.n_sparsity for setting in task.settings)
+
+
+def spec_cells(spec):
+    """The cells of the whole spec: (data set, algorithm, init, kind, percent, run, fold)
+    entries it runs (Seeding only with the seeding kinds)."""
+    kinds = tuple(dict.fromkeys((*spec.kinds, *spec.seeding_kinds)))
+    pairs = sum(applicable(spec, init, kind) for init in spec.inits for kind in kinds)
+    return (len(spec.datasets) * len(spec.algorithms) * pairs * len(spec.percentages)
+            * spec.n_runs * spec.n_folds)
+
+
 @dataclass(frozen=True)
 class Plan:
-    """The tasks of a run and what they fill."""
+    """The tasks of a run and what they fill (cells and fits as defined in
+    docs/reference/cube-schema.md, Counts)."""
 
     tasks: list
-    n_cells_total: int  # cells of the spec (selection applied)
-    n_cells_done: int
+    n_cells_total: int  # cells of the selection (of the whole spec without one)
+    n_cells_done: int  # of them, done before the run
+    n_cells_spec: int = 0  # cells of the whole spec
+    selection: dict = field(default_factory=dict)  # --only, parsed
 
     @property
     def n_cells(self):
+        """Cells to compute."""
         return sum(task.n_cells for task in self.tasks)
 
     @property
     def n_fits(self):
-        return sum(task.n_fits for task in self.tasks)
+        """Fits of the cells to compute."""
+        return sum(fits(task) for task in self.tasks)
+
+    def scope(self):
+        """``"in the spec"``, or with ``--only`` ``"in the selection kind=random (of 9000 in
+        the spec)"``: what ``n_cells_total`` counts."""
+        if not self.selection:
+            return "in the spec"
+        return (f"in the selection {format_only(self.selection)} (of {self.n_cells_spec} "
+                "in the spec)")
 
 
 def settings(spec, cube, data_dir=None):
@@ -95,7 +134,8 @@ def settings(spec, cube, data_dir=None):
 
 
 def work(task, cube):
-    """Units of work of a task (fits times points clustered), for batching and ordering."""
+    """Units of work of a task (fits computed times points clustered), for batching and
+    ordering."""
     return task.n_fits * cube.layout.groups[task.dataset].attrs["n_samples"]
 
 
@@ -156,17 +196,17 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
     tasks, total, done = [], 0, 0
     by_dataset = {}  # data set -> {(kind, percent, runs): [setting, ...]}
     for setting in settings(spec, cube, data_dir):
-        if not all(_matches(selection, key, getattr(setting, attr)) for key, attr in
+        if not all(matches(selection, key, getattr(setting, attr)) for key, attr in
                    (("dataset", "dataset"), ("algorithm", "algorithm"), ("init", "init"))):
             continue
         done_marks = cube.done[setting.dataset]
         needs = by_dataset.setdefault(setting.dataset, {})
         kinds = spec.seeding_kinds if setting.init == SEEDING else spec.kinds
         for kind in kinds:  # Seeding only with seeding_kinds (the others are not applicable)
-            if not _matches(selection, "kind", kind):
+            if not matches(selection, "kind", kind):
                 continue
             for percent in spec.percentages:
-                if not _matches(selection, "percent", percent):
+                if not matches(selection, "percent", percent):
                     continue
                 position = cube.block_index(setting.dataset, setting.algorithm, setting.init,
                                             kind, percent)
@@ -189,7 +229,8 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
     for (name, group), blocks in groups.items():
         tasks.extend(_batches(group, blocks, n_samples[name], min_work))
     tasks.sort(key=lambda t: -work(t, cube))  # largest first: better load balance at the end
-    return Plan(tasks=tasks, n_cells_total=total, n_cells_done=0 if force else done)
+    return Plan(tasks=tasks, n_cells_total=total, n_cells_done=0 if force else done,
+                n_cells_spec=spec_cells(spec), selection=selection)
 
 
 def task_key(task, index, token):

@@ -196,6 +196,42 @@ def test_string_inits_use_the_initialisations():
     PCKMeans(n_clusters=3, init="seeding", random_state=np.random.default_rng(0)).fit(X)
 
 
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_seeding_without_must_links_draws_every_centre_from_the_fill(cls):
+    """No must-link (none, or cannot-links only): no neighbourhood, so every centre comes
+    from the fill (docs/method/initialisations.md §4, step 3 with lambda = 0): rows of X
+    drawn without replacement, or MPCKM's jittered mean, with every seed label -1; the fit is
+    then the fit from those centres."""
+    X, _ = blobs(np.random.default_rng(13), n=30, p=3, k=3)
+    rng = np.random.default_rng(21)
+    if cls is MPCKMeans:
+        centres = X.mean(axis=0) * (1 + 0.7 * (rng.random((3, 3)) - 0.5))
+    else:
+        centres = X[rng.choice(len(X), size=3, replace=False)]
+    given = quiet_fit(cls(n_clusters=3, init=centres), X)
+    for cannot_link in (None, [[0, 1], [2, 5]]):
+        seeded = quiet_fit(cls(n_clusters=3, init="seeding", random_state=21), X,
+                           cannot_link=cannot_link)
+        np.testing.assert_allclose(seeded.initial_centers_, centres, rtol=1e-15)
+        if cls is MPCKMeans:
+            assert (seeded.initial_labels_ == -1).all()
+        if cannot_link is None:
+            np.testing.assert_array_equal(seeded.labels_, given.labels_)
+            np.testing.assert_array_equal(seeded.cluster_centers_, given.cluster_centers_)
+
+
+def test_sparsity_path_repr_is_one_line():
+    X, _ = blobs(np.random.default_rng(14), n=30, p=4, k=3)
+    grid = [1.3, 1.1, 1.5, 1.9]
+    for max_iter, status in [(25, "converged"), (1, "max_iter")]:
+        path = PCSKMeans(n_clusters=3, max_iter=max_iter).fit_path(X, grid)
+        assert (path.status == status).all()
+        assert repr(path) == ("SparsityPath(4 values of s from 1.1 to 1.9; n_samples=30, "
+                              f"n_features=4, n_clusters=3; 4 {status})")
+    one = PCSKMeans(n_clusters=3).fit_path(X, [1.5])
+    assert repr(one) == "SparsityPath(s=1.5; n_samples=30, n_features=4, n_clusters=3; 1 converged)"
+
+
 def test_lloyd_matches_scikit_learn():
     """LKM = Lloyd: same labels, centres and iterations as sklearn's KMeans (tol=0)."""
     rng = np.random.default_rng(4)
@@ -335,6 +371,24 @@ def test_bad_input(cls):
     if cls is PCSKMeans:
         with pytest.raises(ValueError, match="weight_update"):
             clone(est).set_params(weight_update="both").fit(X)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_error_messages_print_plain_numbers(cls):
+    """NumPy scalars appear as 10.0 / 1, not np.float64(10.0) / np.int64(1) (issue 13)."""
+    X, _ = blobs(np.random.default_rng(8), n=12, p=4, k=2)
+    cases = [(dict(n_clusters=np.int64(1)), "got 1$"),
+             (dict(n_clusters=2, max_iter=np.int64(0)), "got 0$")]
+    if cls in SPARSE:
+        cases += [(dict(n_clusters=2, sparsity=np.float64(10.0)), "got 10.0$"),
+                  (dict(n_clusters=2, tol=np.float64(-1.0)), "got -1.0$")]
+    for params, message in cases:
+        with pytest.raises(ValueError, match=message) as error:
+            cls(**params).fit(X)
+        assert "np." not in str(error.value)
+    if cls in SPARSE:
+        with pytest.raises(ValueError, match="got 10.0$"):
+            cls(n_clusters=2).fit_path(X, np.array([1.5, 10.0]))
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.io
 from reference import inits as ref
+from reference.constraints import consistent_cannot_links
 from scipy.sparse.csgraph import minimum_spanning_tree
 from sklearn.datasets import load_iris
 
@@ -120,7 +121,7 @@ def random_constraints(rng, n):
     flip = rng.random(m) < 0.5  # either order within a pair
     pairs[flip] = pairs[flip][:, ::-1]
     must = rng.random(m) < 0.6
-    return pairs[must], pairs[~must]
+    return pairs[must], consistent_cannot_links(pairs[must], pairs[~must], n)
 
 
 def test_seeding_matches_reference():

@@ -31,6 +31,16 @@ def test_spec_example():
     assert f == pytest.approx(16 / 26, rel=1e-15)
 
 
+def test_scores_are_a_named_tuple():
+    """(f_score, precision, recall) by name and by unpacking (issue 13)."""
+    scores = pairwise_f_score([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1])
+    assert (scores.f_score, scores.precision, scores.recall) == tuple(scores)
+    f, precision, recall = scores
+    assert (precision, recall) == (4 / 7, 2 / 3)
+    assert scores._fields == ("f_score", "precision", "recall")
+    assert pairwise_f_score([0, 1, 2], [0, 0, 0]).recall == 0.0
+
+
 def test_spec_example_no_true_positive():
     assert pairwise_f_score([0, 1, 2], [0, 0, 0]) == (0.0, 0.0, 0.0)
 

@@ -5,6 +5,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from reference.constraints import consistent_cannot_links
 from reference.mpckm import mpckm as reference_mpckm
 from sklearn.datasets import load_iris
 
@@ -45,7 +46,8 @@ def random_problem(seed):
         labels[seeded] = rng.integers(k, size=int(seeded.sum()))
     max_iter = int(rng.integers(1, 6)) if seed % 9 == 0 else 100
     return dict(
-        X=X, centers=centers, labels=labels, must_link=pairs[is_ml], cannot_link=pairs[~is_ml],
+        X=X, centers=centers, labels=labels, must_link=pairs[is_ml],
+        cannot_link=consistent_cannot_links(pairs[is_ml], pairs[~is_ml], n),
         max_iter=max_iter, empty_cluster=POLICIES[seed % 3],
     )
 

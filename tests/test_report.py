@@ -12,7 +12,16 @@ import scipy.stats
 import xarray as xr
 import zarr
 
-from pcskm.experiments.report import fits, open_store, selection, statistics, weights, write_report
+from pcskm.experiments.report import (
+    families,
+    fits,
+    open_store,
+    performance,
+    selection,
+    statistics,
+    weights,
+    write_report,
+)
 from pcskm.experiments.report.aggregate import collect
 
 ALGORITHMS = ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
@@ -413,3 +422,102 @@ def test_smoke_selections_match_a_plain_loop(smoke_report):
                                 & (table.init == init) & (table.kind == kind)
                                 & (table.percent == percent)]
                     assert row.f_mean.iloc[0] == pytest.approx(best_f, rel=1e-6)
+
+
+# ---------------------------------------------------------------- figures (issue 13)
+
+
+def inside_the_figure(fig, artist):
+    """Whether ``artist`` (a legend, the title) is drawn entirely inside ``fig``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    box = artist.get_window_extent(FigureCanvasAgg(fig).get_renderer())
+    return box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1
+
+
+def drawn_y(ax):
+    """Every y value drawn in a panel: the lines and the bands' vertices."""
+    lines = [line.get_ydata() for line in ax.lines]
+    bands = [path.vertices[:, 1] for band in ax.collections for path in band.get_paths()]
+    return np.concatenate([np.asarray(v, dtype=float) for v in lines + bands])
+
+
+def test_performance_figure_marks_panels_not_in_the_spec_and_not_computed(tmp_path):
+    """iris runs DKM++ only; brodinova-5-5 also Seeding, not computed yet. No column for
+    the data sets not in the cube; the rows of kinds not in the cube are dropped."""
+    iris = make_group(inits=("dkm++",), f=0.6)
+    brodinova = make_group(inits=("dkm++", "seeding"), f=0.9)
+    brodinova["done"].loc[{"init": "seeding"}] = 0
+    store = open_store(write_cube(tmp_path / "cube.zarr",
+                                  {"iris": iris, "brodinova-5-5": brodinova}))
+    results = collect(store)
+    _stem, title, rows = performance.FIGURES[0]
+    fig = performance.figure(results, "paper", title, rows, tmp_path / "f.png")
+    texts = {(ax.get_title(), round(ax.get_position().y0, 4)): [t.get_text() for t in ax.texts]
+             for ax in fig.axes}
+    assert len(fig.axes) == 4  # 2 data sets x (Seeding, random), (DKM++, random)
+    top, bottom = sorted({y for _title, y in texts}, reverse=True)
+    assert texts[("iris (= fisheriris)", top)] == ["not in the spec"]
+    assert texts[("Brodinova 5+5", top)] == ["not computed"]
+    assert texts[("iris (= fisheriris)", bottom)] == texts[("Brodinova 5+5", bottom)] == []
+
+
+@pytest.fixture(scope="module")
+def smoke_results(smoke_report):
+    store, _ = smoke_report
+    return collect(open_store(store))
+
+
+@pytest.mark.parametrize("share_y", [True, False])
+def test_smoke_figure1_panels_and_f_axes(smoke_results, tmp_path, share_y):
+    """The smoke spec (iris, brodinova-5-5; kind random): only its two data sets and its two
+    (init, random) rows, every panel drawn, F axes inside [0, 1] covering every drawn value;
+    with share_y every row shares one axis, else each panel fits its own data."""
+    _stem, title, rows = performance.FIGURES[0]
+    fig = performance.figure(smoke_results, "paper", title, rows, tmp_path / "f.png",
+                             share_y=share_y)
+    assert sorted(ax.get_title() for ax in fig.axes) == (
+        ["Brodinova 5+5"] * 2 + ["iris (= fisheriris)"] * 2)
+    by_row = {}
+    for ax in fig.axes:
+        by_row.setdefault(round(ax.get_position().y0, 4), []).append(ax)
+    assert len(by_row) == 2
+    for row in by_row.values():
+        shared = len({ax.get_ylim() for ax in row}) == 1
+        assert shared if share_y else not shared
+        for ax in row:
+            low, high = ax.get_ylim()
+            values = drawn_y(ax)
+            assert 0 <= low <= values.min() and values.max() <= high <= 1, ax.get_title()
+            fitted = np.concatenate([drawn_y(a) for a in row]) if share_y else values
+            assert high - low <= 1.1 * np.ptp(fitted) + 0.04 + 1e-9  # a 5 % (>= 0.02) margin
+    assert inside_the_figure(fig, fig.legends[0]) and inside_the_figure(fig, fig._suptitle)
+
+
+def test_smoke_figure2_bars_carry_feature_labels(smoke_results, tmp_path):
+    """Only Brodinova 5+5 (the smoke spec's one weight data set); every bar labelled with
+    its feature's name under it, the percentages on the top axis."""
+    from pcskm.experiments import load
+
+    stem, title, family_list, inits = weights.FIGURES[0]
+    fig = weights.figure(smoke_results, title, family_list, inits, tmp_path / "w.png")
+    assert len(fig.axes) == 6  # (Seeding, DKM++) x (SKM, PCSKM, MPCKM), one column
+    assert all(ax.get_title().startswith("Brodinova 5+5") for ax in fig.axes)
+    names = list(load("brodinova-5-5").feature_names)
+    plotted = weights.plotted_table(smoke_results)
+    for ax in fig.axes:
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels == names * 2
+        bars = sorted((bar.get_x() + bar.get_width() / 2, bar.get_height())
+                      for container in ax.containers for bar in container)
+        np.testing.assert_allclose([x for x, _ in bars], ax.get_xticks())
+        assert [t.get_text() for t in ax.child_axes[0].get_xticklabels()] == ["1 %", "10 %"]
+        _name, rest = ax.get_title().split(": ")
+        algorithm, init = rest.split(", ")
+        init = {"Seeding": "seeding", "DKM++": "dkm++"}[init]
+        table = plotted[(plotted.figure == stem) & (plotted.init == init)
+                        & (plotted.algorithm == algorithm)].sort_values(["percent", "feature"])
+        assert table.feature_name.tolist() == labels
+        np.testing.assert_allclose([h for _, h in bars], table.mean_weight, rtol=1e-12)
+    assert inside_the_figure(fig, fig.legends[0]) and inside_the_figure(fig, fig._suptitle)
+    assert families.count(smoke_results.families, "n_expected", "Brodinova 3+7") == 0

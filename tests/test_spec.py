@@ -74,6 +74,15 @@ def test_percentage_range_is_inclusive_and_exact():
     assert listed.hash() == spec.hash()
 
 
+def test_percentages_in_any_order_are_the_cube_order():
+    """The cube keeps percentages ascending; a spec listing them otherwise is the same spec
+    (a rerun of it must not look like an extension of its own store)."""
+    shuffled = parse_spec(MINIMAL.replace("[1, 10]", "[10, 1, 5.5]"))
+    ordered = parse_spec(MINIMAL.replace("[1, 10]", "[1, 5.5, 10]"))
+    assert shuffled.percentages == (1.0, 5.5, 10.0)
+    assert shuffled.hash() == ordered.hash()
+
+
 def test_dataset_patterns_expand_in_registry_order():
     spec = parse_spec(MINIMAL.replace('["iris"]', '["digits389-*", "brodinova-*", "iris"]'))
     expected = ([f"digits389-{s}" for s in range(1, 11)]
@@ -162,6 +171,58 @@ def test_variant_errors():
            "variants unused defined but not listed in algorithms")
     _error(MINIMAL + '[variants.PCSKM]\nestimator = "PCSKM"\n',
            "a variant cannot reuse the estimator name 'PCSKM'")
+
+
+def _variant(estimator, params):
+    return (MINIMAL.replace('"PCSKM"]', '"PCSKM", "V"]')
+            + f'[variants.V]\nestimator = "{estimator}"\nparams = {params}\n')
+
+
+@pytest.mark.parametrize("estimator, params, message", [
+    # issue 13: a fixed s was accepted, ignored (the whole grid ran) and recorded
+    ("PCSKM", "{ sparsity = 2.0 }", "variants.V.params sets sparsity, which the runner sets for "
+     "every cell from the s grid of the spec's sparsity_start, sparsity_step and "
+     "sparsity_max_values"),
+    ("SKM", "{ sparsity = 1.5 }", "sets sparsity"),
+    ("PCSKM", "{ n_clusters = 4 }", "sets n_clusters, which the runner sets for every cell "
+     "from the data set's number of classes"),
+    ("PCKM", '{ init = "seeding" }', "sets init, which the runner sets for every cell from the "
+     "spec's inits"),
+    ("MPCKM", "{ random_state = 3 }", "sets random_state, which the runner sets"),
+    ("PCSKM", "{ weight_updte = \"paper\" }", "unknown parameter 'weight_updte' in "
+     "variants.V.params; did you mean 'weight_update'? (a variant of PCSKM may set "
+     "empty_cluster, inner_max_iter, max_iter, tol, weight_update)"),
+    ("SKM", '{ weight_update = "paper" }', "unknown parameter 'weight_update'"),
+    ("LKM", "{ tol = 0.1 }", "a variant of LKM may set empty_cluster, max_iter)"),
+    ("PCSKM", '{ weight_update = "papr" }', "variants.V.params: weight_update must be one of "
+     "['code', 'paper']; got 'papr'"),
+    ("MPCKM", "{ max_iter = 0 }", "variants.V.params: max_iter must be an integer >= 1; got 0"),
+    ("PCSKM", "{ tol = -1.0 }", "tol must be a finite number >= 0"),
+    ("PCKM", '{ empty_cluster = "drop" }', "empty_cluster must be one of"),
+])
+def test_variant_params_the_runner_sets_or_the_estimator_refuses(estimator, params, message):
+    """Refused when the spec is read, naming the spec keys that control the value instead."""
+    _error(_variant(estimator, params), message)
+
+
+def test_variant_params_that_are_accepted_reach_the_estimator():
+    """Every parameter a variant may set is passed to the estimator of its cells, over the
+    spec's max_iter (docs/reference: max_iter)."""
+    from pcskm.experiments import cells
+
+    cases = {"PCSKM": '{ weight_update = "paper", max_iter = 3, inner_max_iter = 4, '
+                      'tol = 0.5, empty_cluster = "zero" }',
+             "SKM": '{ max_iter = 3, inner_max_iter = 4, tol = 0.5, empty_cluster = "zero" }',
+             "PCKM": '{ max_iter = 3, empty_cluster = "relocate" }',
+             "LKM": '{ max_iter = 3, empty_cluster = "zero" }',
+             "MPCKM": '{ max_iter = 7, empty_cluster = "fail" }'}
+    for estimator, params in cases.items():
+        spec = parse_spec(_variant(estimator, params))
+        variant = spec.algorithms[-1]
+        setting = cells.Setting.from_spec(spec, "iris", variant, "dkm++", (1.1, 1.3))
+        made = cells.make_estimator(setting, "seeding").get_params()
+        assert {k: made[k] for k in variant.params} == variant.params, estimator
+        assert made["n_clusters"] == 3 and made["init"] == "seeding"
 
 
 def test_unknown_spec_name():

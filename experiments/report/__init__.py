@@ -4,10 +4,14 @@ claims next to ours (docs/method/protocol.md §4.1, §9-§12).
 
 ``write_report(store, out_dir=None)`` writes ``report.md``, every figure as PNG and every
 table as CSV into ``out_dir`` (default ``<store stem>-report`` beside the store), and stores
-both best-s selections in ``<store stem>-selections.zarr`` beside the store. It works on a
-partial cube: missing cells are counted and shown, never averaged.
+both best-s selections in ``<store stem>-selections.zarr`` beside the store, or in
+``out_dir`` when the store's folder is read-only (the store itself is only read). It works
+on a partial cube: missing cells are counted and shown, never averaged. It refuses a store
+whose chunks fail verification (:mod:`pcskm.runner.integrity`): their values are not shown
+as computed.
 """
 
+import logging
 from pathlib import Path
 
 from .aggregate import collect, sidecar_path
@@ -16,6 +20,12 @@ from .fits import open_store
 
 __all__ = ["collect", "open_store", "sidecar_path", "write_report"]
 
+log = logging.getLogger("pcskm")
+
+
+class OutputNotWritable(ValueError):
+    """The report's folder cannot be written."""
+
 
 def default_out_dir(store):
     """``<store stem>-report`` beside the store."""
@@ -23,10 +33,38 @@ def default_out_dir(store):
     return store.with_name(store.stem + "-report")
 
 
+def _sidecar_for(store, out):
+    """Where the selections go: beside the store if its folder (and an existing sidecar)
+    can be written, else into ``out``."""
+    from pcskm.runner.cube import write_error
+
+    beside = sidecar_path(store)
+    error = write_error(beside.parent) or (write_error(beside) if beside.is_dir() else None)
+    if error is None:
+        return beside
+    log.info("cannot write beside the store (%s): the selections go to %s", error.strerror,
+             out / beside.name)
+    return out / beside.name
+
+
 def write_report(store, out_dir=None):
     """Write the report of the cube at ``store`` into ``out_dir``; returns the path of
-    ``report.md``."""
+    ``report.md``. Raises ``DamagedStore`` if the store fails verification."""
+    from pcskm.runner.cube import DamagedStore, write_error
+    from pcskm.runner.integrity import verify
+
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
-    out.mkdir(parents=True, exist_ok=True)
-    results = collect(open_store(store))
+    found = verify(store)
+    if not found.ok:
+        raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputNotWritable(f"cannot create the report folder {out} ({error.strerror}); "
+                                "give another one with --out") from None
+    error = write_error(out)
+    if error is not None:
+        raise OutputNotWritable(f"cannot write the report into {out} ({error.strerror}); "
+                                "give another folder with --out")
+    results = collect(open_store(store), sidecar=_sidecar_for(store, out))
     return write_document(results, out)

@@ -105,9 +105,11 @@ def _write_selected(path, name, selected):
         encoded.to_zarr(str(path), group=name, mode="w", zarr_format=3, consolidated=False)
 
 
-def collect(store):
-    """Compute :class:`Results` for an open store (see :func:`fits.open_store`)."""
-    results = Results(store=store, sidecar=sidecar_path(store.path))
+def collect(store, sidecar=None):
+    """Compute :class:`Results` for an open store (see :func:`fits.open_store`); the
+    selections are written to ``sidecar`` (default :func:`sidecar_path`)."""
+    results = Results(store=store, sidecar=Path(sidecar) if sidecar is not None
+                      else sidecar_path(store.path))
     if results.sidecar.exists():  # rewritten whole: no group of an older cube survives
         shutil.rmtree(results.sidecar)
     for name in store.names:

@@ -50,6 +50,12 @@ def _run_lines(runs):
     """One line per ``pcskm run`` recorded in the store (runner.execute.run_entry)."""
     lines = []
     for number, run in enumerate(runs, 1):
+        if run.get("killed"):
+            lines.append(
+                f"run {number} (killed; recorded by the next run): started "
+                f"{run.get('started')}, {run.get('cells', 0):,} cells written; machine: "
+                f"{run.get('client_machine')}; command: `{run.get('command')}`")
+            continue
         state = ("interrupted" if run.get("interrupted") else
                  f"{run.get('errors')} failed tasks" if run.get("errors") else "complete")
         lines.append(
@@ -85,11 +91,11 @@ def _header(doc, results):
     if description:
         doc.paragraph("Spec description: " + description.replace("\n", " "))
     doc.paragraph(
-        "Reading guide. A *missing* cell is not computed yet: it is never averaged, only "
-        "counted. A *failed* fit (status empty_cluster or degenerate_weights) has F = NaN: "
-        "means are nanmean over the computed cells (docs/method/protocol.md §9) and the "
-        "failures are "
-        "counted. Digits: every step per subset, then the mean over the subsets in the cube. "
+        "Reading guide. Section numbers (§) refer to pcskm's protocol, "
+        "docs/method/protocol.md. A *missing* cell is not computed yet: it is never averaged, "
+        "only counted. A *failed* fit (status empty_cluster or degenerate_weights) has F = "
+        "NaN: means are nanmean over the computed cells (§9) and the failures are counted. "
+        "Digits: every step per subset, then the mean over the subsets in the cube. "
         "Two best-s selections are shown throughout: " + "; ".join(
             f"**{name}** = {SELECTION_TITLES[name]}" for name in SELECTIONS) + ".")
 
@@ -112,8 +118,10 @@ def _coverage(doc, results, out, written):
     summary = table.assign(dataset=table.dataset.map(member_of)).groupby(
         ["dataset", "algorithm"], sort=False)[["cells", "computed", "missing", "fits",
                                                "failed_fits"]].sum().reset_index()
-    doc.paragraph("Cells are (init, kind, percent, run, fold) entries of the grid; a sparse "
-                  "algorithm fits every s of a cell (fits). Per data set (digits: summed over "
+    doc.paragraph("Cells are the (data set, algorithm, init, kind, percent, run, fold) "
+                  "entries the spec runs; fits are one per cell and s (SKM, PCSKM: every s of "
+                  "the data set's grid), a fit shared by several cells counted in each "
+                  "(docs/reference/cube-schema.md, Counts). Per data set (digits: summed over "
                   "the subsets) and algorithm; details per init and kind in `coverage.csv`.")
     doc.table(summary)
     missing = table[table.missing > 0]
@@ -170,8 +178,9 @@ def _performance(doc, results, out, written):
     doc.paragraph(
         "Mean F-score (nanmean over runs x folds, §9; digits: mean over the subsets) against "
         "the percentage of constraints; band: one standard deviation over runs of the "
-        "per-run mean over folds. Columns: the paper's six data sets, then the other data "
-        "sets of the cube; panels not in the cube say \"not computed\". All values: "
+        "per-run mean over folds. Columns: the data sets of the cube, the paper's six "
+        "first; the panels of each row share their F axis; a panel of the spec not computed "
+        "yet says \"not computed\". All values: "
         "`performance.csv` (per data set and subset: `performance_by_dataset.csv`).")
     cols = performance.columns(results)
     figure_rows = [*performance.FIGURES]

@@ -62,3 +62,15 @@ def family_of(name):
         if name in family.members or name in family.stand_ins:
             return family
     raise ValueError(f"data set {name!r} belongs to no reported family")
+
+
+def count(data, name, family, **where):
+    """The count ``name`` (``n_cells``: computed, ``n_expected``: in the spec) of the family
+    aggregates ``data`` (``Results.families``) summed at ``where`` (e.g. ``selection``,
+    ``init``, ``kind``, ``algorithm``); 0 when the cube has no such family or label."""
+    if data is None or family not in data.family.values:
+        return 0
+    try:
+        return int(data[name].sel(family=family, **where).sum())
+    except KeyError:
+        return 0

@@ -3,6 +3,7 @@
 algorithm, one panel per (data set, init, kind), for the paper-style and for the honest
 selection."""
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -32,10 +33,9 @@ OTHER_STEM, OTHER_TITLE = "figureA0_performance_other", "Other settings in the c
 
 
 def columns(results):
-    """Figure columns: the paper's six data sets, then the other families in the cube."""
-    present = set(results.family_members)
-    return [f.label for f in families.PAPER_SIX] + [
-        f.label for f in (*families.BRODINOVA, *families.CONTAMINATED) if f.label in present]
+    """Figure columns: the families in the cube, the paper's six data sets first (a data set
+    not in the spec has no column)."""
+    return [f.label for f in families.ALL if f.label in results.family_members]
 
 
 def algorithms(results):
@@ -92,22 +92,36 @@ def by_dataset_table(results):
     return table
 
 
-def figure(results, selection, title, rows, path):
+def figure(results, selection, title, rows, path, *, share_y=True):
     """One grid (rows: (init, kind); columns: data sets) for one selection, saved to
-    ``path``; returns False (drawing nothing) when no panel is computed. A column with no
-    computed panel is one narrow "not computed" panel."""
+    ``path``; returns the Figure, or None (drawing nothing) when no panel is computed.
+
+    Only the data sets and (init, kind) rows of the spec are drawn; a panel of the spec not
+    computed yet says "not computed" (a column with none computed is one narrow panel). The
+    F axis lies within [0, 1]; with ``share_y`` the panels of a row share it.
+    """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
-    cols, algs, data = columns(results), algorithms(results), results.families
-    computed = {(c, row): _computed(data, selection, c, row) for c in cols for row in rows}
+    data = results.families
+    expected = {(c, row): _count(data, "n_expected", selection, c, row)
+                for c in columns(results) for row in rows}
+    cols = [c for c in columns(results) if any(expected[(c, row)] for row in rows)]
+    rows = [row for row in rows if any(expected[(c, row)] for c in cols)]
+    computed = {(c, row): _count(data, "n_cells", selection, c, row) for c in cols for row in rows}
     if not any(computed.values()):
-        return False
+        return None
+    algs = algorithms(results)
+    labels = [*algs, "hollow marker: some expected cells missing", "band: ±1 SD over runs"]
     used = [any(computed[(c, row)] for row in rows) for c in cols]
-    fig, grid = plotting.panel_grid([2.9 if u else 1.0 for u in used], [2.0] * len(rows),
-                                    left=0.95, wgap=0.45)
+    frame = plotting.panel_grid([2.9 if u else 1.0 for u in used], [2.0] * len(rows),
+                                f"{title} — {SELECTION_TITLES[selection]}", labels, wgap=0.45)
+    fig, grid = frame.fig, frame.grid
     for r, row in enumerate(rows):
         plotting.row_label(fig, grid, r, _row_label(*row) + "\nmean F-score")
+    panels = {key: data.sel(selection=selection, family=key[0], init=key[1][0], kind=key[1][1])
+              for key, count in computed.items() if count}
+    limits = {row: _f_limits([p for (c, r), p in panels.items() if r == row]) for row in rows}
     for j, column in enumerate(cols):
         label = results.family_labels.get(column, column)
         if not used[j]:
@@ -118,36 +132,44 @@ def figure(results, selection, title, rows, path):
         for r, row in enumerate(rows):
             ax = fig.add_subplot(grid[r, j])
             ax.set_title(label, fontsize=9)
-            if not computed[(column, row)]:
-                plotting.not_computed(ax)
-            else:
-                panel = data.sel(selection=selection, family=column, init=row[0], kind=row[1])
-                for algorithm in algs:
-                    _line(ax, panel.sel(algorithm=algorithm), algorithm)
-                ax.tick_params(labelsize=8)
-                ax.grid(alpha=0.3, linewidth=0.5)
-                if r == len(rows) - 1 or not computed[(column, rows[r + 1])]:
-                    ax.set_xlabel("constraints (% of the pool)", fontsize=8)
+            if (column, row) not in panels:
+                plotting.not_computed(ax, "not computed" if expected[(column, row)]
+                                      else "not in the spec")
+                continue
+            panel = panels[(column, row)]
+            for algorithm in algs:
+                _line(ax, panel.sel(algorithm=algorithm), algorithm)
+            ax.set_ylim(*(limits[row] if share_y else _f_limits([panel])))
+            ax.tick_params(labelsize=8)
+            ax.grid(alpha=0.3, linewidth=0.5)
+            if r == len(rows) - 1 or (column, rows[r + 1]) not in panels:
+                ax.set_xlabel("constraints (% of the pool)", fontsize=8)
     handles = [Line2D([], [], color=_colour(a), marker=MARKERS.get(_base(a), "o"),
                       linestyle=_style(a), markersize=5) for a in algs]
     handles += [Line2D([], [], color="0.3", marker="o", markerfacecolor="white",
                        linestyle="none"),
                 Rectangle((0, 0), 1, 1, color="0.3", alpha=0.15)]
-    labels = [*algs, "hollow marker: some expected cells missing", "band: ±1 SD over runs"]
-    plotting.finish(fig, f"{title} — {SELECTION_TITLES[selection]}", handles, labels, path,
-                    ncol=min(len(labels), 8))
-    return True
+    plotting.finish(frame, handles, labels, path)
+    return fig
 
 
-def _computed(data, selection, family, row):
-    if data is None or family not in data.family.values:
-        return False
+def _count(data, name, selection, family, row):
     init, kind = row
-    try:
-        cells = data.n_cells.sel(selection=selection, family=family, init=init, kind=kind)
-    except KeyError:
-        return False
-    return bool(cells.sum() > 0)
+    return families.count(data, name, family, selection=selection, init=init, kind=kind)
+
+
+def _f_limits(panels):
+    """y limits within [0, 1] covering every drawn mean F and its ±1 SD band, with a margin
+    of 5 % of the range (at least 0.02)."""
+    edges = [(p.f_mean + sign * p.f_std.fillna(0)).where(p.n_cells > 0).values.ravel()
+             for p in panels for sign in (-1, 1)]
+    values = np.concatenate(edges) if edges else np.array([])
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 0.0, 1.0
+    low, high = float(values.min()), float(values.max())
+    margin = max(0.02, 0.05 * (high - low))
+    return max(0.0, low - margin), min(1.0, high + margin)
 
 
 def _line(ax, point, algorithm):
@@ -161,11 +183,13 @@ def _line(ax, point, algorithm):
     complete = point.complete.values[shown].astype(bool)
     colour, marker = _colour(algorithm), MARKERS.get(_base(algorithm), "o")
     ax.plot(x, y, color=colour, linestyle=_style(algorithm), linewidth=1.2)
-    ax.fill_between(x, y - sd, y + sd, color=colour, alpha=0.12, linewidth=0)
+    ax.fill_between(x, np.clip(y - sd, 0, 1), np.clip(y + sd, 0, 1), color=colour, alpha=0.12,
+                    linewidth=0)
+    # markers at F = 1 or 0 sit on the axis edge: drawn whole (clip_on=False)
     ax.plot(x[complete], y[complete], color=colour, marker=marker, markersize=4,
-            linestyle="none")
+            linestyle="none", clip_on=False)
     ax.plot(x[~complete], y[~complete], color=colour, marker=marker, markersize=4,
-            markerfacecolor="white", linestyle="none")
+            markerfacecolor="white", linestyle="none", clip_on=False)
 
 
 def _base(algorithm):

@@ -34,6 +34,8 @@ FIGURES = (
 )
 INIT_LABELS = {"seeding": "Seeding", "dkm++": "DKM++", "robin": "ROBIN(D)",
                "maximin": "Maximin(D)"}
+FEATURE_FONTSIZE = 6  # points, the bars' feature labels
+MIN_LABELLED_SLOT = 0.1  # inches per bar slot needed to label the bars of every group
 
 
 def means(store, name, fits):
@@ -164,20 +166,41 @@ def _panel(data, algorithm, init):
 
 def figure(results, title, family_list, inits, path):
     """Draw one weight figure (rows: init x algorithm; columns: data sets) into ``path``;
-    returns False (and draws nothing) when none of its panels is computed."""
+    returns the Figure, or None (drawing nothing) when none of its panels is computed.
+
+    Only the data sets, inits and algorithms of the spec are drawn; a panel of the spec not
+    computed yet says "not computed". The bars carry their features' names (every bar when
+    there is room, else as many of the first group's as fit); the percentages label the top
+    axis.
+    """
     from matplotlib.patches import Rectangle
 
+    expected = {(f.label, init, a): families.count(results.families, "n_expected", f.label,
+                                                   algorithm=a, init=init, kind=KIND) > 0
+                for f in family_list for init in inits for a in FIGURE_ALGORITHMS}
+    shown = [f for f in family_list
+             if any(expected[(f.label, i, a)] for i in inits for a in FIGURE_ALGORITHMS)]
+    rows = [(init, a) for init in inits for a in FIGURE_ALGORITHMS
+            if any(expected[(f.label, init, a)] for f in shown)]
     panels = {(f.label, init, a): _panel(results.family_weights[f.label], a, init)
               if f.label in results.family_weights else None
-              for f in family_list for init in inits for a in FIGURE_ALGORITHMS}
+              for f in shown for init, a in rows}
     if all(panel is None for panel in panels.values()):
-        return False
-    rows = [(init, a) for init in inits for a in FIGURE_ALGORITHMS]
-    widths = [_panel_width([panels[(f.label, *row)] for row in rows]) for f in family_list]
+        return None
+    widths = [_panel_width([panels[(f.label, *row)] for row in rows]) for f in shown]
     used = [width is not None for width in widths]
-    fig, grid = plotting.panel_grid([w or 1.2 for w in widths], [1.35] * len(rows),
-                                    left=0.75, top=1.05, wgap=0.75, hgap=0.7)
-    for j, family in enumerate(family_list):
+    names = [str(name) for f, u in zip(shown, used, strict=True) if u
+             for name in results.family_weights[f.label].feature_name.values]
+    labels_height = max(plotting.text_width(name, FEATURE_FONTSIZE) for name in names) + 0.1
+    legend = [*FIGURE_ALGORITHMS, "known uninformative feature (shaded slot, light bar, grey "
+              "label)"]
+    frame = plotting.panel_grid(
+        [w or 1.2 for w in widths], [1.35] * len(rows),
+        f"{title}\nSKM, PCSKM: mean over every s of the grid, runs and folds (non-failed "
+        "fits); MPCKM: metric diagonal, own y scale", legend,
+        left=0.75, top=0.6, bottom=0.9 + labels_height, wgap=0.75, hgap=0.65 + labels_height)
+    fig, grid = frame.fig, frame.grid
+    for j, family in enumerate(shown):
         label = results.family_labels.get(family.label, family.label)
         if not used[j]:
             ax = fig.add_subplot(grid[:, j])
@@ -186,30 +209,29 @@ def figure(results, title, family_list, inits, path):
             continue
         quality = results.family_weights[family.label].attrs.get("feature_quality", "")
         sparse_top = max((float(panels[(family.label, i, a)].max())
-                          for i in inits for a in ("SKM", "PCSKM")
-                          if panels[(family.label, i, a)] is not None), default=1.0)
+                          for i, a in rows if a in ("SKM", "PCSKM")
+                          and panels[(family.label, i, a)] is not None), default=1.0)
         for r, (init, algorithm) in enumerate(rows):
             ax = fig.add_subplot(grid[r, j])
             panel = panels[(family.label, init, algorithm)]
             name = f"{label} [{quality}]" if quality else label
             ax.set_title(f"{name}: {algorithm}, {INIT_LABELS.get(init, init)}", fontsize=9)
             if panel is None:
-                plotting.not_computed(ax)
+                plotting.not_computed(ax, "not computed" if expected[(family.label, init,
+                                                                      algorithm)]
+                                      else "not in the spec")
                 continue
-            _bars(ax, panel, COLOURS[algorithm])
+            _bars(ax, panel, COLOURS[algorithm], widths[j])
             if algorithm != "MPCKM":
                 ax.set_ylim(0, 1.05 * sparse_top if sparse_top > 0 else 1)
             if r == len(rows) - 1 or panels[(family.label, *rows[r + 1])] is None:
-                ax.set_xlabel("constraints (% of the pool)", fontsize=8)
+                ax.set_xlabel("features, one group per percentage of constraints (top axis)",
+                              fontsize=8)
             ax.set_ylabel("metric a" if algorithm == "MPCKM" else "weight", fontsize=8)
     handles = [Rectangle((0, 0), 1, 1, color=COLOURS[a]) for a in FIGURE_ALGORITHMS]
     handles.append(Rectangle((0, 0), 1, 1, facecolor="0.93", edgecolor="0.6"))
-    plotting.finish(
-        fig, f"{title}\nSKM, PCSKM: mean over every s of the grid, runs and folds "
-        "(non-failed fits); MPCKM: metric diagonal, own y scale", handles,
-        [*FIGURE_ALGORITHMS, "known uninformative feature (shaded slot, light bar)"], path,
-        ncol=4, dpi=120)
-    return True
+    plotting.finish(frame, handles, legend, path, dpi=120)
+    return fig
 
 
 def _panel_width(panels):
@@ -227,9 +249,12 @@ def _gap(n_features):
     return max(2, n_features // 4)
 
 
-def _bars(ax, panel, colour):
+def _bars(ax, panel, colour, width):
     """One group of p bars per percentage, features in column order; the slots of the known
-    uninformative features are shaded (one span per run of adjacent ones)."""
+    uninformative features are shaded (one span per run of adjacent ones). Every bar is
+    labelled with its feature's name when a bar slot of the ``width``-inch panel is wide
+    enough for a label, else every few bars of the first group, as many as fit; the top axis
+    names the percentages."""
     percents = panel.percent.values
     n_features = panel.sizes["feature"]
     gap = _gap(n_features)
@@ -246,8 +271,19 @@ def _bars(ax, panel, colour):
         for first, stop in zip(edges[::2], edges[1::2], strict=True):
             ax.axvspan(start + first - 0.5, start + stop - 0.5, color="0.93", linewidth=0,
                        zorder=0)
-    centres = starts + (n_features - 1) / 2
-    step = max(1, int(np.ceil(len(percents) / 10)))
-    ax.set_xticks(centres[::step], [f"{p:g}" for p in percents[::step]], fontsize=8)
+    slot = width / (len(percents) * (n_features + gap) + gap)
+    every = int(np.ceil(MIN_LABELLED_SLOT / slot))  # 1: room for a label under every bar
+    labelled = np.arange(len(x)) if every == 1 else np.arange(0, n_features, every)
+    names = np.tile([str(name) for name in panel.feature_name.values], len(percents))
+    ax.set_xticks(x[labelled], names[labelled], rotation=90, fontsize=FEATURE_FONTSIZE)
+    for label, uninformative in zip(ax.get_xticklabels(), shaded[labelled], strict=True):
+        if uninformative:
+            label.set_color("0.45")
+    ax.tick_params(axis="x", length=2, pad=1)
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlim(-gap, len(percents) * (n_features + gap))
+    centres = starts + (n_features - 1) / 2
+    step = max(1, int(np.ceil(len(percents) / 10)))
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(centres[::step], [f"{p:g} %" for p in percents[::step]], fontsize=8)
+    top.tick_params(length=0, pad=1)

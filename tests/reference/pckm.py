@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from .constraints import consistent_cannot_links
+
 STATUS = ("converged", "max_iter", "empty_cluster", "degenerate_weights")
 
 
@@ -135,8 +137,9 @@ def random_problem(rng, *, constrained=True, min_features=1):
 
     Mixes small-integer data (exact ties), blobs and wide-range data; centres from distinct
     rows, repeated rows, far-away points (empty clusters) or random points; constraints from
-    random labels that ignore the data (violations), sometimes with a contradictory
-    ML-ML-CL triangle; and sometimes a tiny max_iter.
+    random labels that ignore the data (violations), sometimes with an extra must-link chain
+    i - j - m (the cannot-links it contradicts are dropped: the package refuses them); and
+    sometimes a tiny max_iter.
     """
     n = int(rng.integers(6, 26))
     p = int(rng.integers(min_features, 5))
@@ -171,14 +174,13 @@ def random_problem(rng, *, constrained=True, min_features=1):
                                         min(i, m) * n + max(i, m)])
             a, b = a[keep], b[keep]
             ml_extra = np.array([[i, j], [j, m]])
-            cl_extra = np.array([[i, m]])
         else:
-            ml_extra = cl_extra = np.empty((0, 2), dtype=np.int64)
+            ml_extra = np.empty((0, 2), dtype=np.int64)
         same = truth[a] == truth[b]
         pairs = np.stack([a, b], axis=1)
         flip = rng.random(len(pairs)) < 0.5  # either orientation is valid input
         pairs[flip] = pairs[flip][:, ::-1]
         must_link = np.concatenate([pairs[same], ml_extra]).astype(np.int64)
-        cannot_link = np.concatenate([pairs[~same], cl_extra]).astype(np.int64)
+        cannot_link = consistent_cannot_links(must_link, pairs[~same], n)
     max_iter = int(rng.choice([1, 2, 3, 25, 25, 25, 25]))
     return X, C0, must_link, cannot_link, max_iter

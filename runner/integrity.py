@@ -1,0 +1,285 @@
+"""Checking a cube's chunks against its ``done`` markers, and repairing what fails.
+
+A block (algorithm, init, kind, percent, run) marked done promises that every chunk holding
+its values is intact (:mod:`pcskm.runner.cube`). :func:`verify` checks that promise:
+
+* every chunk a done block needs exists (the writer keeps chunks that hold only fill values,
+  so an absent one was deleted; stores made before this did not keep them, and there such a
+  chunk, one whose every fit failed, is reported missing and recomputed, with the same
+  values);
+* every chunk file is intact: its CRC32C checksum (the last codec of every array of a store
+  made by this version) is checked on the stored bytes, without decompressing; an array
+  without checksums (a store made before them) has each chunk decoded instead, which finds
+  truncated and most overwritten chunks, not a changed byte that still decodes;
+* the status of every fit of a done block is not ``missing``.
+
+:func:`repair` deletes the damaged chunks and clears the done markers of the blocks whose
+values they held, so that the next run recomputes exactly those blocks (``pcskm run`` repairs
+before it plans). Damage to the coordinates, which define the layout, cannot be repaired.
+"""
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import google_crc32c
+import numpy as np
+from zarr.codecs import Crc32cCodec
+
+from .cube import (
+    DONE_DIMS,
+    FIT_DIMS,
+    MISSING,
+    DamagedStore,
+    check_store,
+    open_root,
+    writable_arrays,
+)
+
+log = logging.getLogger("pcskm")
+
+# Arrays written once, when the store is made: they define its layout.
+LAYOUT_ARRAYS = frozenset({*FIT_DIMS, "feature", "feature_name", "uninformative"})
+MAX_LISTED = 40  # damaged chunks listed by describe(); the rest are counted
+UNREPAIRABLE = ("the coordinates (the store's layout) are damaged: pcskm cannot repair this "
+                "store; restore it from a copy")
+
+
+@dataclass(frozen=True)
+class Damage:
+    """One damaged chunk (``chunk``: its position in the array's chunk grid): ``kind`` is
+    ``missing``, ``corrupt`` (its file is deleted by the repair) or ``inconsistent``
+    (intact, but its blocks marked done hold no fit); ``blocks`` marks the group's done
+    blocks whose values it held (None: a layout array)."""
+
+    dataset: str
+    array: str
+    chunk: tuple
+    file: Path
+    kind: str
+    problem: str
+    where: str
+    blocks: np.ndarray | None = field(repr=False, compare=False)
+
+
+@dataclass
+class Verification:
+    """What :func:`verify` found in one store."""
+
+    store: Path
+    spec: str = "SPEC"  # the name of the spec that made the store
+    damage: list = field(default_factory=list)
+    n_chunks: int = 0  # chunk files read
+    unchecksummed: list = field(default_factory=list)  # "group/array" without CRC32C
+    done: dict = field(default_factory=dict)  # group -> done markers as stored (0 if unreadable)
+    n_folds: dict = field(default_factory=dict)
+
+    @property
+    def ok(self):
+        return not self.damage
+
+    @property
+    def repairable(self):
+        return all(d.blocks is not None for d in self.damage)
+
+    def lost(self, name):
+        """The done blocks of group ``name`` whose values are damaged."""
+        lost = np.zeros(self.done[name].shape, bool)
+        for damage in self.damage:
+            if damage.dataset == name and damage.blocks is not None:
+                lost |= damage.blocks
+        return lost & (self.done[name] > 0)
+
+    def done_after_repair(self, name):
+        """The done markers of group ``name`` once the damaged blocks are cleared."""
+        return np.where(self.lost(name), 0, self.done[name]).astype(self.done[name].dtype)
+
+    def done_cells(self):
+        """Cells marked done in the store as found (blocks times folds)."""
+        return sum(int(done.sum()) * self.n_folds[name] for name, done in self.done.items())
+
+    def lost_cells(self):
+        return sum(int(self.lost(name).sum()) * self.n_folds[name] for name in self.done)
+
+    def describe(self):
+        """The text ``pcskm verify`` prints."""
+        how = ("against their CRC32C checksums" if not self.unchecksummed else
+               "(arrays without checksums decoded instead)")
+        lines = [f"store {self.store}: {self.n_chunks} chunk files checked {how}"]
+        if self.unchecksummed:
+            lines.append(
+                f"{len(self.unchecksummed)} arrays carry no checksums (the store was made "
+                "before pcskm wrote them): missing and undecodable chunks are found, a changed "
+                "byte that still decodes is not")
+        if self.ok:
+            lines.append("no damage: every cell marked done has intact chunks")
+            return "\n".join(lines)
+        lines += self.listing()
+        if self.repairable:
+            lines.append(f"pcskm run {self.spec} --store {self.store} (the store's spec, or "
+                         "its TOML file) clears their done markers and recomputes those cells")
+        else:
+            lines.append(UNREPAIRABLE)
+        return "\n".join(lines)
+
+    def listing(self):
+        """One line per damaged chunk (the first :data:`MAX_LISTED`), after a count."""
+        lines = [f"{len(self.damage)} damaged chunks; {self.lost_cells()} cells marked done "
+                 "have lost values:"]
+        for damage in self.damage[:MAX_LISTED]:
+            lines.append(f"  {damage.file.relative_to(self.store)}: {damage.problem} "
+                         f"({damage.where})")
+        if len(self.damage) > MAX_LISTED:
+            lines.append(f"  ... and {len(self.damage) - MAX_LISTED} more")
+        return lines
+
+
+def _chunk_key_file(store, array, coords):
+    return store / array.path / array.metadata.encode_chunk_key(coords)
+
+
+def _has_checksum(array):
+    return isinstance(array.metadata.codecs[-1], Crc32cCodec)
+
+
+def _corruption(array, coords, file, checksummed):
+    """Why the chunk file at ``file`` is unusable, or None."""
+    if checksummed:
+        data = file.read_bytes()
+        if len(data) < 4:
+            return f"truncated ({len(data)} bytes)"
+        if google_crc32c.value(data[:-4]) != int.from_bytes(data[-4:], "little"):
+            return "checksum mismatch (truncated or overwritten)"
+        return None
+    try:
+        array.blocks[coords]
+    except Exception as error:  # any failure to decode is damage, whatever the codec raises
+        return f"cannot be decoded ({type(error).__name__}: {error})"
+    return None
+
+
+def _blocks_of(array, coords, done_shape):
+    """The done blocks whose values the chunk at ``coords`` holds (the chunk's extent along
+    the done dims; all of them along a dim the array does not have)."""
+    index = [slice(None)] * len(DONE_DIMS)
+    for dim, position, size in zip(array.metadata.dimension_names, coords, array.chunks,
+                                   strict=True):
+        if dim in DONE_DIMS:
+            index[DONE_DIMS.index(dim)] = slice(position * size, (position + 1) * size)
+    blocks = np.zeros(done_shape, bool)
+    blocks[tuple(index)] = True
+    return blocks
+
+
+def _labels(group):
+    """Label lists of the block dims, or positions where a coordinate cannot be read."""
+    labels = {}
+    for dim in DONE_DIMS[:3]:
+        try:
+            labels[dim] = [str(v) for v in group[dim][:]]
+        except Exception:  # a damaged coordinate: reported by verify, named by position
+            labels[dim] = None
+    return labels
+
+
+def _where(array, coords, labels):
+    """``f_score of algorithm LKM, init seeding, kind random``: the labels of the dims
+    along which the chunk holds one entry."""
+    parts = [f"{dim} {labels[dim][position]}" if labels[dim] else f"{dim} #{position}"
+             for dim, position, size in zip(array.metadata.dimension_names, coords,
+                                            array.chunks, strict=True)
+             if dim in labels and size == 1]
+    name = array.path.rpartition("/")[2]
+    return name + (f" of {', '.join(parts)}" if parts else "")
+
+
+def _verify_done(store, name, group, found):
+    done_array = group["done"]
+    found.done[name] = np.zeros(done_array.shape, done_array.dtype)
+    coords = (0,) * done_array.ndim
+    file = _chunk_key_file(store, done_array, coords)
+    if not file.exists():
+        return
+    found.n_chunks += 1
+    problem = _corruption(done_array, coords, file, _has_checksum(done_array))
+    if problem:
+        found.damage.append(Damage(name, "done", coords, file, "corrupt", problem,
+                                   "done markers: every block of the group is recomputed",
+                                   np.ones(done_array.shape, bool)))
+        return
+    found.done[name] = done_array[...]
+
+
+def _inconsistent_blocks(status, coords, done, blocks):
+    """Done blocks of a (algorithm, init, kind) status chunk with a ``missing`` fit."""
+    values = status.blocks[coords][0, 0, 0]  # (percent, run, fold, sparsity)
+    missing = (values == MISSING).any(axis=(-2, -1))
+    bad = np.zeros(done.shape, bool)
+    a, i, k = coords[:3]
+    bad[a, i, k] = missing & (done[a, i, k] > 0)
+    return bad & blocks
+
+
+def verify(store):
+    """Check every chunk of the store at ``store`` (see the module docstring); returns a
+    :class:`Verification`. Reads only: works on a read-only store."""
+    store = Path(store)
+    check_store(store)
+    root = open_root(store)
+    found = Verification(store=store, spec=root.attrs.get("spec_name", "SPEC"))
+    for name, group in root.groups():
+        arrays = dict(group.arrays())
+        found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
+        labels = _labels(group)
+        _verify_done(store, name, group, found)
+        done = found.done[name]
+        for array_name, array in arrays.items():
+            if array_name == "done":
+                continue
+            layout = array_name in LAYOUT_ARRAYS
+            checksummed = _has_checksum(array)
+            if not checksummed:
+                found.unchecksummed.append(f"{name}/{array_name}")
+            for coords in itertools.product(*map(range, array.cdata_shape)):
+                file = _chunk_key_file(store, array, coords)
+                blocks = None if layout else _blocks_of(array, coords, done.shape)
+                under_done = blocks is not None and bool((done[blocks] > 0).any())
+                where = _where(array, coords, labels)
+                if not file.exists():
+                    # a layout array of a checksummed store is written whole when it is made
+                    if under_done or (layout and checksummed):
+                        found.damage.append(Damage(name, array_name, coords, file, "missing",
+                                                   "missing", where, blocks))
+                    continue
+                found.n_chunks += 1
+                problem = _corruption(array, coords, file, checksummed)
+                if problem:
+                    found.damage.append(Damage(name, array_name, coords, file, "corrupt", problem,
+                                               where, blocks))
+                elif array_name == "status" and under_done:
+                    bad = _inconsistent_blocks(array, coords, done, blocks)
+                    if bad.any():
+                        found.damage.append(Damage(
+                            name, array_name, coords, file, "inconsistent",
+                            f"status 'missing' in {int(bad.sum())} blocks marked done", where,
+                            bad))
+    return found
+
+
+def repair(store, found):
+    """Delete the damaged chunk files ``found`` lists and clear the done markers of the
+    blocks they held (:class:`DamagedStore` if the layout itself is damaged). A repair cut
+    short leaves chunks missing under done markers, which the next verification finds."""
+    if found.ok:
+        return
+    if not found.repairable:
+        raise DamagedStore(found.describe())
+    log.warning("%s: %s\nrepairing: the damaged chunks are deleted and their cells marked "
+                "not done, to be computed again", store, "\n".join(found.listing()))
+    for damage in found.damage:
+        if damage.kind == "corrupt":
+            damage.file.unlink(missing_ok=True)
+    root = open_root(store, "r+")
+    for name in sorted({damage.dataset for damage in found.damage}):
+        writable_arrays(root[name])["done"][...] = found.done_after_repair(name)

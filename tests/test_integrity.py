@@ -1,0 +1,211 @@
+"""Damaged chunks under done markers: ``verify`` names them, ``pcskm run`` recomputes exactly
+their blocks and gives the reference cube, the report refuses them; stores made before
+chunks carried checksums still open, verify as far as they can, run and repair."""
+
+import itertools
+import shutil
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from cubes import results_attrs
+from zarr.codecs import ZstdCodec
+
+from pcskm.experiments.report import write_report
+from pcskm.experiments.spec import parse_spec
+from pcskm.runner import cube as cube_module
+from pcskm.runner import run_spec
+from pcskm.runner.cube import DamagedStore
+from pcskm.runner.integrity import verify
+
+TINY = """
+name = "tiny-integrity"
+seed = 0
+datasets = ["iris"]
+algorithms = ["LKM", "PCSKM"]
+inits = ["dkm++", "maximin"]
+kinds = ["random", "must-link"]
+percentages = [1]
+n_runs = 2
+n_folds = 10
+"""
+SPEC = parse_spec(TINY)
+FIT_VARIABLES = ("f_score", "precision", "recall", "satisfied", "status", "n_iter", "weights")
+CHUNKS = list(itertools.product(range(2), range(2), range(2)))  # (algorithm, init, kind)
+CELLS_PER_CHUNK = len(SPEC.percentages) * SPEC.n_runs * SPEC.n_folds
+ALL_CELLS = len(CHUNKS) * CELLS_PER_CHUNK
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client
+
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=":0") as client:
+        yield client
+
+
+def compute(store, client):
+    return run_spec(SPEC, store, client=client, progress=False)
+
+
+@pytest.fixture(scope="module")
+def reference(client, tmp_path_factory):
+    store = tmp_path_factory.mktemp("reference") / "tiny.zarr"
+    compute(store, client)
+    return store
+
+
+@pytest.fixture(scope="module")
+def old_reference(client, tmp_path_factory):
+    """The spec computed the way stores were written before chunks carried checksums (Zarr's
+    default codecs, chunks of fill values not written)."""
+    store = tmp_path_factory.mktemp("old") / "tiny.zarr"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cube_module, "COMPRESSORS", (ZstdCodec(level=0, checksum=False),))
+        patch.setattr(cube_module, "WRITE_CONFIG", {"write_empty_chunks": False})
+        compute(store, client)
+    return store
+
+
+def copy(store, tmp_path):
+    target = tmp_path / "copy.zarr"
+    shutil.copytree(store, target)
+    return target
+
+
+def chunk_file(store, variable, position=()):
+    """The file of a chunk, from the store's layout: one chunk per (algorithm, init, kind)
+    of the fit variables, one per group of ``n_constraints`` and ``done``."""
+    ndim = len(zarr.open_group(str(store), mode="r")["iris"][variable].shape)
+    coords = (*position, *(0,) * (ndim - len(position)))
+    return store.joinpath("iris", variable, "c", *map(str, coords))
+
+
+def damage(file, mode):
+    data = file.read_bytes()
+    if mode == "delete":
+        file.unlink()
+    elif mode == "truncate":
+        file.write_bytes(data[: len(data) // 2])
+    else:  # scramble: flip every bit of 16 bytes in the middle, the length unchanged
+        middle = len(data) // 2
+        file.write_bytes(data[:middle] + bytes(b ^ 0xFF for b in data[middle:middle + 16])
+                         + data[middle + 16:])
+
+
+def assert_same_cube(a, b):
+    ta, tb = xr.open_datatree(a, engine="zarr"), xr.open_datatree(b, engine="zarr")
+    assert results_attrs(ta) == results_attrs(tb)
+    xr.testing.assert_identical(ta["iris"].to_dataset().load(), tb["iris"].to_dataset().load())
+
+
+def found(store):
+    return {(d.array, d.file) for d in verify(store).damage}
+
+
+@pytest.mark.parametrize("mode", ["delete", "truncate", "scramble"])
+def test_damaged_chunks_of_every_variable_are_found_and_exactly_their_blocks_recomputed(
+        reference, client, tmp_path, mode):
+    store = copy(reference, tmp_path)
+    assert verify(store).ok
+    damaged = {(variable, chunk_file(store, variable, position))
+               for variable, position in zip(FIT_VARIABLES, CHUNKS, strict=False)}
+    for _, file in damaged:
+        damage(file, mode)
+    report = verify(store)
+    assert found(store) == damaged
+    assert report.lost_cells() == len(FIT_VARIABLES) * CELLS_PER_CHUNK
+    text = report.describe()
+    for _, file in damaged:
+        assert str(file.relative_to(store)) in text
+    with pytest.raises(DamagedStore, match="shows no value it cannot verify"):
+        write_report(store, tmp_path / "report")
+    rerun = compute(store, client)
+    assert rerun.n_cells == len(FIT_VARIABLES) * CELLS_PER_CHUNK  # exactly those blocks
+    assert verify(store).ok
+    assert_same_cube(reference, store)
+
+
+@pytest.mark.parametrize("mode", ["delete", "truncate", "scramble"])
+def test_damaged_constraint_counts_or_done_markers_recompute_the_group(
+        reference, client, tmp_path, mode):
+    """``n_constraints`` and ``done`` have one chunk per data set: every block of the group
+    depends on them. A deleted ``done`` chunk reads as nothing done (not damage, but every
+    cell is computed again)."""
+    store = copy(reference, tmp_path)
+    file = chunk_file(store, "n_constraints")
+    damage(file, mode)
+    assert found(store) == {("n_constraints", file)}
+    assert verify(store).lost_cells() == ALL_CELLS
+    assert compute(store, client).n_cells == ALL_CELLS
+    assert_same_cube(reference, store)
+
+    file = chunk_file(store, "done")
+    damage(file, mode)
+    assert found(store) == (set() if mode == "delete" else {("done", file)})
+    assert compute(store, client).n_cells == ALL_CELLS
+    assert_same_cube(reference, store)
+
+
+def test_done_blocks_without_fits_are_recomputed_block_by_block(reference, client, tmp_path):
+    """The damage two writers left: blocks marked done whose status says missing (intact
+    chunks, written from another process's memory). Only those (percent, run) blocks are
+    recomputed."""
+    store = copy(reference, tmp_path)
+    status = zarr.open_group(str(store), mode="r+")["iris"]["status"]
+    values = status[...]
+    values[1, 0, 1, 0, 1] = 0  # PCSKM, dkm++, must-link, 1 %, run 1: every fold and s
+    status[...] = values
+    report = verify(store)
+    assert [(d.array, d.kind) for d in report.damage] == [("status", "inconsistent")]
+    assert report.lost_cells() == SPEC.n_folds
+    assert compute(store, client).n_cells == SPEC.n_folds
+    assert_same_cube(reference, store)
+
+
+def test_a_store_without_checksums_opens_verifies_runs_and_repairs(
+        old_reference, reference, client, tmp_path):
+    """Chunks without a checksum are decoded instead: a deleted or truncated chunk is found
+    and recomputed; the values equal those of a store with checksums."""
+    store = copy(old_reference, tmp_path)
+    report = verify(store)
+    assert report.ok and report.unchecksummed
+    assert "carry no checksums" in report.describe()
+    deleted = chunk_file(store, "f_score", CHUNKS[0])
+    truncated = chunk_file(store, "weights", CHUNKS[5])
+    damage(deleted, "delete")
+    damage(truncated, "truncate")
+    assert found(store) == {("f_score", deleted), ("weights", truncated)}
+    assert compute(store, client).n_cells == 2 * CELLS_PER_CHUNK
+    assert verify(store).ok
+    assert_same_cube(reference, store)
+    codecs = zarr.open_group(str(store), mode="r")["iris"]["f_score"].metadata.codecs
+    assert [type(c).__name__ for c in codecs] == ["BytesCodec", "ZstdCodec"]  # unchanged
+
+
+def test_damaged_coordinates_are_not_repaired(reference, tmp_path):
+    store = copy(reference, tmp_path)
+    damage(chunk_file(store, "algorithm"), "scramble")
+    report = verify(store)
+    assert not report.repairable
+    with pytest.raises(DamagedStore, match="restore it from a copy"):
+        run_spec(SPEC, store, progress=False)
+
+
+def test_chunks_of_fill_values_are_written(reference, tmp_path):
+    """Every chunk a done block needs exists, even one holding only fill values (an all-NaN
+    f_score chunk is what a chunk of failed fits writes), so that a missing chunk is always
+    damage. Zarr's default is to delete such a chunk."""
+    group = zarr.open_group(str(reference), mode="r")["iris"]
+    done = group["done"][...]
+    for variable in FIT_VARIABLES:
+        for position in CHUNKS:
+            assert done[position].any()
+            assert chunk_file(reference, variable, position).is_file(), (variable, position)
+    store = copy(reference, tmp_path)
+    cube = cube_module.Cube(store)
+    cube.arrays["iris"]["f_score"][CHUNKS[0]] = np.nan
+    assert chunk_file(store, "f_score", CHUNKS[0]).is_file()
+    assert verify(store).ok

@@ -1,0 +1,118 @@
+"""What ``pcskm run`` shows while it computes (issue 13, item 3): cells counted as their task
+finishes, not when the writer gets to them; the cells written shown apart; a bar whose clock
+moves while no task ends; without a bar, a log line every minute with the rate and the time
+left."""
+
+import logging
+import re
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from pcskm.experiments import cells
+from pcskm.experiments.spec import parse_spec
+from pcskm.runner import execute
+from pcskm.runner.cube import CubeView
+from pcskm.runner.progress import Progress
+from pcskm.runner.tasks import plan
+
+SMALL = parse_spec("""
+name = "small"
+seed = 0
+datasets = ["iris"]
+algorithms = ["LKM", "PCKM"]
+inits = ["dkm++"]
+kinds = ["random", "must-link"]
+percentages = [1, 5, 10]
+n_runs = 2
+n_folds = 10
+""")
+TASK_SECONDS, WRITE_SECONDS = 0.3, 0.6
+
+
+def bar_counts(text):
+    """Every ``done/total [`` count the tqdm bar has drawn, in order."""
+    return [int(n) for n in re.findall(r"(\d+)/\d+ \[", text)]
+
+
+def slow_evaluate(task):
+    time.sleep(TASK_SECONDS)
+    return SimpleNamespace(task=task, seconds=TASK_SECONDS)
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client
+
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=":0") as client:
+        yield client
+
+
+def test_cells_count_when_their_task_ends_not_when_they_are_written(client, tmp_path,
+                                                                    monkeypatch, capsys):
+    """A slow writer that holds every result (writes nothing before the run ends): when it
+    receives a task's result, the bar already counts that task's cells, and shows that none
+    is written yet."""
+    tasks = plan(SMALL, CubeView.planned(tmp_path / "never.zarr", SMALL)).tasks
+    assert len(tasks) >= 4
+    handed, seen = [], []  # cells handed to the writer; what the bar showed at each hand-over
+
+    class HoldingWriter:
+        def __init__(self, cube, tasks):
+            pass
+
+        def write(self, result):
+            handed.append(result.task.n_cells)
+            seen.append(capsys.readouterr().err)
+            time.sleep(WRITE_SECONDS)
+            return result.task.n_cells
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(cells, "evaluate", slow_evaluate)
+    monkeypatch.setattr(execute, "CubeWriter", HoldingWriter)
+    nothing_written = SimpleNamespace(done_cells=lambda: 0)
+    summary = execute.run_tasks(client, nothing_written, tasks, progress=True)
+    assert summary.n_written == len(tasks)
+    shown = 0
+    for i, text in enumerate(seen):
+        shown = max([shown, *bar_counts(text)])
+        assert shown == sum(handed[:i + 1]), (i, text)  # this task's cells included
+        assert "written=0" in text or i == 0
+
+
+def test_the_bar_clock_moves_while_no_task_ends(capsys):
+    with Progress(100, bar=True, redraw_every=0.2):
+        time.sleep(2.5)
+    drawn = capsys.readouterr().err
+    assert bar_counts(drawn) and set(bar_counts(drawn)) == {0}
+    assert "[00:02<" in drawn  # redrawn after two seconds without any update
+
+
+def test_without_a_bar_a_line_every_interval_with_rate_and_time_left(caplog):
+    logger = logging.getLogger("pcskm")
+    propagate = logger.propagate
+    logger.addHandler(caplog.handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # caplog's handler is on the root logger too
+    try:
+        with Progress(1000, bar=False, log_every=0.5, redraw_every=0.05) as progress:
+            progress.workers(2)
+            progress.finished(250)
+            progress.written(100)
+            time.sleep(1.3)
+    finally:
+        logger.removeHandler(caplog.handler)
+        logger.propagate = propagate
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("cells:")]
+    assert len(lines) == 2  # at 0.5 s and 1.0 s
+    for line in lines:
+        assert line.startswith("cells: 250 of 1,000 finished (25 %), 100 written; ")
+        rate = float(re.search(r"([\d.]+) cells/s", line).group(1))
+        assert 250 / 1.3 <= rate <= 250 / 0.5
+        left = int(re.search(r"about (\d+) s left", line).group(1))
+        assert left == pytest.approx(750 / rate, abs=1)  # the rest at the same rate
+        assert line.endswith("; 2 workers, 0 failed tasks")

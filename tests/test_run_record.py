@@ -1,0 +1,134 @@
+"""The run record: written on every exit path of a run that wrote cells, including an
+interrupt after the last write; a run killed outright is recorded by the next run."""
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import zarr
+
+from pcskm.experiments.report.document import _run_lines
+from pcskm.experiments.spec import parse_spec
+from pcskm.runner import run_spec
+from pcskm.runner.cube import RUNNING
+from pcskm.runner.writer import CubeWriter
+
+TINY = """
+name = "tiny-record"
+seed = 0
+datasets = ["iris"]
+algorithms = ["LKM", "PCSKM"]
+inits = ["dkm++", "maximin"]
+kinds = ["random"]
+percentages = [1, 5]
+n_runs = 2
+n_folds = 10
+"""
+SPEC = parse_spec(TINY)
+ALL_CELLS = 2 * 2 * 1 * 2 * 2 * 10  # algorithms x inits x kinds x percentages x runs x folds
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client
+
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=":0") as client:
+        yield client
+
+
+def root_attrs(store):
+    return zarr.open_group(str(store), mode="r").attrs.asdict()
+
+
+def done_cells(store):
+    group = zarr.open_group(str(store), mode="r")["iris"]
+    return int(group["done"][...].sum()) * group["fold"].shape[0]
+
+
+def test_an_interrupt_after_the_last_write_keeps_the_record(client, tmp_path, monkeypatch):
+    """SIGINT while the writer flushes the last results (held until they are on disk, then
+    delivered): the run is complete, and says so, and its record is kept. It used to escape
+    as a KeyboardInterrupt ("interrupted", exit code 130) and lose the record."""
+    close = CubeWriter.close
+
+    def close_then_interrupt(writer):
+        close(writer)
+        signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(CubeWriter, "close", close_then_interrupt)
+    store = tmp_path / "late.zarr"
+    try:
+        summary = run_spec(SPEC, store, client=client, progress=False)
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt after the last write escaped the run")
+    assert summary.complete and not summary.interrupted
+    attrs = root_attrs(store)
+    assert RUNNING not in attrs
+    [record] = attrs["runs"]
+    assert record["cells"] == ALL_CELLS == done_cells(store)
+    assert not record["interrupted"] and record["error"] is None
+
+
+def test_an_interrupted_run_records_the_cells_it_wrote(client, tmp_path):
+    store = tmp_path / "interrupted.zarr"
+
+    def interrupt(result, summary):
+        if summary.n_written == 2:
+            raise KeyboardInterrupt
+
+    summary = run_spec(SPEC, store, client=client, progress=False, on_result=interrupt)
+    assert summary.interrupted and not summary.complete
+    [record] = root_attrs(store)["runs"]
+    assert record["interrupted"] and record["tasks"] == 2
+    assert record["cells"] == summary.n_cells == done_cells(store) > 0
+
+
+KILLED_RUN = textwrap.dedent("""
+    import os, signal, sys
+    from distributed import Client
+    from pcskm.experiments.spec import parse_spec
+    from pcskm.runner import run_spec
+    from pcskm.runner.writer import CubeWriter
+
+    CubeWriter.__init__.__kwdefaults__["flush_seconds"] = 0.0  # every result on disk at once
+
+    def kill(result, summary):
+        if summary.n_written == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=":0") as client:
+        run_spec(parse_spec(sys.argv[1]), sys.argv[2], client=client, progress=False,
+                 on_result=kill)
+""")
+
+
+def test_a_killed_run_is_recorded_by_the_next_run(client, tmp_path, caplog):
+    """SIGKILL after two tasks were written: the store keeps their cells and the note the
+    run left when it began; the next run records it ("wrote N cells and left no record")."""
+    store = tmp_path / "killed.zarr"
+    killed = subprocess.run([sys.executable, "-c", KILLED_RUN, TINY, str(store)],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    written = done_cells(store)
+    assert 0 < written < ALL_CELLS
+    attrs = root_attrs(store)
+    assert attrs["runs"] == [] and attrs[RUNNING]["client_pid"] > 0
+    with caplog.at_level(logging.WARNING, logger="pcskm"):
+        summary = run_spec(SPEC, store, client=client, progress=False)
+    assert f"wrote {written} cells and left no record" in caplog.text
+    assert summary.n_cells == ALL_CELLS - written
+    first, second = root_attrs(store)["runs"]
+    assert first["killed"] and first["interrupted"] and first["cells"] == written
+    assert first["client_pid"] == attrs[RUNNING]["client_pid"]
+    assert second["cells"] == ALL_CELLS - written and not second["interrupted"]
+    assert RUNNING not in root_attrs(store)
+    killed_line, complete_line = _run_lines([first, second])
+    assert "(killed; recorded by the next run)" in killed_line and "None" not in killed_line
+    assert "(complete)" in complete_line
