@@ -6,29 +6,25 @@ Estimators (scikit-learn API): :class:`LloydKMeans`, :class:`PCKMeans`, :class:`
 :class:`Constraints`, :func:`constraints_from_labels`. Scoring: :func:`pairwise_f_score`.
 """
 
-from ._base import ClusteringFailedWarning
-from ._sparse import solve_delta
-from .constraints import Constraints, constraints_from_labels
-from .initialisation import dkmpp_init, maximin_init, robin_init, seeding_init
-from .metrics import pairwise_f_score
-from .mpckmeans import MPCKMeans
-from .pckmeans import LloydKMeans, PCKMeans
-from .sparse_kmeans import PCSKMeans, SparseKMeans, SparsityPath
+from pcskm._lazy import lazy_exports
 
-__all__ = [
-    "ClusteringFailedWarning",
-    "Constraints",
-    "LloydKMeans",
-    "MPCKMeans",
-    "PCKMeans",
-    "PCSKMeans",
-    "SparseKMeans",
-    "SparsityPath",
-    "constraints_from_labels",
-    "dkmpp_init",
-    "maximin_init",
-    "pairwise_f_score",
-    "robin_init",
-    "seeding_init",
-    "solve_delta",
-]
+_EXPORTS = {
+    "ClusteringFailedWarning": "._base",
+    "solve_delta": "._sparse",
+    "Constraints": ".constraints",
+    "constraints_from_labels": ".constraints",
+    "dkmpp_init": ".initialisation",
+    "maximin_init": ".initialisation",
+    "robin_init": ".initialisation",
+    "seeding_init": ".initialisation",
+    "pairwise_f_score": ".metrics",
+    "PairwiseFScore": ".metrics",
+    "MPCKMeans": ".mpckmeans",
+    "LloydKMeans": ".pckmeans",
+    "PCKMeans": ".pckmeans",
+    "PCSKMeans": ".sparse_kmeans",
+    "SparseKMeans": ".sparse_kmeans",
+    "SparsityPath": ".sparse_kmeans",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

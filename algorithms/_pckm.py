@@ -115,7 +115,7 @@ def pckm_engine(X, centers, constraints, *, max_iter=25, empty_cluster="fail"):
     max_iter = check_positive_int(max_iter, "max_iter")
     labels, final_centers, n_iter, status, objective, n_empty = pckm_fit(
         np.ascontiguousarray(X, dtype=np.float64),
-        np.ascontiguousarray(centers, dtype=np.float64),
+        np.array(centers, dtype=np.float64, order="C"),  # writable: one compiled signature
         *constraints.kernel_arrays,
         max_iter,
         policy,

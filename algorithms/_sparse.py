@@ -390,7 +390,7 @@ def sparse_engine(
         raise ValueError(f"tol must be a finite non-negative number; got {tol!r}")
     return PathArrays(*sparse_path(
         np.ascontiguousarray(X, dtype=np.float64),
-        np.ascontiguousarray(centers, dtype=np.float64),
+        np.array(centers, dtype=np.float64, order="C"),  # writable: one compiled signature
         *constraints.kernel_arrays,
         np.ascontiguousarray(sparsities, dtype=np.float64),
         weight_update == "paper",

@@ -5,16 +5,11 @@ command line.
 fills it. Imported lazily, so that ``pcskm --help`` and ``pcskm datasets`` start fast.
 """
 
-import importlib
+from pcskm._lazy import lazy_exports
 
 _EXPORTS = {
-    "STATUS_FLAGS": "cube", "IncompatibleStore": "cube", "open_cube": "cube",
-    "RunSummary": "execute", "run_spec": "execute",
+    "STATUS_FLAGS": ".cube", "IncompatibleStore": ".cube", "open_cube": ".cube",
+    "RunSummary": ".execute", "run_spec": ".execute",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -124,7 +124,7 @@ def cmd_run(args):
         log.error("%d tasks failed (first: %s: %s); their cells stay missing. Rerun to retry: "
                   "%s", len(summary.errors), *summary.errors[0], resume)
         return EXIT_FAILED
-    log.info("complete: %s. Open it with runner.open_cube(%r) or "
+    log.info("complete: %s. Open it with pcskm.runner.open_cube(%r) or "
              "xarray.open_datatree(%r, engine='zarr')", store, str(store), str(store))
     return EXIT_OK
 
@@ -163,12 +163,8 @@ def cmd_verify(args):
 
 
 def cmd_report(args):
-    try:
-        from pcskm.experiments.report import write_report
-    except ImportError:
-        log.error("pcskm report is not implemented yet (experiments.report.write_report is "
-                  "missing); open the cube with runner.open_cube(%r) meanwhile", args.store)
-        return EXIT_USAGE
+    from pcskm.experiments.report import write_report
+
     store = Path(args.store)
     if not store.exists():
         log.error("no store at %s", store)
