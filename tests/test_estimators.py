@@ -27,9 +27,10 @@ from pcskm.algorithms import (
 ESTIMATORS = [LloydKMeans, PCKMeans, MPCKMeans, SparseKMeans, PCSKMeans]
 SPARSE = (SparseKMeans, PCSKMeans)
 
-# These checks set n_clusters = 1, which every estimator rejects (spec §0: k >= 2); the
-# properties they test are covered below with n_clusters = 2.
-_N_CLUSTERS_ONE = "sets n_clusters=1; docs/method/algorithms.md §0 requires n_clusters >= 2 (covered in this file)"
+# These checks set n_clusters = 1, which every estimator rejects (docs/method/algorithms.md §0:
+# k >= 2); the properties they test are covered below with n_clusters = 2.
+_N_CLUSTERS_ONE = ("sets n_clusters=1; docs/method/algorithms.md §0 requires n_clusters >= 2 "
+                   "(covered in this file)")
 EXPECTED_FAILED_CHECKS = {
     name: _N_CLUSTERS_ONE
     for name in [

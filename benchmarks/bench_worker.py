@@ -1,0 +1,68 @@
+"""CPU time per cell of a worker evaluating the runner's tasks of the paper spec, and the
+workload to profile it on.
+
+Run by hand from the repository root:
+
+    python benchmarks/bench_worker.py [--repeat 3] [--datasets digits048-1 ionosphere ...]
+
+    py-spy record --native -r 200 -f raw -o worker.txt -- python benchmarks/bench_worker.py
+    python benchmarks/profile_summary.py worker.txt
+
+The workload of a data set: its tasks as the runner builds them (one per constraint kind,
+every (algorithm, init) that runs the kind in the task, so that they share each cell's
+constraint sample), with 1 %, 5.5 % and 10 % of the constraints, run 0 and all ten folds.
+Each data set's tasks are evaluated once untimed (data loading, the Numba caches, the
+deterministic centres), then ``--repeat`` times inside :func:`measure`; the table shows the
+median CPU seconds of this process (``time.process_time``: other jobs on the machine do not
+inflate it; the engines are single-threaded) per cell.
+"""
+
+import argparse
+import os
+import statistics
+import time
+
+from _common import machine, paper_tasks, print_table
+
+from pcskm.experiments import cells
+
+DATASETS = ("digits048-1", "ionosphere", "mwm-ttscst")
+KINDS = ("random", "must-link", "cannot-link", "balanced")
+PERCENTS = (1.0, 5.5, 10.0)
+RUNS = (0,)
+
+
+def measure(tasks, repeat):
+    """CPU seconds of evaluating all ``tasks``, once per repeat."""
+    seconds = []
+    for _ in range(repeat):
+        start = time.process_time()
+        for task in tasks:
+            cells.evaluate(task)
+        seconds.append(time.process_time() - start)
+    return seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    args = parser.parse_args()
+    print(machine())
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    rows = []
+    for name in args.datasets:
+        tasks = paper_tasks(name, KINDS, PERCENTS, RUNS)
+        for task in tasks:
+            cells.evaluate(task)
+        seconds = measure(tasks, args.repeat)
+        n_cells = sum(task.n_cells for task in tasks)
+        rows.append((name, n_cells, round(statistics.median(seconds), 3),
+                     round(statistics.median(seconds) / n_cells * 1e3, 4),
+                     " ".join(f"{s:.2f}" for s in seconds)))
+    print_table(("data set", "cells", "median CPU s", "ms/cell", "CPU s of each repeat"), rows)
+    print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
