@@ -144,8 +144,9 @@ def dask_client(*, scheduler=None, cluster=None, workers=None, jobs=None, minimu
         with made, Client(made) as client:
             client.register_plugin(QuietCancelledTasks())
             if not cluster:
-                log.info("local Dask cluster: %d worker processes (one thread each) on %d "
-                         "cores", len(made.workers), machine_cores())
+                n_workers = len(made.workers)
+                log.info("local Dask cluster: %d worker process%s (one thread each) on %d "
+                         "cores", n_workers, "" if n_workers == 1 else "es", machine_cores())
             try:
                 yield client
             finally:
