@@ -5,6 +5,8 @@ an HPC scheduler through dask-jobqueue (configured the Dask way, in
 import contextlib
 import logging
 import os
+import signal
+import threading
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -63,13 +65,31 @@ def quiet_worker_exports():
             for key, value in QUIET_WORKERS.items()]
 
 
+@contextlib.contextmanager
+def _sigint_ignored_by_children():
+    """Processes started inside the block ignore SIGINT: an ignored signal stays ignored
+    across ``exec``, and Python then installs no KeyboardInterrupt handler. A Ctrl-C in the
+    terminal goes to the whole process group; the client stops the run and its workers, which
+    would otherwise die at once, each printing a KeyboardInterrupt traceback. (A Ctrl-C in
+    this short window is not seen.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def local_cluster(n_workers=None):
     """One single-threaded worker process per core (numeric code holds the GIL), with the
-    event loop's periodic work spaced out (``QUIET_WORKERS``)."""
+    event loop's periodic work spaced out (``QUIET_WORKERS``); the workers leave SIGINT to the
+    client."""
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set(QUIET_WORKERS):
+    with dask.config.set(QUIET_WORKERS), _sigint_ignored_by_children():
         return LocalCluster(
             n_workers=n_workers or machine_cores(), threads_per_worker=1, processes=True,
             dashboard_address=":0",
