@@ -3,7 +3,46 @@ subprocess."""
 
 import os
 import re
+import subprocess
+import sys
 import threading
+from pathlib import Path
+
+import zarr
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tiny_spec(name):
+    """The text of a one-block spec (iris, LKM, DKM++, random, 1 %, one run): a store in
+    seconds, for the tests of the store's defences."""
+    return f"""
+name = "{name}"
+seed = 0
+datasets = ["iris"]
+algorithms = ["LKM"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1]
+n_runs = 1
+n_folds = 10
+"""
+
+
+def pcskm(*args, env=None, timeout=300, cwd=REPO):
+    """``pcskm ARGS`` in a subprocess (``env`` added to this process's environment)."""
+    return subprocess.run([sys.executable, "-m", "pcskm.runner.cli", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def done_cells(store):
+    """Cells marked done in every group of ``store`` (0 before the store exists)."""
+    try:
+        root = zarr.open_group(str(store), mode="r")
+        return sum(int(g["done"][:].sum()) * g["fold"].shape[0] for _, g in root.groups())
+    except (FileNotFoundError, KeyError, ValueError):  # not created yet
+        return 0
 
 
 def results_attrs(tree):

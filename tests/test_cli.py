@@ -6,35 +6,19 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import xarray as xr
-import zarr
-from cubes import Progress, results_attrs
+from cubes import REPO, Progress, done_cells, pcskm, results_attrs
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner.cli import build_parser
 
-REPO = Path(__file__).resolve().parents[1]
 SMOKE = load_spec("smoke")
 SMOKE_CELLS = (len(SMOKE.datasets) * len(SMOKE.algorithms) * len(SMOKE.percentages)
                * SMOKE.n_runs * SMOKE.n_folds
                * sum(len(SMOKE.seeding_kinds if i == "seeding" else SMOKE.kinds)
                      for i in SMOKE.inits))
-
-
-def pcskm(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "pcskm.runner.cli", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def done_cells(store):
-    try:
-        root = zarr.open_group(str(store), mode="r")
-        return sum(int(g["done"][:].sum()) * g["fold"].shape[0] for _, g in root.groups())
-    except (FileNotFoundError, KeyError, ValueError):  # not created yet
-        return 0
 
 
 def assert_same_cube(a, b):

@@ -12,17 +12,12 @@ import time
 import urllib.error
 
 import pytest
+from cubes import pcskm
 
 from pcskm.experiments import _datafiles
 from pcskm.runner.cli import _resume_command, build_parser, main
 
 ONLY = "dataset=ionosphere|fisheriris,kind=random"
-
-
-def pcskm(*args, env=None, **kwargs):
-    return subprocess.run([sys.executable, "-m", "pcskm.runner.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})}, **kwargs)
 
 
 def one_clear_line(stderr):

@@ -2,33 +2,13 @@
 line on stderr naming the problem, exit code 2, no traceback, and no "Resume with" advice
 where resuming cannot help."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from cubes import pcskm, tiny_spec
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner.cube import prepare
 
-REPO = Path(__file__).resolve().parents[1]
-TINY = """
-name = "tiny-errors"
-seed = 0
-datasets = ["iris"]
-algorithms = ["LKM"]
-inits = ["dkm++"]
-kinds = ["random"]
-percentages = [1]
-n_runs = 1
-n_folds = 10
-"""
-
-
-def pcskm(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "pcskm.runner.cli", *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
+TINY_SPEC = tiny_spec("tiny-errors")
 
 
 def assert_clean_error(out, *phrases, resume=False):
@@ -43,7 +23,7 @@ def assert_clean_error(out, *phrases, resume=False):
 @pytest.fixture
 def spec_file(tmp_path):
     path = tmp_path / "tiny.toml"
-    path.write_text(TINY)
+    path.write_text(TINY_SPEC)
     return path
 
 
@@ -68,7 +48,7 @@ def test_a_store_path_that_is_a_file_is_refused(spec_file, tmp_path):
 
 def test_a_truncated_root_metadata_file_is_named(spec_file, tmp_path):
     store = tmp_path / "s.zarr"
-    prepare(store, parse_spec(TINY))
+    prepare(store, parse_spec(TINY_SPEC))
     root = store / "zarr.json"
     root.write_bytes(root.read_bytes()[:100])
     for command in (("run", spec_file, "--store", store, "--no-progress"),
@@ -82,8 +62,7 @@ def test_a_worker_killed_while_the_cluster_starts(spec_file, tmp_path):
     Nanny failed to start." and no advice."""
     preload = tmp_path / "die.py"
     preload.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
-    env = {**os.environ,
-           "DASK_DISTRIBUTED__WORKER__PRELOAD": f'["{preload}"]'}
+    env = {"DASK_DISTRIBUTED__WORKER__PRELOAD": f'["{preload}"]'}
     store = tmp_path / "s.zarr"
     out = pcskm("run", spec_file, "--store", store, "--workers", 1, "--no-progress", env=env,
                 timeout=300)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs
+from cubes import done_cells, results_attrs
 
 from pcskm import algorithms
 from pcskm.experiments import cells
@@ -74,12 +74,6 @@ def assert_same_cube(a, b):
     assert results_attrs(ta) == results_attrs(tb)
     for name in ta.children:
         xr.testing.assert_identical(ta[name].to_dataset().load(), tb[name].to_dataset().load())
-
-
-def n_done_cells(store):
-    root = zarr.open_group(str(store), mode="r")
-    return sum(int(group["done"][:].sum()) * group["fold"].shape[0]
-               for _, group in root.groups())
 
 
 def spec_cells(spec):
@@ -168,7 +162,7 @@ def test_interrupted_run_resumes_with_only_the_missing_cells(reference, client, 
 
     first = run_spec(SMOKE, store, client=client, progress=False, on_result=interrupt)
     assert first.interrupted and first.n_written == 5
-    done = n_done_cells(store)
+    done = done_cells(store)
     assert done == first.n_cells
     second = run_spec(SMOKE, store, client=client, progress=False)
     assert second.n_cells == spec_cells(SMOKE) - done
@@ -322,7 +316,7 @@ def test_killed_client_keeps_the_complete_chunks_and_the_rerun_fills_the_rest(
     expected = sum(len(b.runs) * SMOKE.n_folds for r in arrived for s in r.task.settings
                    for b in r.task.blocks if (r.task.dataset, s.algorithm, s.init, b.kind)
                    in complete)
-    assert n_done_cells(store) == expected
+    assert done_cells(store) == expected
     for name in SMOKE.datasets:
         done = xr.open_zarr(store, group=name).done.load() == 1
         got, want = (xr.open_zarr(s, group=name).load().where(done)

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
-import zarr
-from cubes import Progress, results_attrs
+from cubes import Progress, done_cells, results_attrs
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner import run_spec
@@ -45,14 +44,6 @@ def running_jobs(name):
     out = subprocess.run(["squeue", "-h", "-n", name, "-t", "RUNNING", "-o", "%i"],
                          capture_output=True, text=True, timeout=20)
     return out.stdout.split()
-
-
-def done_cells(store):
-    try:
-        root = zarr.open_group(str(store), mode="r")
-        return sum(int(g["done"][:].sum()) * g["fold"].shape[0] for _, g in root.groups())
-    except (FileNotFoundError, KeyError, ValueError):
-        return 0
 
 
 def test_smoke_on_slurm_survives_a_cancelled_worker_job(tmp_path):

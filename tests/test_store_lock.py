@@ -11,23 +11,16 @@ import socket
 import threading
 
 import pytest
+from cubes import tiny_spec
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import cube as cube_module
 from pcskm.runner import run_spec
 from pcskm.runner.cube import StoreBusy, StoreNotWritable, lock_path, prepare, store_lock
 
-TINY = """
-name = "tiny-lock"
-seed = 0
-datasets = ["iris"]
-algorithms = ["LKM"]
-inits = ["dkm++"]
-kinds = ["random"]
-percentages = [1]
-n_runs = 1
-n_folds = 10
-"""
+TINY = tiny_spec("tiny-lock")
+
+
 
 
 @pytest.fixture
