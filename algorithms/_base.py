@@ -4,6 +4,10 @@ It holds parameter validation (one table, one method), input and constraint vali
 resolution of ``init`` into initial centres, the fitted attributes common to every
 estimator, the failure warning, ``fit_predict`` and ``predict``. Subclasses only say which
 engine to run (``_run_engine``) and which Seeding fill they use.
+
+A fit is ``_checked_input`` (parameters and data), the constraints, ``_initial_state`` and
+the engine. The experiment runner calls the same steps itself, validating what its fits
+share (parameters, data set) once per task, and calls the same engines.
 """
 
 import functools
@@ -108,6 +112,10 @@ _PARAMETER_CHECKS = {
 }
 
 
+# The empty list of n points, built once per n (read by the engines, never written).
+_no_constraints = functools.lru_cache(maxsize=16)(Constraints.empty)
+
+
 @functools.cache
 def _parameter_names(cls):
     """``cls._get_param_names()`` once per class (it inspects the signature: slow per fit)."""
@@ -121,6 +129,7 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
     """
 
     _seeding_fill = "data-points"
+    _constrained = True  # False: the constraints only seed (LKM, SKM)
 
     def _validate_params(self):
         """Check every constructor parameter (types and ranges that need no data)."""
@@ -151,49 +160,46 @@ class ConstrainedClusteringBase(ClusterMixin, BaseEstimator):
                              f"expecting {self.n_features_in_} features as input")
         return X
 
-    def _initial_state(self, X, constraints):
-        """Resolve ``init``: returns ``(centres (k, p), seed labels (n,))``.
+    def _initial_state(self, X, constraints, random_state):
+        """Resolve ``init`` on validated X: returns ``(centres (k, p), seed labels (n,))``.
 
         DKM++, ROBIN(D) and Maximin(D) give row indices; Seeding gives centres (and seed
-        labels, used only by MPCKM) from ``random_state`` (docs/method/initialisations.md §4;
-        without must-links, all of them from the subclass's Seeding fill).
+        labels, used only by MPCKM) from the must-link neighbourhoods of ``constraints`` and
+        draws from ``random_state`` (docs/method/initialisations.md §4; without must-links,
+        all of them from the subclass's Seeding fill). Only Seeding reads ``constraints``
+        and ``random_state``.
         """
         k = self.n_clusters
         labels = np.full(X.shape[0], -1, dtype=np.int64)
         if isinstance(self.init, str):
             if self.init == "seeding":
                 centres, seed_labels, _ = _seeding(
-                    X, k, constraints, self._seeding_fill,
-                    np.random.default_rng(self.random_state),
+                    X, k, constraints, self._seeding_fill, np.random.default_rng(random_state),
                 )
                 return np.ascontiguousarray(centres, dtype=np.float64), seed_labels
             rows = _INDEX_INITS[self.init](X, k)
             return np.ascontiguousarray(X[rows]), labels
         return check_centers(self.init, k, X.shape[1]), labels
 
-    def _fit_input(self, X, must_link, cannot_link, constraints=None):
-        """Validate parameters, data and constraints; returns ``(X, constraints, C0, l0)``.
-
-        ``constraints``, if given, is a :class:`Constraints` already built (so validated)
-        over the rows of X, used instead of ``must_link`` / ``cannot_link``.
-        """
+    def _checked_input(self, X):
+        """Validate the parameters and X (float64 without NaN or inf, at least n_clusters
+        distinct rows); returns X as the engines take it."""
         self._validate_params()
         X = self._check_X(X, reset=True)
         _check_distinct_rows(self.n_clusters, X)
-        if constraints is None:
-            constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
-        elif constraints.n_samples != X.shape[0]:
-            raise ValueError(f"constraints are over {constraints.n_samples} points but X has "
-                             f"{X.shape[0]} rows")
-        centres, seed_labels = self._initial_state(X, constraints)
+        return X
+
+    def _fit_input(self, X, must_link, cannot_link):
+        """Validate parameters, data and constraints; returns ``(X, constraints, C0, l0)``."""
+        X = self._checked_input(X)
+        constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
+        centres, seed_labels = self._initial_state(X, constraints, self.random_state)
         return X, constraints, centres, seed_labels
 
-    def _fit_constraints(self, X, constraints):
-        """``fit`` with the constraints given as a built :class:`Constraints` over X's rows
-        (the experiment runner builds each cell's list once, for the fit and the scores).
-        Everything else is validated as in ``fit``."""
-        self._run_engine(*self._fit_input(X, None, None, constraints))
-        return self
+    def _engine_constraints(self, constraints):
+        """The constraints the engine clusters with: none for the unconstrained estimators
+        (LKM, SKM), which use them only for Seeding."""
+        return constraints if self._constrained else _no_constraints(constraints.n_samples)
 
     def _store(self, *, labels, centers, weights, n_iter, status, objective, initial_centers,
                n_empty_events):

@@ -22,6 +22,7 @@ bits as that literal computation. The speed comes from:
   branch of §4.5) computed once and copied (see ``sparse_path``).
 """
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -386,7 +387,7 @@ def sparse_engine(
     check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
     policy = empty_cluster_code(empty_cluster)
     tol = float(tol)
-    if not (np.isfinite(tol) and tol >= 0):
+    if not (math.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite non-negative number; got {tol!r}")
     return PathArrays(*sparse_path(
         np.ascontiguousarray(X, dtype=np.float64),

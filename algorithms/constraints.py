@@ -165,16 +165,24 @@ def _must_link_chain(indptr, partner, link, is_must_link, start, end):
 @kernel
 def _satisfied_rows(label_rows, pairs, is_must_link):
     """Satisfied count / m per row: the count is exact in float64, so this is the same
-    number as the mean of the 0/1 satisfied flags."""
-    out = np.empty(label_rows.shape[0])
+    number as the mean of the 0/1 satisfied flags. The labels are read transposed, so that
+    each constraint compares its two points under every row side by side (a satisfied flag
+    is "same label" for a must-link, its negation for a cannot-link)."""
+    n_rows, n = label_rows.shape
+    by_point = np.empty((n, n_rows), dtype=label_rows.dtype)
+    for r in range(n_rows):
+        for i in range(n):
+            by_point[i, r] = label_rows[r, i]
+    satisfied = np.zeros(n_rows, dtype=np.int64)
     m = pairs.shape[0]
-    for r in range(label_rows.shape[0]):
-        satisfied = 0
-        for c in range(m):
-            same = label_rows[r, pairs[c, 0]] == label_rows[r, pairs[c, 1]]
-            if same == is_must_link[c]:
-                satisfied += 1
-        out[r] = satisfied / m
+    for c in range(m):
+        a, b = pairs[c, 0], pairs[c, 1]
+        cannot_link = 0 if is_must_link[c] else 1
+        for r in range(n_rows):
+            satisfied[r] += (by_point[a, r] == by_point[b, r]) ^ cannot_link
+    out = np.empty(n_rows)
+    for r in range(n_rows):
+        out[r] = satisfied[r] / m
     return out
 
 

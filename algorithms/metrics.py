@@ -72,12 +72,17 @@ def pairwise_f_score(labels_true, labels_pred):
 
 @kernel
 def _f_score_rows(true_codes, n_true, pred, out):
-    """:func:`pairwise_f_score` of every row of ``pred`` (codes >= 0) into ``out`` (S, 3).
+    """:func:`pairwise_f_score` of every row of ``pred`` into ``out`` (S, 3); returns False,
+    writing nothing, if a label of ``pred`` is negative (they are used as codes).
 
     The same integer pair counts, and the same float operations on them (the counts are
     exact in float64), as the one-row function: bit-identical results.
     """
     n_rows, n = pred.shape
+    for r in range(n_rows):
+        for i in range(n):
+            if pred[r, i] < 0:
+                return False
     true_counts = np.zeros(n_true, dtype=np.int64)
     for i in range(n):
         true_counts[true_codes[i]] += 1
@@ -110,6 +115,7 @@ def _f_score_rows(true_codes, n_true, pred, out):
         out[r, 0] = 2 * precision * recall / (precision + recall)
         out[r, 1] = precision
         out[r, 2] = recall
+    return True
 
 
 def pairwise_f_scores(labels_true, labels_pred_rows):
@@ -123,11 +129,11 @@ def pairwise_f_scores(labels_true, labels_pred_rows):
     out = np.empty((rows.shape[0], 3))
     if rows.shape[0] == 0:
         return out
-    if rows.dtype.kind not in "iu" or rows.min() < 0:  # arbitrary label values: one by one
-        for r, row in enumerate(rows):
-            out[r] = pairwise_f_score(true, row)
-        return out
-    codes, n_true = _codes(true)
-    _f_score_rows(codes.astype(np.int64, copy=False), n_true,
-                  np.ascontiguousarray(rows, dtype=np.int64), out)
+    if rows.dtype.kind in "iu":
+        codes, n_true = _codes(true)
+        if _f_score_rows(codes.astype(np.int64, copy=False), n_true,
+                         np.ascontiguousarray(rows, dtype=np.int64), out):
+            return out
+    for r, row in enumerate(rows):  # arbitrary label values: one by one
+        out[r] = pairwise_f_score(true, row)
     return out

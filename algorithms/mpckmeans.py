@@ -42,9 +42,13 @@ class MPCKMeans(ConstrainedClusteringBase):
         self.empty_cluster = empty_cluster
         self.random_state = random_state
 
+    def _engine(self, X, constraints, centers, seed_labels):
+        """The MPCKM engine on validated input (an ``EngineResult``)."""
+        return mpckm_engine(X, centers, seed_labels, self._engine_constraints(constraints),
+                            max_iter=self.max_iter, empty_cluster=self.empty_cluster)
+
     def _run_engine(self, X, constraints, centers, seed_labels):
-        result = mpckm_engine(X, centers, seed_labels, constraints, max_iter=self.max_iter,
-                              empty_cluster=self.empty_cluster)
+        result = self._engine(X, constraints, centers, seed_labels)
         self.initial_labels_ = np.asarray(seed_labels, dtype=np.int64)
         self._store(labels=result.labels, centers=result.centers, weights=result.weights,
                     n_iter=result.n_iter, status=result.status, objective=result.objective,

@@ -3,7 +3,6 @@
 
 from ._base import ConstrainedClusteringBase
 from ._pckm import pckm_engine
-from .constraints import Constraints
 
 
 class PCKMeans(ConstrainedClusteringBase):
@@ -35,8 +34,6 @@ class PCKMeans(ConstrainedClusteringBase):
     n_empty_events_, n_features_in_.
     """
 
-    _constrained = True
-
     def __init__(self, n_clusters=3, *, init="dkm++", max_iter=25, empty_cluster="fail",
                  random_state=None):
         self.n_clusters = n_clusters
@@ -45,11 +42,13 @@ class PCKMeans(ConstrainedClusteringBase):
         self.empty_cluster = empty_cluster
         self.random_state = random_state
 
+    def _engine(self, X, constraints, centers, seed_labels):
+        """The PCKM engine on validated input (an ``EngineResult``)."""
+        return pckm_engine(X, centers, self._engine_constraints(constraints),
+                           max_iter=self.max_iter, empty_cluster=self.empty_cluster)
+
     def _run_engine(self, X, constraints, centers, seed_labels):
-        if not self._constrained:
-            constraints = Constraints.empty(X.shape[0])
-        result = pckm_engine(X, centers, constraints, max_iter=self.max_iter,
-                             empty_cluster=self.empty_cluster)
+        result = self._engine(X, constraints, centers, seed_labels)
         self._store(labels=result.labels, centers=result.centers, weights=result.weights,
                     n_iter=result.n_iter, status=result.status, objective=result.objective,
                     initial_centers=centers, n_empty_events=result.n_empty_events)

@@ -8,7 +8,6 @@ from ._base import ConstrainedClusteringBase
 from ._result import STATUS_NAMES
 from ._sparse import sparse_engine
 from ._validation import check_sparsity
-from .constraints import Constraints
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,8 +85,6 @@ class PCSKMeans(ConstrainedClusteringBase):
     status_, objective_ (sum_j w_j gamma_j), n_empty_events_, n_features_in_.
     """
 
-    _constrained = True
-
     def __init__(self, n_clusters=3, *, sparsity=1.1, init="dkm++", max_iter=25,
                  inner_max_iter=25, tol=1e-4, weight_update="code", empty_cluster="fail",
                  random_state=None):
@@ -102,10 +99,9 @@ class PCSKMeans(ConstrainedClusteringBase):
         self.random_state = random_state
 
     def _path(self, X, constraints, centers, sparsities):
-        if not self._constrained:
-            constraints = Constraints.empty(X.shape[0])
+        """The sparse engine on validated input and s grid (a ``_sparse.PathArrays``)."""
         return sparse_engine(
-            X, centers, constraints, sparsities,
+            X, centers, self._engine_constraints(constraints), sparsities,
             weight_update=getattr(self, "weight_update", "code"), max_iter=self.max_iter,
             inner_max_iter=self.inner_max_iter, tol=self.tol, empty_cluster=self.empty_cluster,
         )
@@ -130,10 +126,6 @@ class PCSKMeans(ConstrainedClusteringBase):
         Returns a :class:`SparsityPath`.
         """
         return self._fit_path(sparsities, *self._fit_input(X, must_link, cannot_link))
-
-    def _fit_path_constraints(self, X, sparsities, constraints):
-        """``fit_path`` with a built :class:`Constraints` (see ``_fit_constraints``)."""
-        return self._fit_path(sparsities, *self._fit_input(X, None, None, constraints))
 
     def _fit_path(self, sparsities, X, constraints, centers, seed_labels):
         grid = check_sparsity(sparsities, X.shape[1], name="sparsities")

@@ -5,16 +5,20 @@ Run by hand from the repository root:
 
     python benchmarks/bench_worker.py [--repeat 3] [--datasets digits048-1 ionosphere ...]
 
-    py-spy record --native -r 200 -f raw -o worker.txt -- python benchmarks/bench_worker.py
+    py-spy record --native -r 50 -f raw -o worker.txt -- python benchmarks/bench_worker.py
     python benchmarks/profile_summary.py worker.txt
+
+(``--native`` lets the profile tell Numba-compiled code from Python; at 200 samples a second
+it falls behind on a loaded 2-core machine, which skews the sample.)
 
 The workload of a data set: its tasks as the runner builds them (one per constraint kind,
 every (algorithm, init) that runs the kind in the task, so that they share each cell's
 constraint sample), with 1 %, 5.5 % and 10 % of the constraints, run 0 and all ten folds.
 Each data set's tasks are evaluated once untimed (data loading, the Numba caches, the
 deterministic centres), then ``--repeat`` times inside :func:`measure`; the table shows the
-median CPU seconds of this process (``time.process_time``: other jobs on the machine do not
-inflate it; the engines are single-threaded) per cell.
+median CPU seconds of this process (``time.process_time``, the engines being single-threaded:
+other jobs on the machine inflate it less than wall time, but a loaded machine still moves it
+by 10 % or so; the load average is printed) per cell.
 """
 
 import argparse

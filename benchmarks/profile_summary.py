@@ -3,7 +3,7 @@ of samples inside Numba-compiled code and the frames with the most self time.
 
 Run by hand from the repository root:
 
-    py-spy record --native -r 200 -f raw -o worker.txt -- python benchmarks/bench_worker.py
+    py-spy record --native -r 50 -f raw -o worker.txt -- python benchmarks/bench_worker.py
     python benchmarks/profile_summary.py worker.txt [--under measure] [--top 15]
 
 Only the samples whose stack passes through a frame of the function ``--under`` count (the

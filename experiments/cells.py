@@ -8,26 +8,30 @@ one or more settings in one process, so that each constraint sample is drawn and
 for all the settings. This module knows nothing of Dask or Zarr: the runner builds tasks,
 ships them to workers and writes the results.
 
-Per (run, fold) of a block: the cell's constraints come from the protocol (§5), the estimator
-clusters all n points from the init (DKM++, ROBIN(D), Maximin(D): the data set's centres,
-computed once per process; Seeding: drawn from the cell's Seeding key, §2), the sparse
-estimators fit the data set's whole s grid from that one init (``fit_path``), and the labels
-are scored on the fold's test points (§8.1). LKM and SKM with a deterministic init use nothing
-random: they are fitted once per task and their fold scores reused for every kind, percentage
-and run (§6); their constraint counts and satisfied fractions are still per cell.
+Per (run, fold) of a block: the cell's constraints come from the protocol (§5), the estimator's
+engine clusters all n points from the init (DKM++, ROBIN(D), Maximin(D): the data set's
+centres, computed once per process; Seeding: drawn from the cell's Seeding key, §2), the
+sparse estimators fit the data set's whole s grid from that one init (``fit_path``), and one
+compiled call scores the labels on the fold's test points (§8.1) and records them. What the
+fits of a setting share (parameters, data set) is validated once per task (:class:`Fitter`).
+LKM and SKM with a deterministic init use nothing random: they are fitted once per task and
+the fit reused for every kind, percentage and run (§6); their constraint counts and
+satisfied fractions are still per cell.
 """
 
 import functools
 import time
-import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from pcskm import algorithms
+from pcskm.algorithms._jit import kernel
 from pcskm.algorithms._result import FAILED, STATUS_NAMES
-from pcskm.algorithms.constraints import Constraints
-from pcskm.algorithms.metrics import pairwise_f_scores
+from pcskm.algorithms._validation import check_sparsity
+from pcskm.algorithms.constraints import Constraints, _satisfied_rows
+from pcskm.algorithms.metrics import _f_score_rows
 
 from .datasets import load
 from .protocol import Protocol
@@ -228,62 +232,81 @@ def make_estimator(setting, init, random_state=None):
 _IS_FAILED = np.isin(np.arange(len(STATUS_NAMES)), list(FAILED))  # by status code
 
 
-class _Fit:
-    """Labels (S, n), weights (S, p), n_iter (S,) and status codes (S,) of one fit."""
+class _Fit(NamedTuple):
+    """One fit, one row per s (one row for the non-sparse estimators): labels (S, n) int64,
+    weights (S, p), n_iter (S,) and status codes (S,), both int64."""
 
-    def __init__(self, labels, weights, n_iter, status):
-        self.labels = np.atleast_2d(labels)
-        self.weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
-        self.n_iter = np.atleast_1d(np.asarray(n_iter, dtype=np.int64))
-        self.status = np.atleast_1d(np.asarray(status, dtype=np.int8))
-        self.failed = _IS_FAILED[self.status]
+    labels: np.ndarray
+    weights: np.ndarray
+    n_iter: np.ndarray
+    status: np.ndarray
 
 
-def fit(setting, must_link=None, cannot_link=None, seeding_seed=None, constraints=None):
-    """One fit on all n points: the whole s grid for SKM/PCSKM, else one estimator fit.
+class Fitter:
+    """The fits of one setting, on all n points of its data set, through the estimator's
+    engine.
 
-    ``seeding_seed`` is the cell's Seeding SeedSequence (init "seeding" only). LKM and SKM
-    use the constraints only through Seeding, which builds its centres from them; their
-    clustering ignores them. ``constraints``, if given, is the cell's list already built as
-    a :class:`Constraints` (it replaces ``must_link`` / ``cannot_link``).
+    What every fit of the setting shares is validated once, by the estimator's own checks
+    (as its ``fit`` does): its parameters, the data set (float64 without NaN or inf, at least
+    k distinct rows), the s grid and the DKM++, ROBIN(D) or Maximin(D) centres (computed once
+    per process). A call then only resolves Seeding (from the cell's constraints and
+    Seeding key, docs/method/initialisations.md §4) and runs the engine: the sparse
+    estimators over the whole s grid from that one init (``fit_path``), the others once.
+    Seeding depends on the setting only through its fill (the data set, the cell's
+    constraints and key are the same for every setting of a cell), so the settings of a cell
+    can share each fill's centres.
     """
-    data = dataset(setting.dataset, setting.data_dir)
-    if setting.init == SEEDING:
-        estimator = make_estimator(setting, SEEDING, random_state=seeding_seed)
-    else:
-        estimator = make_estimator(
-            setting, deterministic_centres(setting.dataset, setting.data_dir, setting.init)
-        )
+
+    def __init__(self, setting):
+        data = dataset(setting.dataset, setting.data_dir)
+        seeded = setting.init == SEEDING
+        init = SEEDING if seeded else deterministic_centres(
+            setting.dataset, setting.data_dir, setting.init)
+        self.estimator = make_estimator(setting, init)
+        self.X = self.estimator._checked_input(data.X)
+        self.sparsities = (check_sparsity(setting.sparsities, data.n_features,
+                                          name="sparsities")
+                           if setting.is_sparse else None)
+        # a deterministic init reads neither the constraints nor a random state
+        self.start = None if seeded else self.estimator._initial_state(self.X, None, None)
+
+    def __call__(self, constraints, seeding_seed=None, seedings=None):
+        """Fit with the cell's :class:`Constraints` (over the data set's rows) and, for
+        Seeding, the cell's Seeding SeedSequence; returns a :class:`_Fit`. A failed fit is
+        recorded in its status (no warning). ``seedings``, if given, is a dict shared by the
+        fits of one cell: the Seeding centres and seed labels by fill, computed at the first
+        fit that needs them (the engines copy them, never write them)."""
+        if constraints.n_samples != self.X.shape[0]:
+            raise ValueError(f"constraints are over {constraints.n_samples} points but the "
+                             f"data set has {self.X.shape[0]}")
+        if self.start is not None:
+            centres, seed_labels = self.start
+        else:
+            seedings = {} if seedings is None else seedings
+            fill = self.estimator._seeding_fill
+            if fill not in seedings:
+                seedings[fill] = self.estimator._initial_state(self.X, constraints,
+                                                               seeding_seed)
+            centres, seed_labels = seedings[fill]
+        if self.sparsities is not None:
+            path = self.estimator._path(self.X, constraints, centres, self.sparsities)
+            return _Fit(path.labels, path.weights, path.n_iter, path.status)
+        result = self.estimator._engine(self.X, constraints, centres, seed_labels)
+        return _Fit(result.labels[None], result.weights[None],
+                    np.array([result.n_iter], dtype=np.int64),
+                    np.array([result.status], dtype=np.int64))
+
+
+def fit(setting, constraints=None, seeding_seed=None):
+    """One fit of ``setting`` (see :class:`Fitter`); ``constraints`` defaults to none.
+
+    LKM and SKM use the constraints only through Seeding, which builds its centres from
+    them; their clustering ignores them.
+    """
     if constraints is None:
-        constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=data.n_samples)
-    with warnings.catch_warnings():
-        # a failed fit warns; here it is recorded in the status and scored NaN (§8.1)
-        warnings.simplefilter("ignore", algorithms.ClusteringFailedWarning)
-        if setting.is_sparse:
-            path = estimator._fit_path_constraints(
-                data.X, np.asarray(setting.sparsities), constraints
-            )
-            return _Fit(path.labels, path.weights, path.n_iter, path.status_code)
-        estimator._fit_constraints(data.X, constraints)
-    return _Fit(estimator.labels_, estimator.weights_, estimator.n_iter_,
-                STATUS_NAMES.index(estimator.status_))
-
-
-def _scores(y_test, fitted, test):
-    """F, precision, recall (S, 3) of every s on the test points; NaN for a failed fit."""
-    out = np.full((len(fitted.status), 3), np.nan)
-    ok = ~fitted.failed
-    if ok.any():
-        out[ok] = pairwise_f_scores(y_test, fitted.labels[ok][:, test])
-    return out
-
-
-def _satisfied(constraints, fitted):
-    """Fraction of the cell's constraints satisfied by the labels of every s (NaN if
-    failed)."""
-    out = constraints.satisfied_fractions(fitted.labels)
-    out[fitted.failed] = np.nan
-    return out
+        n_samples = dataset(setting.dataset, setting.data_dir).n_samples
+        constraints = Constraints.empty(n_samples)
+    return Fitter(setting)(constraints, seeding_seed)
 
 
 def _empty_block(block, setting, n_folds, n_features):
@@ -298,15 +321,44 @@ def _empty_block(block, setting, n_folds, n_features):
     )
 
 
-def _record(result, r, f, fitted, scores, constraints):
-    result.f_score[r, f] = scores[:, 0]
-    result.precision[r, f] = scores[:, 1]
-    result.recall[r, f] = scores[:, 2]
-    result.satisfied[r, f] = _satisfied(constraints, fitted)
-    result.status[r, f] = fitted.status
-    result.n_iter[r, f] = fitted.n_iter
+@kernel
+def _record_fit(r, f, fit_labels, fit_weights, fit_n_iter, fit_status, is_failed, test,
+                test_classes, n_classes, pairs, is_must_link, f_score, precision, recall,
+                satisfied, status, n_iter, weights):
+    """Write the records of one fit into a block's arrays at (run ``r``, fold ``f``)
+    (docs/method/protocol.md §8): per row s, the pairwise F-score, precision and recall on
+    the fold's test points ``test`` (their classes ``test_classes``, 0..n_classes-1), the
+    fraction of the cell's constraints satisfied (NaN for an empty list), the status, the
+    iterations and the weights. A failed row (``is_failed[status]``) gets NaN scores and
+    satisfied fraction; its weights are NaN already (§8.1)."""
+    n_rows = fit_labels.shape[0]
+    pred = np.empty((n_rows, test.shape[0]), dtype=np.int64)
+    for s in range(n_rows):
+        for j in range(test.shape[0]):
+            pred[s, j] = fit_labels[s, test[j]]
+    scores = np.empty((n_rows, 3))
+    if not _f_score_rows(test_classes, n_classes, pred, scores):
+        raise ValueError("a fit gave a negative label")
+    fractions = (_satisfied_rows(fit_labels, pairs, is_must_link) if pairs.shape[0] > 0
+                 else np.full(n_rows, np.nan))
+    for s in range(n_rows):
+        failed = is_failed[fit_status[s]]
+        f_score[r, f, s] = np.nan if failed else scores[s, 0]
+        precision[r, f, s] = np.nan if failed else scores[s, 1]
+        recall[r, f, s] = np.nan if failed else scores[s, 2]
+        satisfied[r, f, s] = np.nan if failed else fractions[s]
+        status[r, f, s] = fit_status[s]
+        n_iter[r, f, s] = fit_n_iter[s]
+        for m in range(fit_weights.shape[1]):
+            weights[r, f, s, m] = fit_weights[s, m]
+
+
+def _record(result, r, f, fitted, test, test_classes, n_classes, constraints):
+    """Record ``fitted`` (a :class:`_Fit`) for the cell (r, f) of ``result``."""
+    _record_fit(r, f, *fitted, _IS_FAILED, test, test_classes, n_classes, constraints.pairs,
+                constraints.is_must_link, result.f_score, result.precision, result.recall,
+                result.satisfied, result.status, result.n_iter, result.weights)
     result.n_constraints[r, f] = len(constraints)
-    result.weights[r, f] = fitted.weights
 
 
 def evaluate(task):
@@ -318,13 +370,11 @@ def evaluate(task):
     cv = protocol(first.dataset, first.data_dir, first.seed, first.n_folds)
     folds = task.fold_list
     tests = [cv.test_index(fold) for fold in folds]
-    y_tests = [data.y[test] for test in tests]
-    shared = {}  # setting index -> (its one fit, its scores per fold)
-    for index, setting in enumerate(task.settings):
-        if setting.shares_fits:
-            fitted = fit(setting)
-            shared[index] = (fitted, [_scores(y, fitted, test)
-                                      for y, test in zip(y_tests, tests, strict=True)])
+    test_classes = [data.y[test] for test in tests]
+    n_classes = data.n_clusters
+    fitters = [Fitter(setting) for setting in task.settings]
+    shared = {index: fitters[index](Constraints.empty(data.n_samples))  # its one fit
+              for index, setting in enumerate(task.settings) if setting.shares_fits}
     seeded = any(s.init == SEEDING for i, s in enumerate(task.settings) if i not in shared)
     results = [[] for _ in task.settings]
     for block in task.blocks:
@@ -340,15 +390,12 @@ def evaluate(task):
                 # only read by the generators made from it)
                 seeding_seed = (cv.seeding_seed(block.kind, block.percent, run, fold)
                                 if seeded else None)
-                for index, setting in enumerate(task.settings):
-                    if index in shared:
-                        fitted, scores = shared[index][0], shared[index][1][f]
-                    else:
-                        fitted = fit(setting, constraints=constraints,
-                                     seeding_seed=seeding_seed if setting.init == SEEDING
-                                     else None)
-                        scores = _scores(y_tests[f], fitted, test)
-                    _record(block_results[index], r, f, fitted, scores, constraints)
+                seedings = {}
+                for index, fitter in enumerate(fitters):
+                    fitted = (shared[index] if index in shared
+                              else fitter(constraints, seeding_seed, seedings))
+                    _record(block_results[index], r, f, fitted, test, test_classes[f],
+                            n_classes, constraints)
         for per_setting, result in zip(results, block_results, strict=True):
             per_setting.append(result)
     return TaskResult(task=task, blocks=results, seconds=time.perf_counter() - start)

@@ -5,6 +5,7 @@ pool of each fold, the constraint count per percentage and the constraint sample
 seed of every cell (kind, percentage, run, fold).
 """
 
+import functools
 import math
 import numbers
 
@@ -150,7 +151,7 @@ class Protocol:
         """The rows of fold ``fold``, ascending."""
         return np.flatnonzero(self.fold_of == self._check_fold(fold))
 
-    @property
+    @functools.cached_property
     def pool_size(self):
         """P1 = t(t-1)/2 with t = ``|T_0|`` (the authors' fold 1)."""
         t = int(np.count_nonzero(self.fold_of != 0))

@@ -164,6 +164,77 @@ def test_a_task_of_many_settings_equals_one_task_per_setting():
                 np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
 
 
+# (estimator, init, params, cube name): every estimator, Seeding for each Seeding fill, a
+# deterministic init with constraints, a shared fit (SKM with DKM++) and the paper's score.
+DIRECT_SETTINGS = (
+    ("LKM", "seeding", (), "LKM"), ("SKM", "seeding", (), "SKM"),
+    ("PCKM", "seeding", (), "PCKM"), ("MPCKM", "seeding", (), "MPCKM"),
+    ("PCSKM", "seeding", (), "PCSKM"), ("PCKM", "robin", (), "PCKM"),
+    ("MPCKM", "maximin", (), "MPCKM"), ("SKM", "dkm++", (), "SKM"),
+    ("PCSKM", "maximin", (("weight_update", "paper"),), "PCSKM-paper"),
+)
+DETERMINISTIC = {"dkm++": algorithms.dkmpp_init, "robin": algorithms.robin_init,
+                 "maximin": algorithms.maximin_init}
+
+
+def public_fit(estimator, init, params, data, cv, cell):
+    """``(labels (S, n), weights (S, p), n_iter (S,), status (S,))`` of one cell fitted
+    through the public estimator: ``fit_path`` or ``fit`` with the cell's constraints."""
+    must_link, cannot_link = cv.constraints(*cell)
+    centres = init if init == "seeding" else data.X[DETERMINISTIC[init](data.X, 3)]
+    caps = {} if estimator == "MPCKM" else {"max_iter": 25}  # MPCKM keeps its cap (D6)
+    model = getattr(algorithms, cells.ESTIMATOR_CLASSES[estimator])(
+        n_clusters=3, init=centres, random_state=cv.seeding_seed(*cell), **caps, **dict(params))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", algorithms.ClusteringFailedWarning)
+        if estimator in ("SKM", "PCSKM"):
+            path = model.fit_path(data.X, algorithms_grid(data.n_features),
+                                  must_link=must_link, cannot_link=cannot_link)
+            return path.labels, path.weights, path.n_iter, path.status_code
+        model.fit(data.X, must_link=must_link, cannot_link=cannot_link)
+    status = algorithms._result.STATUS_NAMES.index(model.status_)
+    return model.labels_[None], model.weights_[None], [model.n_iter_], [status]
+
+
+def check_cell_records(got, f, public, must_link, cannot_link, y_test, test):
+    """The records of cell (run 0, fold ``f``) of ``got`` against the ``public_fit``."""
+    labels, weights, n_iter, status = public
+    np.testing.assert_array_equal(got.status[0, f], status)
+    np.testing.assert_array_equal(got.n_iter[0, f], n_iter)
+    np.testing.assert_array_equal(got.weights[0, f], weights)
+    assert got.n_constraints[0, f] == len(must_link) + len(cannot_link)
+    for s, row in enumerate(labels):
+        if status[s] in algorithms._result.FAILED:
+            assert np.isnan(got.f_score[0, f, s]) and np.isnan(got.satisfied[0, f, s])
+            continue
+        assert (got.f_score[0, f, s], got.precision[0, f, s],
+                got.recall[0, f, s]) == pytest.approx(brute_f_score(y_test, row[test]),
+                                                      rel=1e-12)
+        assert got.satisfied[0, f, s] == pytest.approx(
+            brute_satisfied(must_link, cannot_link, row), rel=1e-12)
+
+
+def test_direct_engine_cells_equal_the_public_estimators():
+    """One task of many settings, evaluated through the engines (inputs validated once per
+    task, each Seeding fill drawn once per cell), equals fitting every cell through the
+    public estimators (everything validated and drawn per fit), scored pair by pair. Without
+    must-links (the cannot-link block) every Seeding centre comes from the fill."""
+    data, cv = cells.dataset("iris"), Protocol(cells.dataset("iris"), seed=0)
+    settings = tuple(setting("iris", estimator, init, params, name)
+                     for estimator, init, params, name in DIRECT_SETTINGS)
+    folds = (0, 6)
+    blocks = (Block("random", 5.5, (2,)), Block("cannot-link", 1.0, (0,)))
+    result = cells.evaluate(Task(settings, blocks, folds=folds))
+    for (estimator, init, params, _), per_block in zip(DIRECT_SETTINGS, result.blocks,
+                                                       strict=True):
+        for block, got in zip(blocks, per_block, strict=True):
+            for f, fold in enumerate(folds):
+                cell = (block.kind, block.percent, block.runs[0], fold)
+                public = public_fit(estimator, init, params, data, cv, cell)
+                test = np.flatnonzero(cv.fold_of == fold)
+                check_cell_records(got, f, public, *cv.constraints(*cell), data.y[test], test)
+
+
 def test_a_task_refuses_settings_of_different_data_sets():
     with pytest.raises(ValueError, match="share the data set"):
         Task((setting("iris", "LKM", "dkm++"), setting("brodinova-5-5", "LKM", "dkm++")),

@@ -58,6 +58,25 @@ def test_violated_and_satisfied_fraction_by_hand():
     assert np.isnan(Constraints.empty(4).satisfied_fraction(labels))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_satisfied_fractions_of_many_labelings_pair_by_pair(seed):
+    """One compiled call for S labelings equals counting each row's kept pairs by hand."""
+    rng = np.random.default_rng(seed)
+    n = 30
+    pairs = np.array([(a, b) for a in range(n) for b in range(a + 1, n)])
+    chosen = pairs[rng.choice(len(pairs), 60, replace=False)]
+    y = rng.integers(0, 3, n)  # consistent: no contradiction, chained or not
+    must_link = [p for p in chosen if y[p[0]] == y[p[1]]]
+    cannot_link = [p for p in chosen if y[p[0]] != y[p[1]]]
+    constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=n)
+    rows = rng.integers(0, 4, (7, n))
+    expected = [(sum(row[a] == row[b] for a, b in must_link)
+                 + sum(row[a] != row[b] for a, b in cannot_link)) / len(chosen) for row in rows]
+    assert constraints.satisfied_fractions(rows).tolist() == expected
+    assert constraints.satisfied_fractions(rows[3:4]).tolist() == expected[3:4]
+    assert np.isnan(Constraints.empty(n).satisfied_fractions(rows)).all()
+
+
 @pytest.mark.parametrize(
     ("must_link", "cannot_link", "message"),
     [

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pcskm.algorithms.metrics import pairwise_f_score
+from pcskm.algorithms.metrics import pairwise_f_score, pairwise_f_scores
 
 
 def brute_force(labels_true, labels_pred):
@@ -106,3 +106,19 @@ def test_accepts_lists_and_uint8():
 def test_bad_input(labels_true, labels_pred, message):
     with pytest.raises(ValueError, match=message):
         pairwise_f_score(labels_true, labels_pred)
+
+
+@pytest.mark.parametrize("kind", ["codes", "sparse", "negative", "float"])
+def test_rows_match_brute_force(kind):
+    """``pairwise_f_scores`` (one compiled call for integer codes >= 0, else row by row),
+    row by row against brute force."""
+    rng = np.random.default_rng(7 + len(kind))
+    for _ in range(40):
+        n, n_rows = int(rng.integers(1, 30)), int(rng.integers(1, 6))
+        labels_true = random_labels(rng, n, "codes")
+        rows = np.array([random_labels(rng, n, kind) for _ in range(n_rows)])
+        expected = [list(brute_force(labels_true.tolist(), row.tolist())) for row in rows]
+        assert pairwise_f_scores(labels_true, rows).tolist() == expected
+    assert pairwise_f_scores([0, 1], np.empty((0, 2), dtype=np.int64)).shape == (0, 3)
+    with pytest.raises(ValueError, match=r"shape \(S, 3\)"):
+        pairwise_f_scores([0, 1, 1], np.zeros((2, 4), dtype=np.int64))
