@@ -12,13 +12,12 @@ from ._jit import kernel
 
 
 @kernel
-def box_diameters(Y):
-    """Per-feature ``(hi_m - lo_m)^2`` of the box lo = min(0, min Y), hi = max(0, max Y) (§1.1).
-
-    ``D_max = sum_m metric_m * box_diameters(Y)_m``.
-    """
+def box_corners(Y):
+    """Per-feature corners lo = min(0, min Y), hi = max(0, max Y) of the box of §1.1:
+    returns ``(lo, hi)``."""
     n, p = Y.shape
-    out = np.empty(p)
+    low = np.zeros(p)
+    high = np.zeros(p)
     for m in range(p):
         lo = 0.0
         hi = 0.0
@@ -28,8 +27,19 @@ def box_diameters(Y):
                 lo = v
             if v > hi:
                 hi = v
-        out[m] = (hi - lo) * (hi - lo)
-    return out
+        low[m] = lo
+        high[m] = hi
+    return low, high
+
+
+@kernel
+def box_diameters(Y):
+    """Per-feature ``(hi_m - lo_m)^2`` of the box of §1.1 (:func:`box_corners`).
+
+    ``D_max = sum_m metric_m * box_diameters(Y)_m``.
+    """
+    low, high = box_corners(Y)
+    return (high - low) * (high - low)
 
 
 @kernel
@@ -101,21 +111,27 @@ def center_distances_into(out, YT, centers, metric):
 
 
 @kernel
-def constraint_costs_into(must_cost, cannot_cost, pair_dist, is_must_link, dmax):
-    """Per constraint c, what it adds to the penalty of a cluster h when its partner has label
-    l (§2.2b): ``must_cost[c]`` if h != l (``pair_dist`` for a must-link, else 0.0) and
-    ``cannot_cost[c]`` if h == l (``dmax - pair_dist`` for a cannot-link, else 0.0)."""
-    for c in range(pair_dist.shape[0]):
+def constraint_costs_into(costs, pair_dist, is_must_link, link, dmax):
+    """Per entry e of the partner lists (constraint c = ``link[e]``), what it adds to the
+    penalty of a cluster h when the partner has label l (§2.2b): ``costs[e, 0]`` if h != l
+    (``pair_dist[c]`` for a must-link, else 0.0) and ``costs[e, 1]`` if h == l
+    (``dmax - pair_dist[c]`` for a cannot-link, else 0.0).
+
+    Stored in partner-list order, so the E-step reads them sequentially, and as a pair, so it
+    picks one by index (``costs[e, h == l]``) instead of by a branch that the labels make
+    unpredictable (the values are the same numbers)."""
+    for e in range(link.shape[0]):
+        c = link[e]
         if is_must_link[c]:
-            must_cost[c] = pair_dist[c]
-            cannot_cost[c] = 0.0
+            costs[e, 0] = pair_dist[c]
+            costs[e, 1] = 0.0
         else:
-            must_cost[c] = 0.0
-            cannot_cost[c] = dmax - pair_dist[c]
+            costs[e, 0] = 0.0
+            costs[e, 1] = dmax - pair_dist[c]
 
 
 @kernel
-def assign_sequential(dist, offset, indptr, partner, link, must_cost, cannot_cost, labels):
+def assign_sequential(dist, offset, indptr, partner, costs, labels):
     """One sequential E-step pass (§2.2b, §3.3 step 1); updates ``labels`` in place.
 
     For i = 0..n-1 in index order and every cluster h, the penalty is accumulated as
@@ -125,15 +141,17 @@ def assign_sequential(dist, offset, indptr, partner, link, must_cost, cannot_cos
                   must-link:   + pair_dist  to every h != l_j
                   cannot-link: + (dmax - pair_dist)  to h == l_j
 
-    (``dist`` from :func:`center_distances_into`, the per-constraint terms from
+    (``dist`` from :func:`center_distances_into`, the per-entry terms from
     :func:`constraint_costs_into`) and l_i = argmin_h P(i, h) (lowest h on ties) is written
     immediately, so later points see it. Returns ``(moved, objective)``: the number of labels
     that changed (including -1 -> h) and the sum over i of the winning penalty.
 
-    Every partner adds ``must_cost`` or ``cannot_cost`` to every cluster; the one of the two
-    that the rule above does not add is +0.0, and adding +0.0 changes no penalty (they are
-    never -0.0), so the sums are bit for bit those of the rule. Up to four clusters the
-    penalties live in registers (the paper's data sets have k = 2 or 3).
+    Every partner adds ``costs[e, 0]`` or ``costs[e, 1]`` to every cluster; the one that the
+    rule above does not add is +0.0, and adding +0.0 changes no penalty (they are never
+    -0.0), so the sums are bit for bit those of the rule. Up to four clusters the penalties
+    live in registers (the paper's data sets have k = 2 or 3). Indices into the partner
+    lists are unsigned: they are never negative, and Numba then skips the negative-index
+    wraparound of every access.
     """
     k, n = dist.shape
     moved = 0
@@ -143,13 +161,12 @@ def assign_sequential(dist, offset, indptr, partner, link, must_cost, cannot_cos
         for i in range(n):
             for h in range(k):
                 cost[h] = dist[h, i] + offset
-            for e in range(indptr[i], indptr[i + 1]):
-                lj = labels[partner[e]]
+            for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
+                lj = labels[np.uint64(partner[e])]
                 if lj < 0:
                     continue
-                c = link[e]
                 for h in range(k):
-                    cost[h] += cannot_cost[c] if h == lj else must_cost[c]
+                    cost[h] += costs[e, np.uint64(h == lj)]
             best = 0
             for h in range(1, k):
                 if cost[h] < cost[best]:
@@ -165,17 +182,14 @@ def assign_sequential(dist, offset, indptr, partner, link, must_cost, cannot_cos
         c1 = dist[1, i] + offset
         c2 = dist[2, i] + offset if k > 2 else 0.0
         c3 = dist[3, i] + offset if k > 3 else 0.0
-        for e in range(indptr[i], indptr[i + 1]):
-            lj = labels[partner[e]]
+        for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
+            lj = labels[np.uint64(partner[e])]
             if lj < 0:
                 continue
-            c = link[e]
-            must = must_cost[c]
-            cannot = cannot_cost[c]
-            c0 += cannot if lj == 0 else must
-            c1 += cannot if lj == 1 else must
-            c2 += cannot if lj == 2 else must
-            c3 += cannot if lj == 3 else must
+            c0 += costs[e, np.uint64(lj == 0)]
+            c1 += costs[e, np.uint64(lj == 1)]
+            c2 += costs[e, np.uint64(lj == 2)]
+            c3 += costs[e, np.uint64(lj == 3)]
         best = 0
         winner = c0
         if c1 < winner:
@@ -195,26 +209,34 @@ def assign_sequential(dist, offset, indptr, partner, link, must_cost, cannot_cos
 
 
 @kernel
-def cluster_means(Y, labels, k):
-    """Per-cluster means (rows summed in index order); an empty cluster gets the zero vector.
-
-    Returns ``(means, counts)``; points labelled -1 are ignored.
-    """
-    n, p = Y.shape
-    sums = np.zeros((k, p))
-    counts = np.zeros(k, dtype=np.int64)
-    for i in range(n):
+def cluster_means_into(means, counts, Y, labels):
+    """Per-cluster means into ``means`` (k, p) and sizes into ``counts`` (rows summed in index
+    order); an empty cluster gets the zero vector; points labelled -1 are ignored."""
+    k, p = means.shape
+    for h in range(k):
+        counts[h] = 0
+        for m in range(p):
+            means[h, m] = 0.0
+    for i in range(Y.shape[0]):
         h = labels[i]
         if h < 0:
             continue
         counts[h] += 1
         for m in range(p):
-            sums[h, m] += Y[i, m]
+            means[h, m] += Y[i, m]
     for h in range(k):
         if counts[h] > 0:
             for m in range(p):
-                sums[h, m] /= counts[h]
-    return sums, counts
+                means[h, m] /= counts[h]
+
+
+@kernel
+def cluster_means(Y, labels, k):
+    """:func:`cluster_means_into` in new arrays: returns ``(means, counts)``."""
+    means = np.empty((k, Y.shape[1]))
+    counts = np.empty(k, dtype=np.int64)
+    cluster_means_into(means, counts, Y, labels)
+    return means, counts
 
 
 @kernel

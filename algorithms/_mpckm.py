@@ -147,8 +147,7 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
     offset = -regularisation * log_sum(metric)
     XT = np.ascontiguousarray(X.T)
     dist = np.empty((k, X.shape[0]))
-    must_cost = np.empty(pairs.shape[0])
-    cannot_cost = np.empty(pairs.shape[0])
+    costs = np.empty((link.shape[0], 2))
     n_empty_events = 0
     status = MAX_ITER
     objective = np.nan
@@ -157,10 +156,8 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
         n_iter = t
         # 1. sequential E-step under a; J_E = sum of the winning penalties
         center_distances_into(dist, XT, centers, metric)
-        constraint_costs_into(must_cost, cannot_cost, pair_dist, is_must_link, dmax)
-        moved, objective_e = assign_sequential(
-            dist, offset, indptr, partner, link, must_cost, cannot_cost, labels
-        )
+        constraint_costs_into(costs, pair_dist, is_must_link, link, dmax)
+        moved, objective_e = assign_sequential(dist, offset, indptr, partner, costs, labels)
         # 2. empty-cluster policy (§1.3)
         counts = cluster_counts(labels, k)
         n_empty = 0

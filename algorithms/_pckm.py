@@ -12,7 +12,7 @@ from ._kernels import (
     assign_sequential,
     box_diameters,
     center_distances_into,
-    cluster_means,
+    cluster_means_into,
     constraint_costs_into,
     pair_sq_distances_into,
     relocate_empty,
@@ -33,16 +33,14 @@ POLICY_RELOCATE = EMPTY_CLUSTER_POLICIES["relocate"]
 
 
 @kernel
-def pckm_loop(
-    Y, YT, centers, labels, pair_dist, dmax, indptr, partner, link, is_must_link, max_iter,
-    policy,
-):
+def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy):
     """Run §2.2 step 2 on ``Y`` in place; returns ``(n_iter, status, objective, n_empty)``.
 
     On entry ``centers`` holds C0 and ``labels`` is all -1; on exit they hold the final
     centroids (the means of the last M-step) and labels. ``YT`` is ``Y`` transposed
-    (C-contiguous, for the E-step's distances), ``pair_dist`` the squared constraint
-    distances on ``Y`` and ``dmax`` the box of §1.1 on ``Y``.
+    (C-contiguous, for the E-step's distances); ``costs`` holds the constraint terms of
+    :func:`constraint_costs_into` for the squared constraint distances on ``Y`` and the box
+    of §1.1 on ``Y``.
 
     Empty clusters are checked after every E-step (§1.3). Under ``"fail"`` the run stops
     with status ``empty_cluster`` and ``centers`` keeps the centroids of that E-step.
@@ -56,17 +54,16 @@ def pckm_loop(
     n, p = Y.shape
     metric = np.ones(p)  # unit metric: 1.0 * diff is diff, so the sums are the plain ones
     dist = np.empty((k, n))
-    must_cost = np.empty(pair_dist.shape[0])
-    cannot_cost = np.empty(pair_dist.shape[0])
-    constraint_costs_into(must_cost, cannot_cost, pair_dist, is_must_link, dmax)
+    means = np.empty((k, p))
+    counts = np.empty(k, dtype=np.int64)
     objective = 0.0
     n_empty = 0
     for t in range(1, max_iter + 1):
         center_distances_into(dist, YT, centers, metric)
         moved, objective = assign_sequential(
-            dist, 0.0, indptr, partner, link, must_cost, cannot_cost, labels
+            dist, 0.0, indptr, partner, costs, labels
         )
-        means, counts = cluster_means(Y, labels, k)
+        cluster_means_into(means, counts, Y, labels)
         empty = 0
         for h in range(k):
             if counts[h] == 0:
@@ -77,7 +74,7 @@ def pckm_loop(
             n_empty += empty
             if policy == POLICY_RELOCATE:
                 moved += relocate_empty(Y, centers, metric, labels, counts)
-                means, counts = cluster_means(Y, labels, k)
+                cluster_means_into(means, counts, Y, labels)
         for h in range(k):
             for m in range(p):
                 centers[h, m] = means[h, m]
@@ -87,18 +84,26 @@ def pckm_loop(
 
 
 @kernel
+def constraint_costs(Y, pairs, is_must_link, link):
+    """The ``costs`` of :func:`pckm_loop` on ``Y`` (§2.2b): from the squared constraint
+    distances and the box of §1.1, both on ``Y``."""
+    pair_dist = np.empty(pairs.shape[0])
+    pair_sq_distances_into(pair_dist, Y, pairs, np.ones(Y.shape[1]))
+    costs = np.empty((link.shape[0], 2))
+    constraint_costs_into(costs, pair_dist, is_must_link, link, box_diameters(Y).sum())
+    return costs
+
+
+@kernel
 def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy):
     """§2.2 in full on ``X``: returns ``(labels, centers, n_iter, status, objective, n_empty)``.
     """
     n = X.shape[0]
     centers = C0.copy()
     labels = np.full(n, -1, dtype=np.int64)
-    dmax = box_diameters(X).sum()
-    pair_dist = np.empty(pairs.shape[0])
-    pair_sq_distances_into(pair_dist, X, pairs, np.ones(X.shape[1]))
     n_iter, status, objective, n_empty = pckm_loop(
-        X, np.ascontiguousarray(X.T), centers, labels, pair_dist, dmax, indptr, partner, link,
-        is_must_link, max_iter, policy,
+        X, np.ascontiguousarray(X.T), centers, labels,
+        constraint_costs(X, pairs, is_must_link, link), indptr, partner, max_iter, policy,
     )
     return labels, centers, n_iter, status, objective, n_empty
 

@@ -28,8 +28,15 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jit import kernel
-from ._kernels import box_diameters, cluster_means, pair_sq_distances_into
-from ._pckm import pckm_loop
+from ._kernels import (
+    box_corners,
+    box_diameters,
+    cluster_means,
+    cluster_means_into,
+    constraint_costs_into,
+    pair_sq_distances_into,
+)
+from ._pckm import constraint_costs, pckm_loop
 from ._result import (
     CONVERGED,
     DEGENERATE_WEIGHTS,
@@ -188,6 +195,22 @@ def weights_into(w, g, s):
 
 
 @kernel
+def box_of_scaled(low, high, active, root_w, q):
+    """D_max (§1.1) of Z = X * sqrt(w) on its q active features, from the corners of the box
+    on X (:func:`box_corners`): feature j of Z spans [low_m * r_j, high_m * r_j] with
+    m = active[j] and r_j = sqrt(w_m) > 0, because rounding x * r is monotone in x for
+    r > 0, so the extreme entries of a Z column are the scaled extremes of the X column
+    (and 0 * r = 0). The sum runs over j in ascending order, as ``box_diameters(Z).sum()``
+    does, so the value is bit for bit the one computed on Z itself."""
+    total = 0.0
+    for j in range(q):
+        m = active[j]
+        span = high[m] * root_w[j] - low[m] * root_w[j]
+        total += span * span
+    return total
+
+
+@kernel
 def sparse_path(
     X, C0, pairs, is_must_link, indptr, partner, link, sparsities, paper,
     max_iter, inner_max_iter, tol, policy,
@@ -214,15 +237,12 @@ def sparse_path(
     out_empty = np.zeros(n_s, dtype=np.int64)
 
     # Step 2 (shared): the first PCKM clustering on the unweighted X.
-    n_pairs = pairs.shape[0]
-    pair_dist = np.empty(n_pairs)
-    unit_metric = np.ones(p)  # the box and pair distances of X and Z are unweighted
-    pair_sq_distances_into(pair_dist, X, pairs, unit_metric)
+    costs = constraint_costs(X, pairs, is_must_link, link)
     first_labels = np.full(n, -1, dtype=np.int64)
     first_centers = C0.copy()
     first_iter, first_status, _, first_empty = pckm_loop(
-        X, np.ascontiguousarray(X.T), first_centers, first_labels, pair_dist,
-        box_diameters(X).sum(), indptr, partner, link, is_must_link, inner_max_iter, policy,
+        X, np.ascontiguousarray(X.T), first_centers, first_labels, costs, indptr, partner,
+        inner_max_iter, policy,
     )
     if first_status == EMPTY_CLUSTER:
         final_centers, _ = cluster_means(X, first_labels, k)
@@ -238,6 +258,7 @@ def sparse_path(
                 out_objective, out_inner, out_empty)
     tss = total_sum_of_squares(X)
     box = box_diameters(X)
+    low, high = box_corners(X)
     first_scores = np.empty(p)
     scores_into(first_scores, X, first_labels, k, tss, pairs, is_must_link, box, paper)
 
@@ -249,6 +270,14 @@ def sparse_path(
     g = np.empty(p)
     active = np.empty(p, dtype=np.int64)
     root_w = np.empty(p)
+    # Z, its transpose and its centroids on the active features live in the first n*q, q*n
+    # and k*q entries of these buffers (reshaped views, C-contiguous).
+    z_buffer = np.empty(n * p)
+    zt_buffer = np.empty(n * p)
+    centers_buffer = np.empty(k * p)
+    counts = np.empty(k, dtype=np.int64)
+    pair_dist = np.empty(pairs.shape[0])
+    unit_metric = np.ones(p)  # the pair distances of Z are unweighted
     # A run whose every weight update had l1_l2_ratio(g) <= its s never used s: for any
     # s' >= the largest of those ratios each update takes the same Delta = 0 branch, so the
     # run for s' is the same run, bit for bit (a run that failed before any update never
@@ -291,17 +320,20 @@ def sparse_path(
                         active[q] = m
                         root_w[q] = np.sqrt(w[m])
                         q += 1
-                Z = np.empty((n, q))
-                ZT = np.empty((q, n))
+                Z = z_buffer[:n * q].reshape((n, q))
+                ZT = zt_buffer[:n * q].reshape((q, n))
                 for i in range(n):
                     for j in range(q):
                         Z[i, j] = ZT[j, i] = X[i, active[j]] * root_w[j]
-                active_centers, _ = cluster_means(Z, labels, k)
+                active_centers = centers_buffer[:k * q].reshape((k, q))
+                cluster_means_into(active_centers, counts, Z, labels)
                 labels[:] = -1
                 pair_sq_distances_into(pair_dist, Z, pairs, unit_metric)
+                constraint_costs_into(costs, pair_dist, is_must_link, link,
+                                      box_of_scaled(low, high, active, root_w, q))
                 inner_iter, inner_status, _, inner_empty = pckm_loop(
-                    Z, ZT, active_centers, labels, pair_dist, box_diameters(Z).sum(),
-                    indptr, partner, link, is_must_link, inner_max_iter, policy,
+                    Z, ZT, active_centers, labels, costs, indptr, partner, inner_max_iter,
+                    policy,
                 )
                 centers[:] = 0.0
                 for h in range(k):
