@@ -4,6 +4,8 @@ Estimators (scikit-learn API): :class:`LloydKMeans`, :class:`PCKMeans`, :class:`
 :class:`SparseKMeans`, :class:`PCSKMeans`. Initialisations: :func:`dkmpp_init`,
 :func:`robin_init`, :func:`maximin_init`, :func:`seeding_init`. Constraints:
 :class:`Constraints`, :func:`constraints_from_labels`. Scoring: :func:`pairwise_f_score`.
+Choosing s: :func:`constraint_cv_scores`, :func:`gap_statistic`,
+:func:`select_by_satisfaction`, :func:`best_sparsity_index`.
 """
 
 from pcskm._lazy import lazy_exports
@@ -19,6 +21,13 @@ _EXPORTS = {
     "seeding_init": ".initialisation",
     "pairwise_f_score": ".metrics",
     "PairwiseFScore": ".metrics",
+    "ConstraintCVResult": ".selection",
+    "GapStatisticResult": ".selection",
+    "SatisfactionResult": ".selection",
+    "best_sparsity_index": ".selection",
+    "constraint_cv_scores": ".selection",
+    "gap_statistic": ".selection",
+    "select_by_satisfaction": ".selection",
     "MPCKMeans": ".mpckmeans",
     "LloydKMeans": ".pckmeans",
     "PCKMeans": ".pckmeans",

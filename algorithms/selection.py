@@ -1,0 +1,343 @@
+"""Choosing the sparsity s from the data and the constraints, never the labels
+(docs/method/selection.md).
+
+Each rule scores every s of a fitted :class:`~pcskm.algorithms.SparsityPath` and returns the
+per-s scores with the chosen s:
+
+* :func:`constraint_cv_scores`: cross-validation of the constraints (CVCP, §2);
+* :func:`gap_statistic`: Witten & Tibshirani's permutation gap statistic (§3);
+* :func:`select_by_satisfaction`: the fraction of the constraints satisfied, with an explicit
+  tie rule (§4; protocol.md §9.2 is its ``ties="smallest"``).
+
+:func:`best_sparsity_index` is the choice itself (the largest score and a tie rule, §1), on
+any array of per-s scores, e.g. scores stored in a results cube.
+"""
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.base import clone
+
+from ._result import FAILED
+from ._sparse import feature_scores
+from ._validation import check_choice, check_data, plain
+from .constraints import Constraints
+from .sparse_kmeans import PCSKMeans, SparseKMeans, SparsityPath
+
+TIES = ("smallest", "largest", "median")
+
+
+class ConstraintCVResult(NamedTuple):
+    """:func:`constraint_cv_scores`: per-s CVCP scores (§2) and the chosen s."""
+
+    sparsity: np.ndarray  # (n_s,) the path's grid
+    score: np.ndarray  # (n_s,) mean held-out F-measure over the folds whose fit succeeded
+    fold_scores: np.ndarray  # (n_folds, n_s) held-out F-measure of each fold; NaN: failed fit
+    n_failed_folds: np.ndarray  # (n_s,) folds whose fit failed at s
+    fold: np.ndarray  # (m,) fold of each constraint: must-links as given, then cannot-links
+    selected_index: int  # position of the chosen s in the grid; -1 when every s is NaN
+    selected_sparsity: float  # the chosen s; NaN when every s is NaN
+
+
+class GapStatisticResult(NamedTuple):
+    """:func:`gap_statistic`: per-s gap statistic (§3) and the two choices of s."""
+
+    sparsity: np.ndarray  # (n_s,) the path's grid
+    gap: np.ndarray  # (n_s,) log O(s) - mean_b log O*_b(s); NaN: failed fit
+    gap_sd: np.ndarray  # (n_s,) standard deviation of log O*_b(s) over b (sparcl's sdgaps)
+    log_objective: np.ndarray  # (n_s,) log O(s) on the data
+    null_log_objective: np.ndarray  # (n_permutations, n_s) log O*_b(s); NaN: failed fit
+    selected_index: int  # the largest gap (sparcl's bestw); -1 when every gap is NaN
+    selected_sparsity: float
+    one_sd_index: int  # the smallest s whose gap is within one gap_sd of the largest gap
+    one_sd_sparsity: float
+
+
+class SatisfactionResult(NamedTuple):
+    """:func:`select_by_satisfaction`: per-s satisfied fraction (§4) and the chosen s."""
+
+    sparsity: np.ndarray  # (n_s,) the path's grid
+    satisfied: np.ndarray  # (n_s,) fraction of the constraints satisfied; NaN: failed fit
+    n_tied: int  # how many s share the largest fraction
+    selected_index: int  # -1 when every s failed
+    selected_sparsity: float
+
+
+def _tied_at_top(scores, axis):
+    """Boolean mask of the entries equal to the largest non-NaN score along ``axis``."""
+    valid = ~np.isnan(scores)
+    top = np.max(np.where(valid, scores, -np.inf), axis=axis, keepdims=True)
+    return valid & (scores == top)
+
+
+def best_sparsity_index(scores, *, ties="smallest", axis=-1):
+    """Position of the largest non-NaN score along ``axis``, an axis ordered by increasing s
+    (docs/method/selection.md §1).
+
+    Scores that tie exactly with the largest go to the ``ties`` rule: ``"smallest"`` s (the
+    rule of protocol.md §9.2), ``"largest"`` s, or ``"median"``: the lower median of the tied
+    s, so that the choice is always one of them. Returns an integer array (an int for 1-D
+    scores); -1 where every score is NaN.
+    """
+    check_choice(ties, "ties", TIES)
+    scores = np.asarray(scores, dtype=np.float64)
+    tied = np.moveaxis(_tied_at_top(scores, axis), axis, -1)
+    n_tied = tied.sum(axis=-1)
+    rank = {"smallest": np.zeros_like(n_tied), "largest": n_tied - 1,
+            "median": (n_tied - 1) // 2}[ties]
+    chosen = tied & (np.cumsum(tied, axis=-1) - 1 == rank[..., None])
+    index = np.where(n_tied > 0, np.argmax(chosen, axis=-1), -1)
+    return int(index) if index.ndim == 0 else index
+
+
+def _at(grid, index):
+    return float(grid[index]) if index >= 0 else np.nan
+
+
+def _failed(path):
+    return np.isin(path.status_code, list(FAILED))
+
+
+def _seed_sequence(random_state):
+    """``random_state`` as a SeedSequence (None: fresh entropy)."""
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if random_state is None or (isinstance(random_state, numbers.Integral)
+                                and not isinstance(random_state, bool) and random_state >= 0):
+        return np.random.SeedSequence(random_state)
+    raise ValueError("random_state must be None, a non-negative int or a numpy SeedSequence "
+                     f"(a Generator cannot give order-free child seeds); got "
+                     f"{plain(random_state)!r}")
+
+
+def _child_seed(seed, number):
+    """The seed of draw ``number``: the parent's key extended by ``(number,)`` (§5), the same
+    whatever else was drawn before, unlike ``SeedSequence.spawn``."""
+    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, number),
+                                  pool_size=seed.pool_size)
+
+
+def _mean_of_computed(values):
+    """Mean over axis 0 of the non-NaN entries (NaN where there are none), and their count."""
+    computed = ~np.isnan(values)
+    count = computed.sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        return np.where(computed, values, 0.0).sum(axis=0) / count, count
+
+
+def _check_count(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {plain(value)!r}")
+    return int(value)
+
+
+def _check_path(path):
+    if not isinstance(path, SparsityPath):
+        raise TypeError(f"path must be a SparsityPath (from fit_path); got "
+                        f"{type(path).__name__}")
+    if len(path.sparsity) > 1 and not (np.diff(path.sparsity) > 0).all():
+        raise ValueError("the path's s grid must be strictly increasing (the tie rules "
+                         f"choose by the order of s); got {path.sparsity.tolist()}")
+
+
+def _checked(estimator, X, path, ties):
+    """Validate what the rules that refit share; returns X as float64."""
+    check_choice(ties, "ties", TIES)
+    if not isinstance(estimator, PCSKMeans):
+        raise TypeError("estimator must be a SparseKMeans or PCSKMeans (the one that fitted "
+                        f"the path); got {type(estimator).__name__}")
+    _check_path(path)
+    X = check_data(X)
+    if path.labels.shape[1] != X.shape[0] or path.initial_centers.shape != (
+            estimator.n_clusters, X.shape[1]):
+        raise ValueError(
+            f"the path does not belong to X and the estimator: it has "
+            f"{path.labels.shape[1]} samples and {path.initial_centers.shape[0]} centres of "
+            f"{path.initial_centers.shape[1]} features; X has shape {X.shape} and "
+            f"n_clusters={estimator.n_clusters}")
+    return X
+
+
+def _constraint_groups(constraints):
+    """Group number of each constraint: one group per must-link component, and one per pair
+    of components joined by cannot-links (§2.1). Points outside any must-link are their own
+    component."""
+    n = constraints.n_samples
+    component = np.where(constraints.neighbourhood >= 0, constraints.neighbourhood,
+                         constraints.n_neighbourhoods + np.arange(n))
+    a = component[constraints.pairs[:, 0]]
+    b = component[constraints.pairs[:, 1]]
+    # a must-link has a == b; a cannot-link never does (Constraints refuses it).
+    key = np.minimum(a, b) * (constraints.n_neighbourhoods + n) + np.maximum(a, b)
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
+
+
+def _constraint_folds(constraints, n_folds, rng):
+    """Fold of each constraint: groups in random order, sorted by decreasing size (stable),
+    dealt to the folds back and forth (0, 1, ..., K-1, K-1, ..., 0, ...) (§2.1)."""
+    if n_folds > len(constraints):
+        raise ValueError(f"n_folds={n_folds} is larger than the number of constraints "
+                         f"({len(constraints)})")
+    group = _constraint_groups(constraints)
+    size = np.bincount(group)
+    if n_folds > len(size):
+        raise ValueError(
+            f"n_folds={n_folds} is larger than the number of groups of constraints that can be "
+            f"held out without leaking ({len(size)}: must-link components and the cannot-links "
+            "between two components, docs/method/selection.md §2.1)")
+    order = rng.permutation(len(size))
+    order = order[np.argsort(-size[order], kind="stable")]
+    lap, seat = np.divmod(np.arange(len(size)), n_folds)
+    fold_of_group = np.empty(len(size), dtype=np.int64)
+    fold_of_group[order] = np.where(lap % 2 == 0, seat, n_folds - 1 - seat)
+    return fold_of_group[group]
+
+
+def _held_out_f_measure(labels, pairs, is_must_link):
+    """CVCP's F-measure of the constraints ``pairs`` under each row of ``labels`` (§2.3):
+    the mean of the F-measures of the must-link and the cannot-link class, over the classes
+    present."""
+    same = labels[:, pairs[:, 0]] == labels[:, pairs[:, 1]]
+    n_must, n_cannot = int(is_must_link.sum()), int((~is_must_link).sum())
+    kept_together = same[:, is_must_link].sum(axis=1)  # must-links satisfied
+    put_together = same[:, ~is_must_link].sum(axis=1)  # cannot-links violated
+    f = []
+    if n_must:
+        f.append(2 * kept_together / (n_must + kept_together + put_together))
+    if n_cannot:
+        kept_apart = n_cannot - put_together
+        f.append(2 * kept_apart / (n_cannot + kept_apart + n_must - kept_together))
+    return np.mean(f, axis=0)
+
+
+def constraint_cv_scores(estimator, X, path, *, must_link=None, cannot_link=None, n_folds=5,
+                         ties="smallest", random_state=None):
+    """Choose s by cross-validating the constraints (CVCP; docs/method/selection.md §2).
+
+    The constraints are split into ``n_folds`` folds by must-link component (§2.1). For each
+    fold, ``estimator`` fits the whole s grid of ``path`` on the other folds' constraints,
+    from the path's initial centres, and the fold's constraints are scored by CVCP's
+    F-measure (§2.3). ``score`` is the mean over the folds whose fit succeeded at s (§2.4);
+    NaN if none did or if ``path`` failed at s. SKM ignores the constraints, so its
+    fold fits are ``path`` itself and nothing is refitted. Nothing is refitted for the chosen
+    s either: it indexes ``path``.
+
+    ``path`` must come from ``estimator.fit_path(X, ..., must_link=must_link,
+    cannot_link=cannot_link)``. ``random_state`` (None, int or SeedSequence) draws the
+    folds; the runner passes a SeedSequence derived from the cell's key. Returns a
+    :class:`ConstraintCVResult`.
+    """
+    X = _checked(estimator, X, path, ties)
+    n_folds = _check_count(n_folds, "n_folds", 2)
+    seed = _seed_sequence(random_state)
+    constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
+    if len(constraints) == 0:
+        raise ValueError("constraint cross-validation needs constraints; none were given")
+    fold = _constraint_folds(constraints, n_folds, np.random.default_rng(seed))
+    refit = not isinstance(estimator, SparseKMeans)  # SKM ignores the constraints (§2.2)
+    fold_estimator = clone(estimator).set_params(init=path.initial_centers) if refit else None
+    fold_scores = np.empty((n_folds, len(path.sparsity)))
+    for number in range(n_folds):
+        held_out = fold == number
+        fold_path = path
+        if refit:
+            train = ~held_out
+            fold_path = fold_estimator.fit_path(
+                X, path.sparsity, must_link=constraints.pairs[train & constraints.is_must_link],
+                cannot_link=constraints.pairs[train & ~constraints.is_must_link])
+        score = _held_out_f_measure(fold_path.labels, constraints.pairs[held_out],
+                                    constraints.is_must_link[held_out])
+        fold_scores[number] = np.where(_failed(fold_path), np.nan, score)
+    mean, n_scored = _mean_of_computed(fold_scores)
+    score = np.where(_failed(path), np.nan, mean)
+    index = best_sparsity_index(score, ties=ties)
+    return ConstraintCVResult(path.sparsity, score, fold_scores, n_folds - n_scored, fold,
+                              index, _at(path.sparsity, index))
+
+
+def _log_weighted_bcss(X, path, n_clusters):
+    """log O(s), O(s) = sum_j w_j BCSS_j of each s's labels and weights (§3.1); NaN for a
+    failed s. BCSS_j = TSS_j - WCSS_j, the score of the authors' code (algorithms.md §4.3)."""
+    none = Constraints.empty(X.shape[0])
+    objective = np.full(len(path.sparsity), np.nan)
+    for i in np.flatnonzero(~_failed(path)):
+        objective[i] = feature_scores(X, path.labels[i], n_clusters, none) @ path.weights[i]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(objective)
+
+
+def gap_statistic(estimator, X, path, *, n_permutations=25, ties="smallest",
+                  random_state=None):
+    """Choose s by the gap statistic of Witten & Tibshirani (R sparcl's
+    ``KMeansSparseCluster.permute``; docs/method/selection.md §3).
+
+    O(s) is the weighted between-cluster sum of squares of the path at s (§3.1). Each of the
+    ``n_permutations`` null data sets permutes every feature of X independently; SKM (the
+    estimator's parameters, no constraints: they do not survive a permutation) fits the
+    grid on it from the path's initial centres, giving O*_b(s) (§3.2). Then
+    ``gap = log O(s) - mean_b log O*_b(s)`` and ``gap_sd`` = the standard deviation of
+    log O*_b(s), as sparcl's ``gaps`` and ``sdgaps``. The choice is the largest gap
+    (sparcl's ``bestw``); ``one_sd_index`` is the smallest s whose gap is within one
+    ``gap_sd`` of the largest (§3.3). A failed s has NaN gap and is never chosen.
+
+    ``random_state`` (None, int or SeedSequence) seeds permutation b with its key extended
+    by ``(b,)`` (§5); the runner passes a SeedSequence derived from the cell's key. Returns a
+    :class:`GapStatisticResult`.
+    """
+    X = _checked(estimator, X, path, ties)
+    n_permutations = _check_count(n_permutations, "n_permutations", 1)
+    seed = _seed_sequence(random_state)
+    k = estimator.n_clusters
+    params = estimator.get_params()
+    null_estimator = SparseKMeans(**{name: params[name]
+                                     for name in SparseKMeans._get_param_names()})
+    null_estimator.set_params(init=path.initial_centers)
+    null_log_objective = np.empty((n_permutations, len(path.sparsity)))
+    for b in range(n_permutations):
+        permuted = np.random.default_rng(_child_seed(seed, b)).permuted(X, axis=0)
+        null_path = null_estimator.fit_path(permuted, path.sparsity)
+        null_log_objective[b] = _log_weighted_bcss(permuted, null_path, k)
+    null_mean, n_computed = _mean_of_computed(null_log_objective)
+    mean_square, _ = _mean_of_computed((null_log_objective - null_mean) ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):  # R's sd: denominator B' - 1
+        gap_sd = np.where(n_computed > 1, np.sqrt(mean_square * n_computed / (n_computed - 1)),
+                          np.nan)
+    log_objective = _log_weighted_bcss(X, path, k)
+    gap = log_objective - null_mean
+    index = best_sparsity_index(gap, ties=ties)
+    one_sd = _one_sd_index(gap, gap_sd, index)
+    return GapStatisticResult(path.sparsity, gap, gap_sd, log_objective, null_log_objective,
+                              index, _at(path.sparsity, index), one_sd,
+                              _at(path.sparsity, one_sd))
+
+
+def _one_sd_index(gap, gap_sd, best):
+    """The smallest s with gap(s) >= max gap - gap_sd(s) (§3.3); ``best`` when no gap_sd is
+    defined (one permutation)."""
+    if best < 0:
+        return -1
+    within = gap >= gap[best] - gap_sd  # False for NaN
+    within[best] = True
+    return int(np.argmax(within))
+
+
+def select_by_satisfaction(path, *, must_link=None, cannot_link=None, ties="smallest"):
+    """Choose the s whose labels satisfy the largest fraction of the constraints, failed s
+    excluded, exact ties broken by ``ties`` (docs/method/selection.md §4).
+
+    ``ties="smallest"`` is the honest selection of protocol.md §9.2; ``"largest"`` and
+    ``"median"`` show how much that choice owes to the tie rule. Returns a
+    :class:`SatisfactionResult`.
+    """
+    check_choice(ties, "ties", TIES)
+    _check_path(path)
+    constraints = Constraints.from_pairs(must_link, cannot_link,
+                                         n_samples=path.labels.shape[1])
+    if len(constraints) == 0:
+        raise ValueError("selection by satisfaction needs constraints; none were given")
+    satisfied = np.where(_failed(path), np.nan, constraints.satisfied_fractions(path.labels))
+    index = best_sparsity_index(satisfied, ties=ties)
+    n_tied = int(_tied_at_top(satisfied, -1).sum())
+    return SatisfactionResult(path.sparsity, satisfied, n_tied, index,
+                              _at(path.sparsity, index))
