@@ -43,38 +43,45 @@ def box_diameters(Y):
 
 
 @kernel
+def weighted_square(diff, metric, m):
+    """``metric[m] * diff * diff``, or ``diff * diff`` for ``metric=None`` (the unit metric:
+    ``(1.0 * diff) * diff`` is the same number, one multiplication fewer). Numba compiles
+    the ``None`` case without the branch."""
+    if metric is None:
+        return diff * diff
+    return metric[m] * diff * diff
+
+
+@kernel
 def pair_sq_distances_into(out, Y, pairs, metric):
-    """``out[c] = |y_a - y_b|^2_metric`` for every constraint ``(a, b)``.
+    """``out[c] = |y_a - y_b|^2_metric`` for every constraint ``(a, b)`` (``metric=None``:
+    the unit metric).
 
     Each sum runs over the features in ascending order; four constraints are summed side by
-    side so that their independent additions overlap.
+    side so that their independent additions overlap. Row indices are unsigned (never
+    negative), so Numba skips the negative-index wraparound of every access.
     """
     n_pairs = pairs.shape[0]
     p = Y.shape[1]
     c = 0
     while c + 4 <= n_pairs:
-        a0, b0 = pairs[c, 0], pairs[c, 1]
-        a1, b1 = pairs[c + 1, 0], pairs[c + 1, 1]
-        a2, b2 = pairs[c + 2, 0], pairs[c + 2, 1]
-        a3, b3 = pairs[c + 3, 0], pairs[c + 3, 1]
+        a0, b0 = Y[np.uint64(pairs[c, 0])], Y[np.uint64(pairs[c, 1])]
+        a1, b1 = Y[np.uint64(pairs[c + 1, 0])], Y[np.uint64(pairs[c + 1, 1])]
+        a2, b2 = Y[np.uint64(pairs[c + 2, 0])], Y[np.uint64(pairs[c + 2, 1])]
+        a3, b3 = Y[np.uint64(pairs[c + 3, 0])], Y[np.uint64(pairs[c + 3, 1])]
         d0 = d1 = d2 = d3 = 0.0
         for m in range(p):
-            weight = metric[m]
-            diff = Y[a0, m] - Y[b0, m]
-            d0 += weight * diff * diff
-            diff = Y[a1, m] - Y[b1, m]
-            d1 += weight * diff * diff
-            diff = Y[a2, m] - Y[b2, m]
-            d2 += weight * diff * diff
-            diff = Y[a3, m] - Y[b3, m]
-            d3 += weight * diff * diff
+            d0 += weighted_square(a0[m] - b0[m], metric, m)
+            d1 += weighted_square(a1[m] - b1[m], metric, m)
+            d2 += weighted_square(a2[m] - b2[m], metric, m)
+            d3 += weighted_square(a3[m] - b3[m], metric, m)
         out[c], out[c + 1], out[c + 2], out[c + 3] = d0, d1, d2, d3
         c += 4
     while c < n_pairs:
+        a, b = np.uint64(pairs[c, 0]), np.uint64(pairs[c, 1])
         d = 0.0
         for m in range(p):
-            diff = Y[pairs[c, 0], m] - Y[pairs[c, 1], m]
-            d += metric[m] * diff * diff
+            d += weighted_square(Y[a, m] - Y[b, m], metric, m)
         out[c] = d
         c += 1
 

@@ -88,7 +88,7 @@ def constraint_costs(Y, pairs, is_must_link, link):
     """The ``costs`` of :func:`pckm_loop` on ``Y`` (§2.2b): from the squared constraint
     distances and the box of §1.1, both on ``Y``."""
     pair_dist = np.empty(pairs.shape[0])
-    pair_sq_distances_into(pair_dist, Y, pairs, np.ones(Y.shape[1]))
+    pair_sq_distances_into(pair_dist, Y, pairs, None)
     costs = np.empty((link.shape[0], 2))
     constraint_costs_into(costs, pair_dist, is_must_link, link, box_diameters(Y).sum())
     return costs

@@ -277,7 +277,6 @@ def sparse_path(
     centers_buffer = np.empty(k * p)
     counts = np.empty(k, dtype=np.int64)
     pair_dist = np.empty(pairs.shape[0])
-    unit_metric = np.ones(p)  # the pair distances of Z are unweighted
     # A run whose every weight update had l1_l2_ratio(g) <= its s never used s: for any
     # s' >= the largest of those ratios each update takes the same Delta = 0 branch, so the
     # run for s' is the same run, bit for bit (a run that failed before any update never
@@ -328,7 +327,7 @@ def sparse_path(
                 active_centers = centers_buffer[:k * q].reshape((k, q))
                 cluster_means_into(active_centers, counts, Z, labels)
                 labels[:] = -1
-                pair_sq_distances_into(pair_dist, Z, pairs, unit_metric)
+                pair_sq_distances_into(pair_dist, Z, pairs, None)
                 constraint_costs_into(costs, pair_dist, is_must_link, link,
                                       box_of_scaled(low, high, active, root_w, q))
                 inner_iter, inner_status, _, inner_empty = pckm_loop(
