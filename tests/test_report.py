@@ -29,6 +29,7 @@ SPARSE = ("SKM", "PCSKM")
 MISSING, CONVERGED, MAX_ITER, EMPTY, DEGENERATE, NOT_APPLICABLE = range(6)
 FLAGS = "missing converged max_iter empty_cluster degenerate_weights not_applicable"
 GRID = (1.1, 1.3, 1.5)
+EVERY_DATASET = tuple(f.label for f in families.ALL)
 
 
 def strings(values):
@@ -298,7 +299,7 @@ def test_wilcoxon_analyses_match_scipy_on_hand_built_vectors():
         y[other] = [values[(f, other, i, k)] for i, k, f in used]
     tests, cases = statistics.analyses(results)
     for other in ("LKM", "SKM", "PCKM", "MPCKM"):
-        row = tests[tests.test == f"PCSKM vs {other}"].iloc[0]
+        row = tests[(tests.test == f"PCSKM vs {other}") & (tests.level == "cases")].iloc[0]
         expected = scipy.stats.wilcoxon(x[other], y[other], zero_method="wilcox",
                                         correction=False, alternative="two-sided",
                                         method="auto")
@@ -322,7 +323,7 @@ def test_constraint_kind_analysis_drops_zero_differences():
                     values[(family, algorithm, init, kind)] = base + (
                         0 if algorithm == "SKM" else 0.002 * k * (1 + a + n))
     tests, _ = statistics.analyses(_families(values))
-    row = tests[tests.test == "must-link vs cannot-link"].iloc[0]
+    row = tests[(tests.test == "must-link vs cannot-link") & (tests.level == "cases")].iloc[0]
     assert (row.n_cases, row.n, row.n_nonzero, row.ties) == (72, 72, 54, 18)
     x = [values[(f, a, i, "must-link")] for i in statistics.DETERMINISTIC
          for a in statistics.ANALYSIS2_ALGORITHMS for f in statistics.SIX]
@@ -376,7 +377,8 @@ def test_smoke_report_files(smoke_report):
     assert report == out / "report.md"
     for name in ("figure1_performance_paper.png", "figure1_performance_honest.png",
                  "figure2_weights.png", "figure1_performance_paper.csv", "table1.csv",
-                 "wilcoxon_tests.csv", "claims.csv", "weight_shares.csv", "best_s.csv"):
+                 "wilcoxon_tests.csv", "claims.csv", "weight_shares.csv", "best_s.csv",
+                 "wilcoxon_datasets.csv", "failures.csv", "figure1_performance_extra_paper.png"):
         assert (out / name).stat().st_size > 0, name
     text = report.read_text()
     assert "Appendix: performance with ROBIN(D): not computed" in text
@@ -452,7 +454,8 @@ def test_performance_figure_marks_panels_not_in_the_spec_and_not_computed(tmp_pa
                                   {"iris": iris, "brodinova-5-5": brodinova}))
     results = collect(store)
     _stem, title, rows = performance.FIGURES[0]
-    fig = performance.figure(results, "paper", title, rows, tmp_path / "f.png")
+    fig = performance.figure(results, "paper", title, rows, tmp_path / "f.png",
+                             datasets=EVERY_DATASET)
     texts = {(ax.get_title(), round(ax.get_position().y0, 4)): [t.get_text() for t in ax.texts]
              for ax in fig.axes}
     assert len(fig.axes) == 4  # 2 data sets x (Seeding, random), (DKM++, random)
@@ -475,7 +478,7 @@ def test_smoke_figure1_panels_and_f_axes(smoke_results, tmp_path, share_y):
     with share_y every row shares one axis, else each panel fits its own data."""
     _stem, title, rows = performance.FIGURES[0]
     fig = performance.figure(smoke_results, "paper", title, rows, tmp_path / "f.png",
-                             share_y=share_y)
+                             datasets=EVERY_DATASET, share_y=share_y)
     assert sorted(ax.get_title() for ax in fig.axes) == (
         ["Brodinova 5+5"] * 2 + ["iris (= fisheriris)"] * 2)
     by_row = {}

@@ -1,6 +1,6 @@
 """One pass over the cube: per data set, the selections (written to the sidecar store), their
-aggregates, the best-s summaries, the weight means, the coverage and a sample of cells; then
-the families.
+aggregates, the best-s summaries, the weight means, the coverage, the failed fits and a sample
+of cells; then the families.
 
 The cube is read one data set at a time, so memory stays bounded by the largest group.
 """
@@ -15,7 +15,7 @@ import pandas as pd
 import xarray as xr
 import zarr
 
-from . import cell_sample, coverage, families, selection, weights
+from . import cell_sample, coverage, failures, families, selection, weights
 from .fits import CELL_DIMS, LABEL_DIMS, fit_table, quiet
 
 SIDECAR_SUFFIX = "-selections.zarr"
@@ -38,6 +38,7 @@ class Results:
     best_s: dict = field(default_factory=dict)  # name -> Dataset of best-s summaries
     weight_means: dict = field(default_factory=dict)  # name -> weights.means() Dataset
     coverage: list = field(default_factory=list)  # DataFrames, one per data set
+    failures: list = field(default_factory=list)  # DataFrames, one per data set
     constraints_used: list = field(default_factory=list)
     families: xr.Dataset | None = None  # (family, selection, algorithm, init, kind, percent)
     family_labels: dict = field(default_factory=dict)  # family label -> label to show
@@ -120,6 +121,7 @@ def collect(store, sidecar=None):
         if fits.sparse.any():
             results.best_s[name] = _best_s_summary(selected, fits)
         results.coverage.append(coverage.table(name, fits))
+        results.failures.append(failures.table(name, fits))
         results.constraints_used.append(_constraints_used(name, fits))
         results.cell_sample.append(cell_sample.draw(store, name, fits))
         if "uninformative" in fits.coords:

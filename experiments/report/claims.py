@@ -23,7 +23,9 @@ WEIGHT_INITS = ("seeding", "dkm++", "robin", "maximin")
 
 
 def _test(tests, selection, name):
-    rows = tests[(tests.selection == selection) & (tests.test == name)] if len(tests) else []
+    """The paper-level (cases) row of a test (docs/method/protocol.md §10.1)."""
+    rows = tests[(tests.selection == selection) & (tests.test == name)
+                 & (tests.level == "cases")] if len(tests) else []
     return None if len(rows) == 0 else rows.iloc[0]
 
 

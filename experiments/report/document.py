@@ -2,6 +2,7 @@
 
 import tomllib
 
+import numpy as np
 import pandas as pd
 
 from . import (
@@ -10,6 +11,8 @@ from . import (
     claims,
     constraint_table,
     coverage,
+    failures,
+    inference,
     performance,
     statistics,
     weights,
@@ -18,9 +21,6 @@ from .markdown import Document
 from .selection import SELECTION_TITLES, SELECTIONS
 
 MAX_MISSING_LINES = 40
-TEST_COLUMNS = ["analysis", "test", "n_cases", "n", "not_computed", "dropped_nan",
-                "n_nonzero", "statistic", "p_value", "median_diff", "wins", "losses", "ties",
-                "direction"]
 
 
 def _csv(frame, out, name, written):
@@ -139,6 +139,34 @@ def _coverage(doc, results, out, written):
         if len(lines) > MAX_MISSING_LINES else []))
 
 
+def _failures(doc, results, out, written):
+    doc.heading("1.1 Failed fits", level=3)
+    table = failures.family_table(results)
+    _csv(table, out, "failures.csv", written)
+    doc.paragraph(
+        "A fit fails with status empty_cluster or degenerate_weights (F = NaN); means leave "
+        "it out (§9). `failures.csv` gives, per data set (digits: summed over the subsets), "
+        "algorithm, init, kind and percentage, the computed cells and fits, the failed fits "
+        "and their share (`failed_fit_rate`), the cells with no successful fit at any s "
+        "(`cells_all_failed`), and per selection the failed share of the cells behind the "
+        "plotted point, at the selected s (`failed_fraction_<selection>`, the same as in the "
+        "figures' CSVs). Below: per data set and algorithm with failures, pooled over inits, "
+        "kinds and percentages, with the setting of the largest share.")
+    if table.empty or not (table.failed_fits > 0).any():
+        doc.paragraph("No computed fit failed.")
+        return
+    doc.table(failures.summary(table), digits=4)
+    gaps = failures.gaps(results.families)
+    if gaps.empty:
+        doc.paragraph("No plotted point has every cell failed.")
+        return
+    doc.paragraph("**Points where every cell failed** (no value: drawn as a gap with an x on "
+                  "the x axis; percentages):")
+    doc.bullets([f"{g.selection}: {results.family_labels.get(g.family, g.family)} / "
+                 f"{g.algorithm} / {g.init} / {g.kind}: {g.percentages}"
+                 for g in gaps.itertuples()])
+
+
 def _table1(doc, results, out, written):
     doc.heading("2. Table 1: data set constraints")
     used = pd.concat(results.constraints_used, ignore_index=True)
@@ -178,24 +206,25 @@ def _performance(doc, results, out, written):
     doc.paragraph(
         "Mean F-score (nanmean over runs x folds, §9; digits: mean over the subsets) against "
         "the percentage of constraints; band: one standard deviation over runs of the "
-        "per-run mean over folds. Columns: the data sets of the cube, the paper's six "
-        "first; the panels of each row share their F axis; a panel of the spec not computed "
-        "yet says \"not computed\". All values: "
-        "`performance.csv` (per data set and subset: `performance_by_dataset.csv`).")
-    cols = performance.columns(results)
-    figure_rows = [*performance.FIGURES]
-    other = performance.other_rows(results)
-    if other:
-        figure_rows.append((performance.OTHER_STEM, performance.OTHER_TITLE, other))
+        "per-run mean over folds. Columns: the paper's six data sets; the cube's other data "
+        "sets are in figures of their own (\"other data sets\"). The panels of each row "
+        "share their F axis; a panel of the spec not computed yet says \"not computed\". "
+        "Failed cells (F = NaN at the selected s, §11) are marked: a half-filled marker when "
+        f"some cells of the point failed (their share written above it from "
+        f"{100 * performance.FAILED_LABEL_MIN:.0f} %), an x on the x axis and a gap in the "
+        "line when all did; every point's failed share is in the figure's CSV (`failed_fraction`, "
+        "`marker`). All values: `performance.csv` (per data set and subset: "
+        "`performance_by_dataset.csv`).")
+    specs = performance.figure_specs(results)
     for selection in SELECTIONS:
         doc.heading(f"4.{SELECTIONS.index(selection) + 1} {SELECTION_TITLES[selection]}",
                     level=3)
-        for stem, title, rows in figure_rows:
+        for stem, title, rows, datasets in specs:
             png = out / f"{stem}_{selection}.png"
-            if performance.figure(results, selection, title, rows, png):
+            if performance.figure(results, selection, title, rows, png, datasets=datasets):
                 written.append(png)
                 plotted = long[(long.selection == selection)
-                               & long.family.isin(cols)
+                               & long.family.isin(performance.columns(results, datasets))
                                & pd.Series(list(zip(long.init, long.kind, strict=True)),
                                            index=long.index).isin(rows)]
                 csv = _csv(plotted, out, f"{stem}_{selection}.csv", written)
@@ -215,11 +244,54 @@ def _performance(doc, results, out, written):
                   if not cases.empty else cases)
 
 
+def _number(value, spec):
+    return "n/a" if np.isnan(value) else format(value, spec)
+
+
+def _interval(estimate, low, high):
+    return (f"{_number(estimate, '+.4f')} [{_number(low, '+.4f')}, {_number(high, '+.4f')}]"
+            if not np.isnan(estimate) else "n/a")
+
+
+def _test_table(tests):
+    """The tests of one selection, both levels, in report.md's compact form."""
+    rows = []
+    order = pd.Categorical(tests.test, categories=tests.test.unique(), ordered=True)
+    for r in tests.assign(order=order).sort_values(["order", "level"]).itertuples():
+        rows.append({
+            "analysis": r.analysis, "test": r.test, "level": r.level,
+            "n": f"{r.n} of {r.n_units}",
+            "p (Holm)": f"{_number(r.p_value, '.2g')} ({_number(r.p_holm, '.2g')})",
+            "wins/losses/ties": f"{r.wins}/{r.losses}/{r.ties}",
+            f"mean x − y [bootstrap {100 * inference.CONFIDENCE:.0f} %]": _interval(
+                r.mean_diff, r.boot_low, r.boot_high),
+            "HL [interval] level": _interval(r.hl_estimate, r.hl_low, r.hl_high)
+            + ("" if np.isnan(r.hl_confidence) else f" {100 * r.hl_confidence:.1f} %"),
+            "rank-biserial": _number(r.rank_biserial, "+.2f"),
+            "favours": r.direction,
+        })
+    return pd.DataFrame(rows)
+
+
+def _breakdown_table(table):
+    """Per test (rows) and data set (columns): the mean x - y over the data set's used
+    cases and their wins/losses/ties; '*' when some of its cases are not used."""
+    cells = [f"{_number(r.mean_diff, '+.3f')} ({r.wins}/{r.losses}/{r.ties})"
+             + ("*" if r.n_used < r.n_cases else "") if r.n_used else "not computed"
+             for r in table.itertuples()]
+    frame = table.assign(cell=cells, key=table.analysis.astype(str) + ". " + table.test)
+    wide = frame.pivot(index="key", columns="dataset", values="cell")
+    return wide.loc[frame.key.unique(), frame.dataset.unique()].reset_index().rename(
+        columns={"key": "test"})
+
+
 def _statistics(doc, results, out, written):
     doc.heading("5. Wilcoxon signed-rank analyses")
     tests, cases = statistics.analyses(results)
+    by_dataset = statistics.breakdown(cases)
     _csv(tests, out, "wilcoxon_tests.csv", written)
     _csv(cases, out, "wilcoxon_cases.csv", written)
+    _csv(by_dataset, out, "wilcoxon_datasets.csv", written)
     doc.paragraph(
         "`scipy.stats.wilcoxon(x, y, zero_method=\"wilcox\", correction=False, "
         "alternative=\"two-sided\", method=\"auto\")` on the case values V (§10). Analysis 1: "
@@ -230,12 +302,44 @@ def _statistics(doc, results, out, written):
         "the cube; dropped_nan: computed cases with V = NaN; wins/losses: x > y / x < y; "
         "direction: the side with the larger signed-rank sum. Per case: "
         "`wilcoxon_cases.csv`.")
+    doc.paragraph(
+        "Every test is shown at two levels (§10.1). *cases*: the paper's test on the cases, "
+        "which repeat each data set 10 or 12 times (LKM's values, and SKM's under the "
+        "paper-style selection, repeat across kinds), so its p-values treat dependent cases "
+        "as independent. *datasets*: one value "
+        "per data set, the mean over its used cases, and the exact signed-rank test "
+        "(`method=\"exact\"`); with n data sets its smallest two-sided p is 2 / 2^n. Both "
+        "levels give the Hodges-Lehmann estimate of x − y with its distribution-free "
+        "interval and the confidence level the discrete signed-rank distribution attains "
+        f"(nominal {100 * inference.CONFIDENCE:.0f} %), the rank-biserial correlation "
+        f"(R+ − R−) / (R+ + R−), and the mean x − y with a {100 * inference.CONFIDENCE:.0f} % "
+        "percentile interval "
+        f"from {inference.N_RESAMPLES:,} bootstrap resamples of the data sets (whole data "
+        "sets drawn with replacement). p (Holm): Holm's adjustment over the "
+        "family of the seven tests (4 of analysis 1, 3 of analysis 2) of one selection and "
+        "level, those with a p-value (`holm_m`). All columns: `wilcoxon_tests.csv`; per data "
+        "set: `wilcoxon_datasets.csv`.")
     if tests.empty:
         doc.paragraph("Not computed: no data set of the analyses is in the cube.")
         return tests
-    for selection in SELECTIONS:
-        doc.paragraph(f"**{selection}** ({SELECTION_TITLES[selection]})")
-        doc.table(tests[tests.selection == selection][TEST_COLUMNS])
+    datasets = tests[(tests.level == "datasets") & (tests.n > 0)]
+    if len(datasets):
+        n, m = int(datasets.n.max()), int(datasets.holm_m.max())
+        doc.paragraph(
+            f"Here, with {n} data set{'s' if n > 1 else ''}, no exact two-sided p can be below "
+            f"2 / 2^{n} = {2 / 2 ** n:.3g}, and none adjusted by Holm over {m} tests below "
+            f"{min(1, m * 2 / 2 ** n):.3g}.")
+    for selection in tests.selection.unique():
+        doc.paragraph(f"**{selection}** ({SELECTION_TITLES.get(selection, selection)})")
+        doc.table(_test_table(tests[tests.selection == selection]))
+    doc.heading("5.1 Per data set", level=3)
+    doc.paragraph(
+        "Mean x − y over each data set's used cases (the data-set values of the *datasets* "
+        "level) and the wins/losses/ties of its cases; '*': some of its cases not used (not "
+        "computed or V = NaN).")
+    for selection in by_dataset.selection.unique():
+        doc.paragraph(f"**{selection}**")
+        doc.table(_breakdown_table(by_dataset[by_dataset.selection == selection]))
     return tests
 
 
@@ -294,6 +398,7 @@ def write_document(results, out):
     doc = Document()
     _header(doc, results)
     _coverage(doc, results, out, written)
+    _failures(doc, results, out, written)
     table1 = _table1(doc, results, out, written)
     _best_s(doc, results, out, written)
     _performance(doc, results, out, written)

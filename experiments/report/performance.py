@@ -1,13 +1,17 @@
 """Performance tables and the grids of the paper's Figure 1 and its appendix figures
 (docs/method/protocol.md §11): mean F against the percentage of constraints, one line per
 algorithm, one panel per (data set, init, kind), for the paper-style and for the honest
-selection."""
+selection. The paper's grids keep its six data sets; the cube's other data sets get grids of
+their own. A point shows its failed cells (F = NaN at the selected s): a gap in the line and
+an x on the x axis when every cell failed, a half-filled marker (labelled with the failed
+share from 10 %) when some did.
+"""
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import families, plotting
+from . import failures, families, plotting
 from .fits import quiet
 from .selection import SELECTION_TITLES
 
@@ -30,12 +34,51 @@ FIGURES = (
      (("maximin", "random"), ("maximin", "must-link"), ("maximin", "cannot-link"))),
 )
 OTHER_STEM, OTHER_TITLE = "figureA0_performance_other", "Other settings in the cube"
+PAPER_DATASETS = tuple(f.label for f in families.PAPER_SIX)
+EXTRA_DATASETS = tuple(f.label for f in families.ALL if f.label not in PAPER_DATASETS)
+# (stem suffix, title suffix, columns): the paper's six data sets, then the others
+DATASET_GROUPS = (("", "", PAPER_DATASETS),
+                  ("_extra", " (other data sets)", EXTRA_DATASETS))
+FAILED_LABEL_MIN = 0.1  # a point's failed share is written beside it from 10 %
+MARK_LABELS = {
+    "hollow": "hollow marker: some expected cells missing",
+    "half": f"half-filled marker: some cells failed (label: their share, from "
+            f"{100 * FAILED_LABEL_MIN:.0f} %)",
+    "x": "x on the x axis: every cell failed (no value: a gap in the line)",
+}
+MARK_STYLES = {"filled": {}, "hollow": {"markerfacecolor": "white"},
+               "half": {"fillstyle": "bottom", "markerfacecoloralt": "white"}}
 
 
-def columns(results):
-    """Figure columns: the families in the cube, the paper's six data sets first (a data set
-    not in the spec has no column)."""
-    return [f.label for f in families.ALL if f.label in results.family_members]
+def columns(results, datasets=None):
+    """Figure columns: the families of ``datasets`` (default: all) in the cube, in the
+    order of ``families.ALL`` (a data set not in the spec has no column)."""
+    return [f.label for f in families.ALL if f.label in results.family_members
+            and (datasets is None or f.label in datasets)]
+
+
+def figure_specs(results):
+    """Every performance grid of the report as (file stem, title, rows, data sets): the
+    paper's figures, and a figure of the other (init, kind) settings of the cube, first with
+    the paper's six data sets, then again with the cube's other data sets (if it has any)."""
+    grids = list(FIGURES)
+    other = other_rows(results)
+    if other:
+        grids.append((OTHER_STEM, OTHER_TITLE, other))
+    return [(stem + stem_suffix, title + title_suffix, rows, datasets)
+            for stem_suffix, title_suffix, datasets in DATASET_GROUPS
+            if datasets == PAPER_DATASETS or columns(results, datasets)
+            for stem, title, rows in grids]
+
+
+def point_marks(n_cells, n_failed, complete):
+    """How each point is drawn (arrays over points), the first that applies: ``none``
+    (nothing computed), ``x`` (every computed cell failed: a gap, marked on the x axis),
+    ``half`` (some failed), ``hollow`` (expected cells missing) or ``filled``."""
+    n_cells, n_failed = np.asarray(n_cells), np.asarray(n_failed)
+    return np.select([n_cells == 0, n_failed == n_cells, n_failed > 0,
+                      ~np.asarray(complete, dtype=bool)],
+                     ["none", "x", "half", "hollow"], "filled")
 
 
 def algorithms(results):
@@ -59,18 +102,22 @@ def other_rows(results):
 
 def long_table(results):
     """Every family aggregate as rows (selection, dataset, init, kind, algorithm, percent,
-    f_mean, f_std, counts, complete); rows with nothing expected are left out."""
+    f_mean, f_std, counts, complete, the failed share of the computed cells and the point's
+    mark in the figures, :func:`point_marks`); rows with nothing expected are left out."""
     if results.families is None:
         return pd.DataFrame()
     data = results.families[["f_mean", "f_std", "n_cells", "n_expected", "n_failed",
                              "n_subsets", "complete"]]
+    data = data.assign(failed_fraction=failures.point_fraction(data))
     frame = data.to_dataframe().reset_index()
     frame = frame[frame.n_expected > 0].copy()
     for column in ("family", "selection", "algorithm", "init", "kind"):
         frame[column] = frame[column].astype(str)
     frame.insert(1, "dataset", frame.family.map(results.family_labels))
+    frame["marker"] = point_marks(frame.n_cells, frame.n_failed, frame.complete)
     order = ["selection", "dataset", "init", "kind", "algorithm", "percent", "f_mean", "f_std",
-             "n_cells", "n_expected", "n_failed", "n_subsets", "complete", "family"]
+             "n_cells", "n_expected", "n_failed", "n_subsets", "complete", "failed_fraction",
+             "marker", "family"]
     return frame[order].sort_values(order[:6]).reset_index(drop=True)
 
 
@@ -92,35 +139,40 @@ def by_dataset_table(results):
     return table
 
 
-def figure(results, selection, title, rows, path, *, share_y=True):
-    """One grid (rows: (init, kind); columns: data sets) for one selection, saved to
-    ``path``; returns the Figure, or None (drawing nothing) when no panel is computed.
+def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, share_y=True):
+    """One grid (rows: (init, kind); columns: the ``datasets`` of the cube, default the
+    paper's six) for one selection, saved to ``path``; returns the Figure, or None (drawing
+    nothing) when no panel is computed.
 
     Only the data sets and (init, kind) rows of the spec are drawn; a panel of the spec not
     computed yet says "not computed" (a column with none computed is one narrow panel). The
-    F axis lies within [0, 1]; with ``share_y`` the panels of a row share it.
+    F axis lies within [0, 1]; with ``share_y`` the panels of a row share it. Points are
+    marked as :func:`point_marks` says; the legend names the marks that occur.
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
     data = results.families
     expected = {(c, row): _count(data, "n_expected", selection, c, row)
-                for c in columns(results) for row in rows}
-    cols = [c for c in columns(results) if any(expected[(c, row)] for row in rows)]
+                for c in columns(results, datasets) for row in rows}
+    cols = [c for c in columns(results, datasets) if any(expected[(c, row)] for row in rows)]
     rows = [row for row in rows if any(expected[(c, row)] for c in cols)]
     computed = {(c, row): _count(data, "n_cells", selection, c, row) for c in cols for row in rows}
     if not any(computed.values()):
         return None
     algs = algorithms(results)
-    labels = [*algs, "hollow marker: some expected cells missing", "band: ±1 SD over runs"]
+    panels = {key: data.sel(selection=selection, family=key[0], init=key[1][0], kind=key[1][1])
+              for key, count in computed.items() if count}
+    found = {str(m) for p in panels.values() for m in np.ravel(point_marks(
+        p.n_cells.values, p.n_failed.values, p.complete.values))}
+    marks = ["hollow", *(m for m in ("half", "x") if m in found)]
+    labels = [*algs, *(MARK_LABELS[m] for m in marks), "band: ±1 SD over runs"]
     used = [any(computed[(c, row)] for row in rows) for c in cols]
     frame = plotting.panel_grid([2.9 if u else 1.0 for u in used], [2.0] * len(rows),
                                 f"{title} — {SELECTION_TITLES[selection]}", labels, wgap=0.45)
     fig, grid = frame.fig, frame.grid
     for r, row in enumerate(rows):
         plotting.row_label(fig, grid, r, _row_label(*row) + "\nmean F-score")
-    panels = {key: data.sel(selection=selection, family=key[0], init=key[1][0], kind=key[1][1])
-              for key, count in computed.items() if count}
     limits = {row: _f_limits([p for (c, r), p in panels.items() if r == row]) for row in rows}
     for j, column in enumerate(cols):
         label = results.family_labels.get(column, column)
@@ -146,9 +198,10 @@ def figure(results, selection, title, rows, path, *, share_y=True):
                 ax.set_xlabel("constraints (% of the pool)", fontsize=8)
     handles = [Line2D([], [], color=_colour(a), marker=MARKERS.get(_base(a), "o"),
                       linestyle=_style(a), markersize=5) for a in algs]
-    handles += [Line2D([], [], color="0.3", marker="o", markerfacecolor="white",
-                       linestyle="none"),
-                Rectangle((0, 0), 1, 1, color="0.3", alpha=0.15)]
+    handles += [Line2D([], [], color="0.3", linestyle="none",
+                       **({"marker": "x"} if m == "x" else {"marker": "o", **MARK_STYLES[m]}))
+                for m in marks]
+    handles.append(Rectangle((0, 0), 1, 1, color="0.3", alpha=0.15))
     plotting.finish(frame, handles, labels, path)
     return fig
 
@@ -173,23 +226,36 @@ def _f_limits(panels):
 
 
 def _line(ax, point, algorithm):
-    """Draw one algorithm's mean F against the percentage (filled markers: complete; hollow:
-    some expected cells missing) and a band of one standard deviation over runs."""
-    shown = point.n_cells.values > 0
+    """Draw one algorithm's mean F against the percentage with a band of one standard
+    deviation over runs; each point marked as :func:`point_marks` says: filled, hollow,
+    half-filled with its failed share written above it from ``FAILED_LABEL_MIN``, or, where
+    every cell failed, no value (the line and band break) and an x on the x axis."""
+    marks = point_marks(point.n_cells.values, point.n_failed.values, point.complete.values)
+    shown = marks != "none"
     if not shown.any():
         return
-    x = point.percent.values[shown]
+    marks, x = marks[shown], point.percent.values[shown]
     y, sd = point.f_mean.values[shown], point.f_std.values[shown]
-    complete = point.complete.values[shown].astype(bool)
+    share = point.n_failed.values[shown] / point.n_cells.values[shown]
     colour, marker = _colour(algorithm), MARKERS.get(_base(algorithm), "o")
     ax.plot(x, y, color=colour, linestyle=_style(algorithm), linewidth=1.2)
     ax.fill_between(x, np.clip(y - sd, 0, 1), np.clip(y + sd, 0, 1), color=colour, alpha=0.12,
                     linewidth=0)
     # markers at F = 1 or 0 sit on the axis edge: drawn whole (clip_on=False)
-    ax.plot(x[complete], y[complete], color=colour, marker=marker, markersize=4,
-            linestyle="none", clip_on=False)
-    ax.plot(x[~complete], y[~complete], color=colour, marker=marker, markersize=4,
-            markerfacecolor="white", linestyle="none", clip_on=False)
+    for mark, style in MARK_STYLES.items():
+        at = marks == mark
+        if at.any():
+            ax.plot(x[at], y[at], color=colour, marker=marker, markersize=4, linestyle="none",
+                    clip_on=False, **style)
+    gap = marks == "x"
+    if gap.any():  # x in data units, y = 0 in axes units: on the x axis
+        ax.plot(x[gap], np.zeros(gap.sum()), transform=ax.get_xaxis_transform(),
+                color=colour, marker="x", markersize=5, markeredgewidth=1.2, linestyle="none",
+                clip_on=False)
+    labelled = (marks == "half") & (share >= FAILED_LABEL_MIN)
+    for xi, yi, fraction in zip(x[labelled], y[labelled], share[labelled], strict=True):
+        ax.annotate(f"{fraction:.0%}", (xi, yi), xytext=(0, 3), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=6, color=colour)
 
 
 def _base(algorithm):

@@ -1,4 +1,5 @@
-"""The paper's two Wilcoxon signed-rank analyses (docs/method/protocol.md §10).
+"""The paper's two Wilcoxon signed-rank analyses (docs/method/protocol.md §10), each at two
+levels (§10.1): the paper's cases and the data sets.
 
 A case value V is the mean over the percentages of Fbar (the sparse algorithms at the
 selected s), on the six real data sets. A case whose value is not computed (or has missing
@@ -10,13 +11,21 @@ some percentage failed) is dropped and counted as ``dropped_nan``.
   PCKM, MPCKM.
 * Analysis 2 (72 cases): {DKM++, ROBIN(D), Maximin(D)} x {PCKM, MPCKM, SKM, PCSKM} x the six
   data sets; must-link vs cannot-link, must-link vs random, cannot-link vs random.
+
+Level ``cases`` tests the used cases as the paper did (``method="auto"``); level ``datasets``
+reduces them to one value per data set, the mean over its used cases, and tests those with the
+exact null distribution. Both levels carry the Hodges-Lehmann estimate and interval, the
+rank-biserial correlation, the data-set-clustered bootstrap interval of the mean difference
+and Holm-adjusted p-values over the family of the seven tests of one selection and level.
+:func:`analyse_selection` takes the case values of any selection.
 """
 
 import numpy as np
 import pandas as pd
 import scipy.stats
 
-from . import families
+from .._seeds import generator
+from . import families, inference
 from .performance import case_values
 
 SIX = tuple(f.label for f in families.PAPER_SIX)
@@ -28,33 +37,43 @@ ANALYSIS1_OTHERS = ("LKM", "SKM", "PCKM", "MPCKM")
 ANALYSIS2_ALGORITHMS = ("PCKM", "MPCKM", "SKM", "PCSKM")
 ANALYSIS2_PAIRS = (("must-link", "cannot-link"), ("must-link", "random"),
                    ("cannot-link", "random"))
+# level -> scipy's method: the paper's choice on the cases, the exact distribution on the
+# data sets (docs/method/protocol.md §10.1)
+LEVELS = {"cases": "auto", "datasets": "exact"}
+# the bootstrap's generator: master seed 0, key (6, analysis, test) (docs/method/protocol.md §2)
+BOOTSTRAP_SEED, BOOTSTRAP_KEY = 0, 6
 
 
-def wilcoxon(x, y):
+def wilcoxon(x, y, method="auto"):
     """The signed-rank test of docs/method/protocol.md §10 on paired vectors without NaN: n,
-    the number of non-zero differences, scipy's statistic and p-value, the median of x - y, the wins
-    (x > y), losses and ties, the positive and negative rank sums, and the direction (the
-    side with the larger rank sum)."""
+    the number of non-zero differences, scipy's statistic and p-value (``method`` as in
+    ``scipy.stats.wilcoxon``), the median and mean of x - y, the wins (x > y), losses and
+    ties, the positive and negative rank sums, the direction (the side with the larger rank
+    sum), the rank-biserial correlation and the Hodges-Lehmann estimate with its interval and
+    attained confidence (§10.1)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"x and y must be paired 1-d vectors; got shapes {x.shape}, {y.shape}")
     if np.isnan(x).any() or np.isnan(y).any():
         raise ValueError("x and y must not hold NaN (drop those cases first)")
     d = x - y
-    nonzero = d[d != 0]
-    ranks = scipy.stats.rankdata(np.abs(nonzero))
-    r_plus, r_minus = float(ranks[nonzero > 0].sum()), float(ranks[nonzero < 0].sum())
+    n_nonzero = int((d != 0).sum())
+    r_plus, r_minus = inference.rank_sums(d)
     statistic = p_value = np.nan
-    if len(nonzero):
+    if n_nonzero:
         test = scipy.stats.wilcoxon(x, y, zero_method="wilcox", correction=False,
-                                    alternative="two-sided", method="auto")
+                                    alternative="two-sided", method=method)
         statistic, p_value = float(test.statistic), float(test.pvalue)
     direction = "x" if r_plus > r_minus else "y" if r_minus > r_plus else "none"
+    estimate, low, high, attained = inference.hodges_lehmann(d)
     return {
-        "n": len(d), "n_nonzero": len(nonzero), "statistic": statistic, "p_value": p_value,
+        "n": len(d), "n_nonzero": n_nonzero, "statistic": statistic, "p_value": p_value,
         "median_diff": float(np.median(d)) if len(d) else np.nan,
         "wins": int((d > 0).sum()), "losses": int((d < 0).sum()), "ties": int((d == 0).sum()),
         "rank_sum_plus": r_plus, "rank_sum_minus": r_minus, "direction": direction,
+        "method": method, "mean_diff": float(d.mean()) if len(d) else np.nan,
+        "rank_biserial": inference.rank_biserial(d),
+        "hl_estimate": estimate, "hl_low": low, "hl_high": high, "hl_confidence": attained,
     }
 
 
@@ -78,42 +97,121 @@ def _pairs(values, complete, cases, x_where, y_where):
     return pd.DataFrame(rows)
 
 
-def _test_row(selection, analysis, test, x_label, y_label, pairs):
+def per_dataset(pairs):
+    """One row per data set of a test's case rows (``_pairs``): its cases, the used ones,
+    the means of x and y over them, and the mean (its data-set value, §10.1), median, wins,
+    losses and ties of x - y."""
+    rows = []
+    for family, group in pairs.groupby("family", sort=False):
+        used = group[group.state == "used"]
+        d = (used.x - used.y).to_numpy()
+        rows.append({
+            "family": family, "n_cases": len(group), "n_used": len(used),
+            "mean_x": used.x.mean(), "mean_y": used.y.mean(),
+            "mean_diff": float(d.mean()) if len(d) else np.nan,
+            "median_diff": float(np.median(d)) if len(d) else np.nan,
+            "wins": int((d > 0).sum()), "losses": int((d < 0).sum()),
+            "ties": int((d == 0).sum()),
+        })
+    return pd.DataFrame(rows)
+
+
+def _test_rows(analysis, number, name, x_label, y_label, pairs):
+    """One test (``number`` within its ``analysis``) on a case table, at both levels: the
+    used cases, and the data sets with at least one used case (their mean x and y). Both
+    levels draw the same data-set resamples (key (6, analysis, number), §2)."""
     used = pairs[pairs.state == "used"]
-    result = wilcoxon(used.x.to_numpy(), used.y.to_numpy())
-    result["direction"] = {"x": x_label, "y": y_label, "none": "none"}[result["direction"]]
-    return {
-        "selection": selection, "analysis": analysis, "test": test, "x": x_label,
-        "y": y_label, "n_cases": len(pairs), "dropped_nan": int((pairs.state == "dropped_nan")
-                                                                .sum()),
-        "not_computed": int((pairs.state == "not_computed").sum()), **result,
-    }
+    datasets = per_dataset(pairs)
+    datasets = datasets[datasets.n_used > 0]
+    units = {"cases": (used.x, used.y, used.family, len(pairs)),
+             "datasets": (datasets.mean_x, datasets.mean_y, datasets.family,
+                          pairs.family.nunique())}
+    rows = []
+    for level, method in LEVELS.items():
+        x, y, clusters, n_units = units[level]
+        x, y = x.to_numpy(dtype=np.float64), y.to_numpy(dtype=np.float64)
+        result = wilcoxon(x, y, method=method)
+        result["direction"] = {"x": x_label, "y": y_label, "none": "none"}[result["direction"]]
+        rng = generator(BOOTSTRAP_SEED, (BOOTSTRAP_KEY, analysis, number))
+        _mean, low, high = inference.cluster_bootstrap(x - y, clusters.to_numpy(), rng)
+        rows.append({
+            "level": level, "analysis": analysis, "test": name, "x": x_label, "y": y_label,
+            "n_cases": len(pairs),
+            "dropped_nan": int((pairs.state == "dropped_nan").sum()),
+            "not_computed": int((pairs.state == "not_computed").sum()),
+            **result, "n_units": n_units, "n_datasets": len(datasets),
+            "boot_low": low, "boot_high": high,
+        })
+    return rows
+
+
+COLUMNS = ["selection", "level", "analysis", "test", "x", "y", "n_cases", "dropped_nan",
+           "not_computed", "n", "n_nonzero", "statistic", "p_value", "median_diff", "wins",
+           "losses", "ties", "rank_sum_plus", "rank_sum_minus", "direction", "method",
+           "n_units", "n_datasets", "p_holm", "holm_m", "mean_diff", "boot_low", "boot_high",
+           "hl_estimate", "hl_low", "hl_high", "hl_confidence", "rank_biserial"]
+
+
+def analyse_selection(selection, values, complete):
+    """Both analyses on the case values of one selection (``values``, ``complete``: V and
+    whether it is complete, per family, algorithm, init and kind; see
+    :func:`performance.case_values`): ``(tests, cases)`` DataFrames, the tests one row per
+    (level, test) with Holm's adjustment over the seven tests of each level, the cases one
+    row per case and test with x, y and the state of the case."""
+    tests, case_rows = [], []
+    cases1 = [{"init": i, "kind": k, "family": f} for i, k in ANALYSIS1_SETTINGS for f in SIX]
+    for number, other in enumerate(ANALYSIS1_OTHERS, 1):
+        pairs = _pairs(values, complete, cases1, {"algorithm": "PCSKM"}, {"algorithm": other})
+        name = f"PCSKM vs {other}"
+        tests += _test_rows(1, number, name, "PCSKM", other, pairs)
+        case_rows.append(pairs.assign(analysis=1, test=name))
+    cases2 = [{"init": i, "algorithm": a, "family": f} for i in DETERMINISTIC
+              for a in ANALYSIS2_ALGORITHMS for f in SIX]
+    for number, (x_kind, y_kind) in enumerate(ANALYSIS2_PAIRS, 1):
+        pairs = _pairs(values, complete, cases2, {"kind": x_kind}, {"kind": y_kind})
+        name = f"{x_kind} vs {y_kind}"
+        tests += _test_rows(2, number, name, x_kind, y_kind, pairs)
+        case_rows.append(pairs.assign(analysis=2, test=name))
+    tests = pd.DataFrame(tests).assign(selection=str(selection))
+    tests["level"] = pd.Categorical(tests.level, categories=list(LEVELS), ordered=True)
+    tests = tests.sort_values("level", kind="stable").reset_index(drop=True)
+    tests["level"] = tests.level.astype(str)
+    for level in LEVELS:  # Holm's family: the tests of this selection and level with a p
+        rows = tests.level == level
+        tests.loc[rows, "p_holm"] = inference.holm(tests.loc[rows, "p_value"].to_numpy())
+        tests.loc[rows, "holm_m"] = int(tests.loc[rows, "p_value"].notna().sum())
+    tests["holm_m"] = tests.holm_m.astype(int)
+    cases = pd.concat(case_rows, ignore_index=True).assign(selection=str(selection))
+    return tests[COLUMNS], cases
 
 
 def analyses(results):
-    """Both analyses for both selections: ``(tests, cases)`` DataFrames (one row per test;
-    one row per case and test with x, y and the state of the case)."""
-    tests, case_rows = [], []
+    """Both analyses, at both levels, for every selection of the cube: ``(tests, cases)``
+    (see :func:`analyse_selection`; the cases carry the data set's label)."""
     if results.families is None:
         return pd.DataFrame(), pd.DataFrame()
     values, complete = case_values(results)
-    for selection in values.selection.values:
-        v = values.sel(selection=selection)
-        c = complete.sel(selection=selection)
-        cases1 = [{"init": i, "kind": k, "family": f} for i, k in ANALYSIS1_SETTINGS
-                  for f in SIX]
-        for other in ANALYSIS1_OTHERS:
-            pairs = _pairs(v, c, cases1, {"algorithm": "PCSKM"}, {"algorithm": other})
-            name = f"PCSKM vs {other}"
-            tests.append(_test_row(str(selection), 1, name, "PCSKM", other, pairs))
-            case_rows.append(pairs.assign(selection=str(selection), analysis=1, test=name))
-        cases2 = [{"init": i, "algorithm": a, "family": f} for i in DETERMINISTIC
-                  for a in ANALYSIS2_ALGORITHMS for f in SIX]
-        for x_kind, y_kind in ANALYSIS2_PAIRS:
-            pairs = _pairs(v, c, cases2, {"kind": x_kind}, {"kind": y_kind})
-            name = f"{x_kind} vs {y_kind}"
-            tests.append(_test_row(str(selection), 2, name, x_kind, y_kind, pairs))
-            case_rows.append(pairs.assign(selection=str(selection), analysis=2, test=name))
-    cases = pd.concat(case_rows, ignore_index=True)
+    found = [analyse_selection(str(selection), values.sel(selection=selection),
+                               complete.sel(selection=selection))
+             for selection in values.selection.values]
+    tests = pd.concat([t for t, _c in found], ignore_index=True)
+    cases = pd.concat([c for _t, c in found], ignore_index=True)
     cases["dataset"] = cases.family.map(lambda f: results.family_labels.get(f, f))
-    return pd.DataFrame(tests), cases
+    return tests, cases
+
+
+def breakdown(cases):
+    """The per-data-set table of every test (``cases`` from :func:`analyses`): one row per
+    (selection, analysis, test, data set) with the columns of :func:`per_dataset`."""
+    if cases.empty:
+        return pd.DataFrame()
+    frames = []
+    for (selection, analysis, test), group in cases.groupby(["selection", "analysis", "test"],
+                                                            sort=False):
+        frame = per_dataset(group)
+        frame.insert(0, "dataset", frame.family.map(dict(zip(group.family, group.dataset,
+                                                              strict=True))))
+        frames.append(frame.assign(selection=selection, analysis=analysis, test=test))
+    table = pd.concat(frames, ignore_index=True)
+    first = ["selection", "analysis", "test", "dataset"]
+    return table[first + [c for c in table.columns if c not in first]]

@@ -1,5 +1,6 @@
 """Feature weights (docs/method/protocol.md §11, paper Figure 2 and appendix): mean weights per
-percentage, the bar figures, and the share of weight on the known uninformative features.
+percentage, the bar figures (a log y axis for panels whose weights span more than two
+decades), and the share of weight on the known uninformative features.
 
 The cube's weight of an SKM/PCSKM cell is already the mean over the s values whose fit did
 not fail, so the mean over *all* s of the grid, runs and folds is the mean of the cell weights
@@ -35,6 +36,8 @@ FIGURES = (
 INIT_LABELS = {"seeding": "Seeding", "dkm++": "DKM++", "robin": "ROBIN(D)",
                "maximin": "Maximin(D)"}
 FEATURE_FONTSIZE = 6  # points, the bars' feature labels
+SPARSE_ALGORITHMS = ("SKM", "PCSKM")  # one weight scale per column, shared by their panels
+LOG_SPAN = 100  # positive weights spanning more than two decades: a log y axis
 MIN_LABELLED_SLOT = 0.1  # inches per bar slot needed to label the bars of every group
 
 
@@ -144,12 +147,34 @@ def plotted_table(results):
                     frame = panel.to_dataframe(name="mean_weight").reset_index()
                     frame = frame[["percent", "feature", "feature_name", "uninformative",
                                    "mean_weight"]]
+                    frame["y_scale"] = y_axis(axis_panels(data, algorithm, init, inits))[0]
                     frame.insert(0, "figure", stem)
                     frame.insert(1, "dataset", results.family_labels[family.label])
                     frame.insert(2, "init", init)
                     frame.insert(3, "algorithm", algorithm)
                     rows.append(frame)
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def axis_panels(data, algorithm, init, inits):
+    """The panels of a figure column (the figure's ``inits``) that share the y axis of
+    ``(algorithm, init)``: every SKM and PCSKM panel for those two, the panel alone for
+    MPCKM (its own scale)."""
+    keys = ([(a, i) for i in inits for a in SPARSE_ALGORITHMS]
+            if algorithm in SPARSE_ALGORITHMS else [(algorithm, init)])
+    return [p for p in (_panel(data, a, i) for a, i in keys) if p is not None]
+
+
+def y_axis(panels):
+    """``(scale, low, high)`` of a y axis showing ``panels``: ``log`` from half the smallest
+    positive weight to 1.5 times the largest when the positive weights span more than
+    ``LOG_SPAN``, else ``linear`` from 0 to 1.05 times the largest (1 if all are 0)."""
+    values = np.concatenate([p.values.ravel() for p in panels])
+    positive = values[values > 0]
+    if positive.size and positive.max() > LOG_SPAN * positive.min():
+        return "log", float(positive.min()) / 2, 1.5 * float(positive.max())
+    top = float(np.nanmax(values, initial=0.0))
+    return "linear", 0.0, 1.05 * top if top > 0 else 1.0
 
 
 def _panel(data, algorithm, init):
@@ -197,7 +222,8 @@ def figure(results, title, family_list, inits, path):
     frame = plotting.panel_grid(
         [w or 1.2 for w in widths], [1.35] * len(rows),
         f"{title}\nSKM, PCSKM: mean over every s of the grid, runs and folds (non-failed "
-        "fits); MPCKM: metric diagonal, own y scale", legend,
+        "fits); MPCKM: metric diagonal, own y scale; log y axis where a panel's weights span "
+        "more than two decades (a weight of 0 has no bar)", legend,
         left=0.75, top=0.6, bottom=0.9 + labels_height, wgap=0.75, hgap=0.65 + labels_height)
     fig, grid = frame.fig, frame.grid
     for j, family in enumerate(shown):
@@ -207,10 +233,8 @@ def figure(results, title, family_list, inits, path):
             ax.set_title(label.replace(" ", "\n", 1), fontsize=9)
             plotting.not_computed(ax, "not\ncomputed")
             continue
-        quality = results.family_weights[family.label].attrs.get("feature_quality", "")
-        sparse_top = max((float(panels[(family.label, i, a)].max())
-                          for i, a in rows if a in ("SKM", "PCSKM")
-                          and panels[(family.label, i, a)] is not None), default=1.0)
+        data = results.family_weights[family.label]
+        quality = data.attrs.get("feature_quality", "")
         for r, (init, algorithm) in enumerate(rows):
             ax = fig.add_subplot(grid[r, j])
             panel = panels[(family.label, init, algorithm)]
@@ -222,12 +246,14 @@ def figure(results, title, family_list, inits, path):
                                       else "not in the spec")
                 continue
             _bars(ax, panel, COLOURS[algorithm], widths[j])
-            if algorithm != "MPCKM":
-                ax.set_ylim(0, 1.05 * sparse_top if sparse_top > 0 else 1)
+            scale, low, high = y_axis(axis_panels(data, algorithm, init, inits))
+            ax.set_yscale(scale)
+            ax.set_ylim(low, high)
             if r == len(rows) - 1 or panels[(family.label, *rows[r + 1])] is None:
                 ax.set_xlabel("features, one group per percentage of constraints (top axis)",
                               fontsize=8)
-            ax.set_ylabel("metric a" if algorithm == "MPCKM" else "weight", fontsize=8)
+            ax.set_ylabel(("metric a" if algorithm == "MPCKM" else "weight")
+                          + (" (log)" if scale == "log" else ""), fontsize=8)
     handles = [Rectangle((0, 0), 1, 1, color=COLOURS[a]) for a in FIGURE_ALGORITHMS]
     handles.append(Rectangle((0, 0), 1, 1, facecolor="0.93", edgecolor="0.6"))
     plotting.finish(frame, handles, legend, path, dpi=120)
