@@ -1,12 +1,13 @@
 """Evaluating cells: the fits, scores and records of one task (docs/method/protocol.md §6, §8).
 
-A *cell* is (data set, algorithm, init, kind, percentage, run, fold). Its constraint sample
-belongs to (data set, kind, percentage, run, fold) and is shared by every algorithm, init and
-s (D13). A *setting* is one (data set, algorithm, init); a *block* is every run of one (kind,
+A *cell* is (data set, algorithm, init, kind, percentage, run, fold). In the paired design its
+constraint sample belongs to (data set, kind, percentage, run, fold) and is shared by every
+algorithm, init and s (D13); in the unpaired design every (algorithm, init) draws its own
+(§6). A *setting* is one (data set, algorithm, init); a *block* is every run of one (kind,
 percentage) and all its folds; a *task* is one or more blocks of one data set evaluated for
 one or more settings in one process, so that each constraint sample is drawn and built once
-for all the settings. This module knows nothing of Dask or Zarr: the runner builds tasks,
-ships them to workers and writes the results.
+for all the settings that share it. This module knows nothing of Dask or Zarr: the runner
+builds tasks, ships them to workers and writes the results.
 
 Per (run, fold) of a block: the cell's constraints come from the protocol (§5), the estimator's
 engine clusters all n points from the init (DKM++, ROBIN(D), Maximin(D): the data set's
@@ -84,6 +85,7 @@ class Setting:
     init: str
     max_iter: int
     sparsities: tuple  # the data set's s grid (used by SKM and PCSKM only)
+    design: str = "paired"  # the spec's design (docs/method/protocol.md §6)
 
     @classmethod
     def from_spec(cls, spec, dataset, variant, init, sparsities, data_dir=None):
@@ -94,6 +96,7 @@ class Setting:
             seed=spec.seed, n_folds=spec.n_folds, algorithm=variant.name,
             estimator=variant.estimator, params=tuple(sorted(variant.params.items())),
             init=init, max_iter=spec.max_iter, sparsities=tuple(sparsities),
+            design=spec.design,
         )
 
     @property
@@ -132,10 +135,11 @@ class Task:
     def __post_init__(self):
         if not self.settings:
             raise ValueError("a task needs at least one setting")
-        protocols = {(s.dataset, s.data_dir, s.seed, s.n_folds) for s in self.settings}
+        protocols = {(s.dataset, s.data_dir, s.seed, s.n_folds, s.design)
+                     for s in self.settings}
         if len(protocols) > 1:
             raise ValueError("the settings of a task must share the data set, data folder, "
-                             f"seed and number of folds; got {sorted(protocols)}")
+                             f"seed, number of folds and design; got {sorted(protocols)}")
 
     @property
     def dataset(self):
@@ -198,9 +202,9 @@ def dataset(name, data_dir=None):
 
 
 @functools.lru_cache(maxsize=8)  # a protocol caches its fold pools (MBs for ionosphere)
-def protocol(name, data_dir, seed, n_folds):
+def protocol(name, data_dir, seed, n_folds, design="paired"):
     """The data set's protocol (folds, pools and constraint samples), once per process."""
-    return Protocol(dataset(name, data_dir), seed=seed, n_folds=n_folds)
+    return Protocol(dataset(name, data_dir), seed=seed, n_folds=n_folds, design=design)
 
 
 @functools.lru_cache(maxsize=256)
@@ -252,9 +256,9 @@ class Fitter:
     per process). A call then only resolves Seeding (from the cell's constraints and
     Seeding key, docs/method/initialisations.md §4) and runs the engine: the sparse
     estimators over the whole s grid from that one init (``fit_path``), the others once.
-    Seeding depends on the setting only through its fill (the data set, the cell's
-    constraints and key are the same for every setting of a cell), so the settings of a cell
-    can share each fill's centres.
+    Seeding depends on the setting only through its fill (in the paired design the data set,
+    the cell's constraints and key are the same for every setting of a cell), so the settings
+    of a cell that share its draws can share each fill's centres.
     """
 
     def __init__(self, setting):
@@ -363,11 +367,12 @@ def _record(result, r, f, fitted, test, test_classes, n_classes, constraints):
 
 def evaluate(task):
     """Fit and score every cell of ``task``; returns a :class:`TaskResult`. Each (run, fold)
-    of a block draws its constraint sample once and every setting uses it."""
+    of a block draws its constraint sample once for the settings that share it: every
+    setting in the paired design, each setting alone in the unpaired one (§6)."""
     start = time.perf_counter()
     first = task.settings[0]
     data = dataset(first.dataset, first.data_dir)
-    cv = protocol(first.dataset, first.data_dir, first.seed, first.n_folds)
+    cv = protocol(first.dataset, first.data_dir, first.seed, first.n_folds, first.design)
     folds = task.fold_list
     tests = [cv.test_index(fold) for fold in folds]
     test_classes = [data.y[test] for test in tests]
@@ -375,23 +380,23 @@ def evaluate(task):
     fitters = [Fitter(setting) for setting in task.settings]
     shared = {index: fitters[index](Constraints.empty(data.n_samples))  # its one fit
               for index, setting in enumerate(task.settings) if setting.shares_fits}
-    seeded = any(s.init == SEEDING for i, s in enumerate(task.settings) if i not in shared)
+    # the key parts of each setting's draws: () for every setting in the paired design
+    draws = [cv.draw_key(setting.algorithm, setting.init) for setting in task.settings]
+    seeded = {draws[i] for i, setting in enumerate(task.settings)
+              if setting.init == SEEDING and i not in shared}
     results = [[] for _ in task.settings]
     for block in task.blocks:
         block_results = [_empty_block(block, setting, len(folds), data.n_features)
                          for setting in task.settings]
         for r, run in enumerate(block.runs):
             for f, (fold, test) in enumerate(zip(folds, tests, strict=True)):
-                must_link, cannot_link = cv.constraints(block.kind, block.percent, run, fold)
-                constraints = Constraints.from_pairs(
-                    must_link, cannot_link, n_samples=data.n_samples
-                )
-                # the cell's Seeding key, the same for every algorithm (a SeedSequence is
-                # only read by the generators made from it)
-                seeding_seed = (cv.seeding_seed(block.kind, block.percent, run, fold)
-                                if seeded else None)
-                seedings = {}
+                samples = {}  # draw key -> the cell's constraints, Seeding key and Seeding fills
                 for index, fitter in enumerate(fitters):
+                    if draws[index] not in samples:
+                        samples[draws[index]] = _sample(cv, data.n_samples, block, run, fold,
+                                                        task.settings[index],
+                                                        draws[index] in seeded)
+                    constraints, seeding_seed, seedings = samples[draws[index]]
                     fitted = (shared[index] if index in shared
                               else fitter(constraints, seeding_seed, seedings))
                     _record(block_results[index], r, f, fitted, test, test_classes[f],
@@ -399,3 +404,14 @@ def evaluate(task):
         for per_setting, result in zip(results, block_results, strict=True):
             per_setting.append(result)
     return TaskResult(task=task, blocks=results, seconds=time.perf_counter() - start)
+
+
+def _sample(cv, n_samples, block, run, fold, setting, seeded):
+    """The draws of cell (``block``, ``run``, ``fold``) for ``setting`` and every setting that
+    shares them: its :class:`Constraints`, its Seeding SeedSequence (None unless ``seeded``;
+    a SeedSequence is only read by the generators made from it) and an empty dict for the
+    Seeding fills computed from them (:class:`Fitter`)."""
+    cell = (block.kind, block.percent, run, fold, setting.algorithm, setting.init)
+    must_link, cannot_link = cv.constraints(*cell)
+    constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=n_samples)
+    return constraints, cv.seeding_seed(*cell) if seeded else None, {}

@@ -2,9 +2,9 @@
 (docs/method/datasets.md).
 
 Every data set has a stable integer ``code`` (the spec's ``ds``) and ``subset`` (``sub``) used
-in the random-number keys (``protocol.md`` §2). The contaminated digits carry the code and
-subset of their clean subset, so their folds and constraint samples are the clean subset's;
-``iris`` (scikit-learn's bundled copy) carries fisheriris's code for the same reason.
+in the random-number keys (``protocol.md`` §2). The contaminated and the shuffled digits carry
+the code and subset of their clean subset, so their folds and constraint samples are the clean
+subset's; ``iris`` (scikit-learn's bundled copy) carries fisheriris's code for the same reason.
 """
 
 import difflib
@@ -28,7 +28,7 @@ from ._matfiles import check_features, read_labelled_mat, relabel
 from ._seeds import DATA_SEED, generator
 
 _REPO = f"avouros/Code-PCSKM@{COMMIT[:7]}"
-N_CONTAMINATION = 4  # docs/method/datasets.md §5: four Exp(mean 1) columns
+N_CONTAMINATION = 4  # docs/method/datasets.md §5: four added uninformative columns
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,25 +159,59 @@ def _brodinova_builder(name, code, p_info, p_noise):
     return build
 
 
-def _contaminated_builder(name, clean_build, code, subset):
-    def build(data_dir):
-        clean = clean_build(data_dir)
-        n, p = clean.X.shape
-        extra = generator(DATA_SEED, (5, code, subset)).exponential(
-            scale=1.0, size=(n, N_CONTAMINATION)
-        )
-        return Dataset(
-            name=name, X=np.hstack([clean.X, extra]), y=clean.y,
-            feature_names=clean.feature_names
-            + tuple(f"exp {j}" for j in range(1, N_CONTAMINATION + 1)),
-            uninformative=_mask(p + N_CONTAMINATION, range(p, p + N_CONTAMINATION)),
-            description=f"{clean.description}, plus {N_CONTAMINATION} Exp(mean 1) columns (D16)",
-            source=f"{clean.source} + {N_CONTAMINATION} Exp(1) columns "
-            f"(docs/method/datasets.md §5, key "
-            f"(5, {code}, {subset}), master seed {DATA_SEED})",
-            code=code, subset=subset,
-        )
-    return build
+def _exponential_columns(clean, rng):
+    """Four Exp(mean 1) columns (docs/method/datasets.md §5) and their names."""
+    extra = rng.exponential(scale=1.0, size=(clean.n_samples, N_CONTAMINATION))
+    return extra, tuple(f"exp {j}" for j in range(1, N_CONTAMINATION + 1))
+
+
+def _shuffled_columns(clean, rng):
+    """Four distinct pixel columns, each shuffled over the rows (docs/method/datasets.md
+    §5.1), and their names."""
+    columns = rng.choice(clean.n_features, N_CONTAMINATION, replace=False)
+    extra = np.column_stack([clean.X[rng.permutation(clean.n_samples), c] for c in columns])
+    return extra, tuple(f"shuffled {clean.feature_names[c]}" for c in columns)
+
+
+@dataclass(frozen=True)
+class _Contamination:
+    """A way of adding uninformative columns to a digits subset (docs/method/datasets.md §5):
+    ``purpose`` is the first part of its key (purpose, ds, sub), ``columns(clean, rng)`` gives
+    the columns and their names."""
+
+    purpose: int
+    columns: Callable
+    what: str  # the columns, in the data set's description
+    short: str  # the columns, in its source
+    listed: str  # the columns, in the registry's description
+
+    def build(self, name, clean_build, code, subset):
+        def build(data_dir):
+            clean = clean_build(data_dir)
+            p = clean.n_features
+            extra, names = self.columns(clean, generator(DATA_SEED, (self.purpose, code, subset)))
+            return Dataset(
+                name=name, X=np.hstack([clean.X, extra]), y=clean.y,
+                feature_names=clean.feature_names + names,
+                uninformative=_mask(p + N_CONTAMINATION, range(p, p + N_CONTAMINATION)),
+                description=f"{clean.description}, plus {N_CONTAMINATION} {self.what} (D16)",
+                source=f"{clean.source} + {N_CONTAMINATION} {self.short} "
+                f"(docs/method/datasets.md §5, key "
+                f"({self.purpose}, {code}, {subset}), master seed {DATA_SEED})",
+                code=code, subset=subset,
+            )
+        return build
+
+
+# name part -> how the columns are made: the paper's Exp(1) columns (D16) and, at the pixels'
+# own scale, shuffled pixel columns
+_CONTAMINATIONS = {
+    "contaminated": _Contamination(5, _exponential_columns, "Exp(mean 1) columns",
+                                   "Exp(1) columns", "Exp(mean 1) uninformative features"),
+    "shuffled": _Contamination(7, _shuffled_columns, "pixel columns, each shuffled over the rows",
+                               "shuffled pixel columns",
+                               "uninformative features: pixel columns shuffled over the rows"),
+}
 
 
 def _registry():
@@ -217,14 +251,15 @@ def _registry():
         add(name, code, 0, (120, 10, 3), f"Brodinova synthetic set, {p_info} informative and "
             f"{10 - p_info} uninformative features (generated)",
             f"generated (docs/method/datasets.md §4, key (4, {code}))", (), entry_build)
-    for clean_name, clean in digits.items():
-        classes, sub = clean_name[len("digits"):].split("-")
-        name = f"digits{classes}-contaminated-{sub}"
-        add(name, clean.code, clean.subset, (150, 20, 3),
-            f"{clean_name} plus 4 Exp(mean 1) uninformative features (derived)",
-            f"{clean.source} + 4 Exp(1) columns (docs/method/datasets.md §5, key (5, {clean.code}, "
-            f"{clean.subset}))", clean.files,
-            _contaminated_builder(name, clean.build, clean.code, clean.subset))
+    for part, contamination in _CONTAMINATIONS.items():
+        for clean_name, clean in digits.items():
+            classes, sub = clean_name[len("digits"):].split("-")
+            name = f"digits{classes}-{part}-{sub}"
+            add(name, clean.code, clean.subset, (150, 20, 3),
+                f"{clean_name} plus 4 {contamination.listed} (derived)",
+                f"{clean.source} + 4 {contamination.short} (docs/method/datasets.md §5, key "
+                f"({contamination.purpose}, {clean.code}, {clean.subset}))", clean.files,
+                contamination.build(name, clean.build, clean.code, clean.subset))
     return {entry.name: entry for entry in entries}
 
 
@@ -232,7 +267,8 @@ _REGISTRY = _registry()
 
 
 def list_datasets():
-    """Every data set name, in a stable order (by code, the contaminated digits last)."""
+    """Every data set name, in a stable order (by code, the contaminated and then the shuffled
+    digits last)."""
     return list(_REGISTRY)
 
 

@@ -2,7 +2,8 @@
 
 One ``Protocol`` per data set (subset) and master seed: its stratified folds, the constraint
 pool of each fold, the constraint count per percentage and the constraint sample and Seeding
-seed of every cell (kind, percentage, run, fold).
+seed of every cell (kind, percentage, run, fold), shared by every algorithm and init of the
+cell in the paired design and drawn per algorithm and init in the unpaired one (§6).
 """
 
 import functools
@@ -18,11 +19,16 @@ from ._seeds import generator, seed_sequence
 from .datasets import Dataset
 
 __all__ = [
-    "KINDS", "KIND_CODES", "Protocol", "kind_code", "pct10", "seed_sequence", "sparsity_grid",
+    "DESIGNS", "INIT_CODES", "KINDS", "KIND_CODES", "Protocol", "kind_code", "pct10",
+    "seed_sequence", "sparsity_grid", "unpaired_key",
 ]
 
 KINDS = ("balanced", "must-link", "cannot-link", "random")
 KIND_CODES = {"balanced": 1, "must-link": 2, "cannot-link": 3, "random": 4}
+INIT_CODES = {"dkm++": 1, "seeding": 2, "robin": 3, "maximin": 4}
+# docs/method/protocol.md §6: one sample per cell shared by every algorithm and init (D13), or
+# the authors' fresh sample per algorithm and init.
+DESIGNS = ("paired", "unpaired")
 _TOLERANCE = 1e-10  # MATLAB colon tolerance (docs/method/protocol.md §7)
 
 
@@ -34,6 +40,17 @@ def kind_code(kind):
     if isinstance(kind, numbers.Integral) and not isinstance(kind, bool) and kind in range(1, 5):
         return int(kind)
     raise ValueError(f"unknown constraint kind {plain(kind)!r}; expected one of {', '.join(KINDS)}")
+
+
+def unpaired_key(algorithm, init):
+    """The key parts that give ``algorithm`` (its name in the spec and the cube) with ``init``
+    its own draws in the unpaired design (docs/method/protocol.md §2): the init's code, then
+    the name's UTF-8 bytes; ``("PCKM", "seeding")`` gives (2, 80, 67, 75, 77)."""
+    if init not in INIT_CODES:
+        raise ValueError(f"unknown init {plain(init)!r}; expected one of {', '.join(INIT_CODES)}")
+    if not isinstance(algorithm, str) or not algorithm:
+        raise ValueError(f"algorithm must be a non-empty name; got {plain(algorithm)!r}")
+    return (INIT_CODES[init], *algorithm.encode("utf-8"))
 
 
 def pct10(percent):
@@ -92,11 +109,14 @@ class Protocol:
     """Folds, pools, counts and constraint samples of one data set (subset).
 
     ``dataset`` is a ``Dataset`` or a ``(code, subset)`` pair (the spec's ``ds``, ``sub``); a
-    contaminated digits set carries its clean subset's pair and so shares its folds and
-    samples. ``y`` defaults to ``dataset.y``; ``seed`` is the master seed.
+    contaminated or shuffled digits set carries its clean subset's pair and so shares its
+    folds and samples. ``y`` defaults to ``dataset.y``; ``seed`` is the master seed.
+    ``design`` is "paired" (one constraint sample and Seeding draw per cell, D13) or
+    "unpaired" (one per cell, algorithm and init: the sample methods then need both,
+    docs/method/protocol.md §6).
     """
 
-    def __init__(self, dataset, y=None, seed=0, n_folds=10):
+    def __init__(self, dataset, y=None, seed=0, n_folds=10, design="paired"):
         if isinstance(dataset, Dataset):
             if y is not None and not np.array_equal(np.asarray(y), dataset.y):
                 raise ValueError(f"y differs from the labels of data set {dataset.name!r}")
@@ -121,6 +141,9 @@ class Protocol:
                 or n_folds < 2:
             raise ValueError(f"n_folds must be an integer >= 2; got {plain(n_folds)!r}")
         self.n_folds = int(n_folds)
+        if design not in DESIGNS:
+            raise ValueError(f"design must be one of {', '.join(DESIGNS)}; got {plain(design)!r}")
+        self.design = design
         self.fold_of = self._folds()
         self._pools = {}
 
@@ -171,15 +194,28 @@ class Protocol:
             self._pools[fold] = constraints_from_labels(self.y, self.train_index(fold))
         return self._pools[fold]
 
-    def _key(self, kind, percent, run, fold):
-        return (self.code, self.subset, kind_code(kind), pct10(percent),
-                _check_index(run, "run"), self._check_fold(fold))
+    def draw_key(self, algorithm=None, init=None):
+        """The key parts after (..., run, fold) that select the draws of ``algorithm`` with
+        ``init`` (docs/method/protocol.md §2, §6): none in the paired design, where every
+        algorithm and init shares the cell's draws (both may be given and are ignored);
+        :func:`unpaired_key` in the unpaired design, which needs both."""
+        if self.design == "paired":
+            return ()
+        if algorithm is None or init is None:
+            raise ValueError("the unpaired design draws per algorithm and init: give both "
+                             f"(got algorithm={plain(algorithm)!r}, init={plain(init)!r})")
+        return unpaired_key(algorithm, init)
 
-    def constraints(self, kind, percent, run, fold):
+    def _key(self, kind, percent, run, fold, algorithm, init):
+        return (self.code, self.subset, kind_code(kind), pct10(percent), _check_index(run, "run"),
+                self._check_fold(fold), *self.draw_key(algorithm, init))
+
+    def constraints(self, kind, percent, run, fold, algorithm=None, init=None):
         """``(must_link, cannot_link)`` of the cell: (m, 2) int64 arrays of 0-based rows
-        sampled as in docs/method/protocol.md §5 from key (2, ds, sub, kind, pct10, run, fold),
-        each in the order of the final permutation."""
-        key = self._key(kind, percent, run, fold)
+        sampled as in docs/method/protocol.md §5 from key (2, ds, sub, kind, pct10, run, fold)
+        (unpaired design: followed by :meth:`draw_key`), each in the order of the final
+        permutation."""
+        key = self._key(kind, percent, run, fold, algorithm, init)
         code, m = key[2], self.count(percent)
         must_link, cannot_link = self.pool(fold)
         n_ml, n_cl = len(must_link), len(cannot_link)
@@ -205,12 +241,27 @@ class Protocol:
         return (np.take(must_link, chosen[is_ml], axis=0),
                 np.take(cannot_link, chosen[~is_ml] - n_ml, axis=0))
 
-    def seeding_seed(self, kind, percent, run, fold):
+    def seeding_seed(self, kind, percent, run, fold, algorithm=None, init=None):
         """The SeedSequence of the cell's Seeding draws: key (3, ds, sub, kind, pct10, run,
-        fold)."""
-        return seed_sequence(self.seed, (3, *self._key(kind, percent, run, fold)))
+        fold) (unpaired design: followed by :meth:`draw_key`)."""
+        return seed_sequence(self.seed,
+                             (3, *self._key(kind, percent, run, fold, algorithm, init)))
 
-    def constraint_seed(self, kind, percent, run, fold):
+    def constraint_seed(self, kind, percent, run, fold, algorithm=None, init=None):
         """The SeedSequence of the cell's constraint sample: key (2, ds, sub, kind, pct10,
-        run, fold)."""
-        return seed_sequence(self.seed, (2, *self._key(kind, percent, run, fold)))
+        run, fold) (unpaired design: followed by :meth:`draw_key`)."""
+        return seed_sequence(self.seed,
+                             (2, *self._key(kind, percent, run, fold, algorithm, init)))
+
+    def cv_fold_seed(self, kind, percent, run, fold, algorithm=None, init=None):
+        """The SeedSequence of the constraint folds of the cell's cross-validation
+        (docs/method/selection.md §2.1): key (8, ds, sub, kind, pct10, run, fold) (unpaired
+        design: followed by :meth:`draw_key`)."""
+        return seed_sequence(self.seed,
+                             (8, *self._key(kind, percent, run, fold, algorithm, init)))
+
+    def permutation_seed(self):
+        """The SeedSequence whose key, extended by ``(b,)``, draws null data set b of the
+        data set's gap statistic (docs/method/selection.md §3.2, §5): key (9, ds, sub), so
+        that permutation b has key (9, ds, sub, b) and is the same for every cell."""
+        return seed_sequence(self.seed, (9, self.code, self.subset))

@@ -6,8 +6,9 @@ constructor parameters, checked when the spec is read; the runner sets ``n_clust
 ``init``, ``random_state`` and ``sparsity`` itself, so a variant cannot), the inits, the
 constraint kinds (``kinds`` for DKM++, ROBIN(D) and Maximin(D); ``seeding_kinds`` for
 Seeding), the percentages (a list, or ``{start, stop, step}`` with an inclusive stop), runs,
-folds, ``max_iter`` and the s grid (``sparsity_*``). The bundled specs are ``smoke``,
-``quick`` and ``paper`` (``experiments/specs/*.toml``).
+folds, ``max_iter``, the s grid (``sparsity_*``) and the ``design`` (paired or unpaired
+constraint samples, docs/method/protocol.md §6). The bundled specs are ``smoke``, ``quick``,
+``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """
 
 import difflib
@@ -21,16 +22,21 @@ from pathlib import Path
 
 from .cells import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, estimator_class
 from .datasets import match_datasets
-from .protocol import KINDS, pct10, sparsity_grid
+from .protocol import DESIGNS, INIT_CODES, KINDS, pct10, sparsity_grid
 
 ESTIMATORS = tuple(ESTIMATOR_CLASSES)
-INITS = ("dkm++", "seeding", "robin", "maximin")
-BUNDLED = ("smoke", "quick", "paper")
+INITS = tuple(INIT_CODES)  # dkm++, seeding, robin, maximin
+BUNDLED = ("smoke", "quick", "paper", "unpaired", "contamination")
 
 _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
+    "design": "paired",
 }
+# Keys added after specs and stores were first written, with the value that everything
+# written before them implies: left out of the hash at that value (so that such a spec keeps
+# its hash), and assumed for a store that does not record them.
+ADDED_DEFAULTS = {"design": "paired"}
 _REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs")
 _KEYS = ("name", *_REQUIRED, *_DEFAULTS)
 _VARIANT_KEYS = ("estimator", "params")
@@ -79,6 +85,7 @@ class ExperimentSpec:
     sparsity_start: float = 1.1
     sparsity_step: float = 0.2
     sparsity_max_values: int = 30
+    design: str = "paired"
     source_text: str = ""
 
     def sparsity_grid(self, n_features):
@@ -95,13 +102,16 @@ class ExperimentSpec:
             "seeding_kinds": list(self.seeding_kinds), "percentages": list(self.percentages),
             "n_runs": self.n_runs, "n_folds": self.n_folds, "max_iter": self.max_iter,
             "sparsity_start": self.sparsity_start, "sparsity_step": self.sparsity_step,
-            "sparsity_max_values": self.sparsity_max_values, "source_text": self.source_text,
+            "sparsity_max_values": self.sparsity_max_values, "design": self.design,
+            "source_text": self.source_text,
         }
 
     def hash(self):
         """SHA-256 of the canonical JSON of the validated content (not the raw text; name,
-        description and source text excluded)."""
-        content = {k: v for k, v in self.to_dict().items() if k not in _UNHASHED}
+        description and source text excluded, and the keys of ``ADDED_DEFAULTS`` at those
+        values)."""
+        content = {k: v for k, v in self.to_dict().items() if k not in _UNHASHED
+                   and not (k in ADDED_DEFAULTS and v == ADDED_DEFAULTS[k])}
         return hashlib.sha256(_canonical_json(content).encode()).hexdigest()
 
 
@@ -279,6 +289,7 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
         sparsity_step=step,
         sparsity_max_values=check.integer(values["sparsity_max_values"],
                                           "sparsity_max_values", 1),
+        design=check.choices([values["design"]], DESIGNS, "design", "design")[0],
         source_text=text,
     )
 
@@ -289,7 +300,7 @@ def list_specs():
 
 
 def load_spec(name_or_path):
-    """A bundled spec by name (``smoke``, ``quick``, ``paper``) or a TOML file by path."""
+    """A bundled spec by name (``BUNDLED``) or a TOML file by path."""
     if isinstance(name_or_path, str) and name_or_path in BUNDLED:
         text = (resources.files("pcskm.experiments") / "specs" / f"{name_or_path}.toml").read_text(
             encoding="utf-8"

@@ -130,9 +130,11 @@ def estimate(tasks, view, spec, budget_seconds=60.0):
     for key, (_, _, n_cells, n_tasks) in groups.items():
         cost = costs.get(key, _Cost(per_cell=rate * units[key], per_task=0.0, sampling=0.0))
         total += cost.per_cell * n_cells + cost.per_task * n_tasks
-    for task, keys in zip(tasks, keys_of, strict=True):  # one constraint sample per cell
+    for task, keys in zip(tasks, keys_of, strict=True):
+        # one constraint sample per cell in the paired design; one per setting in the
+        # unpaired one, as the probes time them (docs/method/protocol.md §6)
         sampling = [costs[key].sampling for key in keys if key in costs]
-        if sampling:
+        if sampling and task.settings[0].design == "paired":
             total -= (len(keys) - 1) * statistics.fmean(sampling) * task.n_samples
     return Estimate(core_seconds=total, n_probes=len(costs), n_groups=len(groups),
                     probe_seconds=probe_seconds)

@@ -49,6 +49,7 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 from pcskm.algorithms._result import STATUS_NAMES
 from pcskm.experiments import cells
 from pcskm.experiments.protocol import pct10
+from pcskm.experiments.spec import ADDED_DEFAULTS
 
 log = logging.getLogger("pcskm")
 
@@ -548,7 +549,8 @@ def read_layout(path):
             uninformative=uninformative,
             attrs=gattrs,
         )
-    return Layout(groups=groups, fixed=attrs["protocol"],
+    # a store written before a spec key existed was made with the key's implied value
+    return Layout(groups=groups, fixed={**ADDED_DEFAULTS, **attrs["protocol"]},
                   algorithms=attrs["algorithm_definitions"])
 
 

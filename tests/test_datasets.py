@@ -77,7 +77,7 @@ def test_codes_follow_the_spec(data_dir):
 
 def test_every_dataset_info_matches_its_data(data_dir):
     names = list_datasets()
-    assert len(names) == 2 + 1 + 20 + 2 + 2 + 20 and len(set(names)) == len(names)
+    assert len(names) == 2 + 1 + 20 + 2 + 2 + 20 + 20 and len(set(names)) == len(names)
     for name in names:
         info, dataset = dataset_info(name, data_dir), load(name, data_dir)
         assert (info["n"], info["p"], info["k"]) == (*dataset.X.shape, dataset.n_clusters)
@@ -345,6 +345,6 @@ def test_names_and_patterns():
     with pytest.raises(ValueError, match="did you mean 'fisheriris'"):
         load("fisheriri")
     assert match_datasets(["digits389-[0-9]*"]) == [f"digits389-{s}" for s in range(1, 11)]
-    assert len(match_datasets(["digits048-*", "digits048-3"])) == 20
+    assert len(match_datasets(["digits048-*", "digits048-3"])) == 30  # clean, Exp, shuffled
     with pytest.raises(ValueError, match="matches no data set"):
         match_datasets(["mnist-*"])

@@ -86,7 +86,8 @@ def test_percentages_in_any_order_are_the_cube_order():
 def test_dataset_patterns_expand_in_registry_order():
     spec = parse_spec(MINIMAL.replace('["iris"]', '["digits389-*", "brodinova-*", "iris"]'))
     expected = ([f"digits389-{s}" for s in range(1, 11)]
-                + [f"digits389-contaminated-{s}" for s in range(1, 11)])
+                + [f"digits389-contaminated-{s}" for s in range(1, 11)]
+                + [f"digits389-shuffled-{s}" for s in range(1, 11)])
     assert spec.datasets == tuple(expected + ["brodinova-5-5", "brodinova-3-7", "iris"])
     assert all(name in list_datasets() for name in spec.datasets)
 
