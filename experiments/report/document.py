@@ -373,7 +373,24 @@ def _weights(doc, results, out, written):
         "runs and folds means 0 in every fit), per method and data set, pooled over inits, "
         "kinds and percentages (per init and kind: `weight_shares.csv`).")
     doc.table(summary)
-    return per_setting
+
+
+def _claims(doc, results, table1, tests, out, written):
+    doc.heading("7. Paper vs ours")
+    table = claims.table(results, table1, tests)
+    _csv(table, out, "claims.csv", written)
+    doc.paragraph(
+        "Every claim the paper makes about its experiments, the number that tests it and, for "
+        "each best-s selection, our number and a verdict: "
+        + ", ".join(claims.VERDICTS) + " (docs/guide/paper-study.md, \"The claims table\"). "
+        "The Wilcoxon claims are judged at the paper's level, the cases (Holm-adjusted p), "
+        "with the data-set-level p beside it (`p_datasets_<selection>`); the rule of each "
+        "claim is listed below the table. A claim judged on part of its data says so in the "
+        "note; one with none of its data in the cube is \"not testable\".")
+    shown = table.drop(columns=["section", "measure"])
+    doc.table(shown.astype(object).where(shown.notna(), ""))
+    doc.paragraph("**Measures and rules**")
+    doc.bullets([f"`{row.id}` ({row.section}): {row.measure}" for row in table.itertuples()])
 
 
 def _cell_sample(doc, results, out, written):
@@ -403,18 +420,8 @@ def write_document(results, out):
     _best_s(doc, results, out, written)
     _performance(doc, results, out, written)
     tests = _statistics(doc, results, out, written)
-    shares = _weights(doc, results, out, written)
-    doc.heading("7. Paper vs ours")
-    claim_table = claims.table(table1, tests, shares, results.family_labels)
-    _csv(claim_table, out, "claims.csv", written)
-    doc.paragraph(
-        "Each quantitative claim of the paper's Results section, our figure and a verdict. "
-        "The statistical verdicts use the paper-style selection (the paper's method); the "
-        "honest selection is shown beside it. A test on fewer cases than the paper's is "
-        "\"not computed\" (its p-value answers another question; what it says on those cases "
-        "is in brackets); a weight claim checked on fewer settings than the paper's (its "
-        "figures: every init, kind random) says \"partial\".")
-    doc.table(claim_table)
+    _weights(doc, results, out, written)
+    _claims(doc, results, table1, tests, out, written)
     _cell_sample(doc, results, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])
