@@ -110,9 +110,11 @@ def row(name, m, algorithm, ours, theirs=None, peer="-"):
     t_theirs, (n_theirs, _, closure) = theirs
     per_pass_ours = t_ours / max(n_ours, 1)
     per_pass_theirs = max(t_theirs - closure, 0.0) / max(n_theirs, 1)
+    # a peer fit that raised before its first pass has no time per pass
+    per_pass_ratio = f"{per_pass_ours / per_pass_theirs:.2g}" if per_pass_theirs > 0 else "-"
     return cells + [round(1e3 * t_theirs, 2), n_theirs, round(1e3 * closure, 1),
                     round(1e3 * per_pass_theirs, 3), f"{t_ours / t_theirs:.2g}",
-                    f"{per_pass_ours / per_pass_theirs:.2g}"]
+                    per_pass_ratio]
 
 
 def bench(name, percents, repeat, peer_repeat, peers):
