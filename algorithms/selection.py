@@ -11,6 +11,12 @@ per-s scores with the chosen s:
 
 :func:`best_sparsity_index` is the choice itself (the largest score and a tie rule, §1), on
 any array of per-s scores, e.g. scores stored in a results cube.
+
+The experiment runner computes the same scores through the engines, without estimator
+objects per fit, from the array-level pieces of these rules (not exported from
+``pcskm.algorithms``): :func:`constraint_groups`, :func:`constraint_folds`,
+:func:`cross_validate`, :func:`log_weighted_bcss`, :func:`null_estimator`,
+:func:`null_log_objectives` and :func:`null_summary`.
 """
 
 import numbers
@@ -19,8 +25,9 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from ._result import FAILED
-from ._sparse import feature_scores
+from ._kernels import box_diameters
+from ._result import FAILED, STATUS_NAMES
+from ._sparse import scores_into, total_sum_of_squares
 from ._validation import check_choice, check_data, plain
 from .constraints import Constraints
 from .sparse_kmeans import PCSKMeans, SparseKMeans, SparsityPath
@@ -95,8 +102,17 @@ def _at(grid, index):
     return float(grid[index]) if index >= 0 else np.nan
 
 
+_IS_FAILED = np.isin(np.arange(len(STATUS_NAMES)), list(FAILED))  # by status code
+
+
+def failed_rows(status):
+    """Boolean mask of the failed fits among status codes (``empty_cluster``,
+    ``degenerate_weights``)."""
+    return _IS_FAILED[np.asarray(status)]
+
+
 def _failed(path):
-    return np.isin(path.status_code, list(FAILED))
+    return failed_rows(path.status_code)
 
 
 def _seed_sequence(random_state):
@@ -124,6 +140,16 @@ def _mean_of_computed(values):
     count = computed.sum(axis=0)
     with np.errstate(invalid="ignore"):
         return np.where(computed, values, 0.0).sum(axis=0) / count, count
+
+
+def _distinct_rows(labels, rows):
+    """The rows ``rows`` of ``labels`` as distinct rows (the s of a path often share their
+    labels): the number of each row among the distinct ones, in order of first appearance,
+    and the position in ``rows`` of each distinct row's first appearance."""
+    first = {}
+    number = np.array([first.setdefault(labels[i].tobytes(), len(first)) for i in rows],
+                      dtype=np.int64)
+    return number, np.unique(number, return_index=True)[1]
 
 
 def _check_count(value, name, minimum):
@@ -159,10 +185,10 @@ def _checked(estimator, X, path, ties):
     return X
 
 
-def _constraint_groups(constraints):
-    """Group number of each constraint: one group per must-link component, and one per pair
-    of components joined by cannot-links (§2.1). Points outside any must-link are their own
-    component."""
+def constraint_groups(constraints):
+    """Group number of each constraint of ``constraints`` (a :class:`Constraints`), 0 to
+    G - 1: one group per must-link component, and one per pair of components joined by
+    cannot-links (§2.1). Points outside any must-link are their own component."""
     n = constraints.n_samples
     component = np.where(constraints.neighbourhood >= 0, constraints.neighbourhood,
                          constraints.n_neighbourhoods + np.arange(n))
@@ -173,13 +199,14 @@ def _constraint_groups(constraints):
     return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
-def _constraint_folds(constraints, n_folds, rng):
-    """Fold of each constraint: groups in random order, sorted by decreasing size (stable),
-    dealt to the folds back and forth (0, 1, ..., K-1, K-1, ..., 0, ...) (§2.1)."""
-    if n_folds > len(constraints):
+def constraint_folds(group, n_folds, seed):
+    """Fold of each constraint, from the ``group`` of each (:func:`constraint_groups`) and
+    ``seed`` (a SeedSequence, §5): groups in random order, sorted by decreasing size
+    (stable), dealt to the folds back and forth (0, 1, ..., K-1, K-1, ..., 0, ...) (§2.1)."""
+    if n_folds > len(group):
         raise ValueError(f"n_folds={n_folds} is larger than the number of constraints "
-                         f"({len(constraints)})")
-    group = _constraint_groups(constraints)
+                         f"({len(group)})")
+    rng = np.random.default_rng(seed)
     size = np.bincount(group)
     if n_folds > len(size):
         raise ValueError(
@@ -194,21 +221,59 @@ def _constraint_folds(constraints, n_folds, rng):
     return fold_of_group[group]
 
 
+def _f_measure(kept_together, put_together, n_must, n_cannot):
+    """CVCP's F-measure (§2.3) from the counts of held-out must-links satisfied
+    (``kept_together``) and cannot-links violated (``put_together``) among ``n_must`` and
+    ``n_cannot``: the mean of the F-measures of the classes present (arrays broadcast)."""
+    has_must, has_cannot = n_must > 0, n_cannot > 0
+    kept_apart = n_cannot - put_together
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_must = 2 * kept_together / (n_must + kept_together + put_together)
+        f_cannot = 2 * kept_apart / (n_cannot + kept_apart + n_must - kept_together)
+    return ((np.where(has_must, f_must, 0.0) + np.where(has_cannot, f_cannot, 0.0))
+            / (has_must.astype(int) + has_cannot))
+
+
 def _held_out_f_measure(labels, pairs, is_must_link):
-    """CVCP's F-measure of the constraints ``pairs`` under each row of ``labels`` (§2.3):
-    the mean of the F-measures of the must-link and the cannot-link class, over the classes
-    present."""
+    """CVCP's F-measure of the constraints ``pairs`` under each row of ``labels`` (§2.3)."""
     same = labels[:, pairs[:, 0]] == labels[:, pairs[:, 1]]
-    n_must, n_cannot = int(is_must_link.sum()), int((~is_must_link).sum())
-    kept_together = same[:, is_must_link].sum(axis=1)  # must-links satisfied
-    put_together = same[:, ~is_must_link].sum(axis=1)  # cannot-links violated
-    f = []
-    if n_must:
-        f.append(2 * kept_together / (n_must + kept_together + put_together))
-    if n_cannot:
-        kept_apart = n_cannot - put_together
-        f.append(2 * kept_apart / (n_cannot + kept_apart + n_must - kept_together))
-    return np.mean(f, axis=0)
+    return _f_measure(same[:, is_must_link].sum(axis=1), same[:, ~is_must_link].sum(axis=1),
+                      np.int64(is_must_link.sum()), np.int64((~is_must_link).sum()))
+
+
+def cross_validate(constraints, fold, labels, failed, fit_fold=None):
+    """Per-s CVCP score (§2.2-2.4) of a path's ``labels`` (n_s, n) and ``failed`` rows
+    (n_s,), with the constraints split by ``fold`` (from :func:`constraint_folds`).
+
+    ``fit_fold(must_link, cannot_link)`` fits the grid on a fold's training constraints from
+    the path's initial centres and returns its labels and failed rows; None for an estimator
+    that ignores the constraints (SKM), whose folds are all scored on ``labels`` at once.
+    Returns ``(score, fold_scores, n_failed_folds)``.
+    """
+    n_folds = int(fold.max()) + 1
+    pairs, is_must_link = constraints.pairs, constraints.is_must_link
+    if fit_fold is None:
+        in_fold = fold[:, None] == np.arange(n_folds)  # (m, K)
+        must, cannot = in_fold & is_must_link[:, None], in_fold & ~is_must_link[:, None]
+        # counts per distinct labels row and fold: one product of 0/1 matrices (exact)
+        row_of, first = _distinct_rows(labels, range(len(labels)))
+        distinct = labels[first]
+        same = (distinct[:, pairs[:, 0]] == distinct[:, pairs[:, 1]]).astype(np.float64)
+        counts = (same @ np.concatenate([must, cannot], axis=1, dtype=np.float64))[row_of]
+        score = _f_measure(counts[:, :n_folds], counts[:, n_folds:], must.sum(axis=0),
+                           cannot.sum(axis=0))
+        fold_scores = np.where(failed[:, None], np.nan, score).T
+    else:
+        fold_scores = np.empty((n_folds, len(failed)))
+        for number in range(n_folds):
+            held_out = fold == number
+            train = ~held_out
+            fold_labels, fold_failed = fit_fold(pairs[train & is_must_link],
+                                                pairs[train & ~is_must_link])
+            score = _held_out_f_measure(fold_labels, pairs[held_out], is_must_link[held_out])
+            fold_scores[number] = np.where(fold_failed, np.nan, score)
+    mean, n_scored = _mean_of_computed(fold_scores)
+    return np.where(failed, np.nan, mean), fold_scores, n_folds - n_scored
 
 
 def constraint_cv_scores(estimator, X, path, *, must_link=None, cannot_link=None, n_folds=5,
@@ -234,37 +299,71 @@ def constraint_cv_scores(estimator, X, path, *, must_link=None, cannot_link=None
     constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
     if len(constraints) == 0:
         raise ValueError("constraint cross-validation needs constraints; none were given")
-    fold = _constraint_folds(constraints, n_folds, np.random.default_rng(seed))
-    refit = not isinstance(estimator, SparseKMeans)  # SKM ignores the constraints (§2.2)
-    fold_estimator = clone(estimator).set_params(init=path.initial_centers) if refit else None
-    fold_scores = np.empty((n_folds, len(path.sparsity)))
-    for number in range(n_folds):
-        held_out = fold == number
-        fold_path = path
-        if refit:
-            train = ~held_out
-            fold_path = fold_estimator.fit_path(
-                X, path.sparsity, must_link=constraints.pairs[train & constraints.is_must_link],
-                cannot_link=constraints.pairs[train & ~constraints.is_must_link])
-        score = _held_out_f_measure(fold_path.labels, constraints.pairs[held_out],
-                                    constraints.is_must_link[held_out])
-        fold_scores[number] = np.where(_failed(fold_path), np.nan, score)
-    mean, n_scored = _mean_of_computed(fold_scores)
-    score = np.where(_failed(path), np.nan, mean)
+    fold = constraint_folds(constraint_groups(constraints), n_folds, seed)
+    fit_fold = None  # SKM ignores the constraints (§2.2)
+    if not isinstance(estimator, SparseKMeans):
+        fold_estimator = clone(estimator).set_params(init=path.initial_centers)
+
+        def fit_fold(must_link, cannot_link):
+            fold_path = fold_estimator.fit_path(X, path.sparsity, must_link=must_link,
+                                                cannot_link=cannot_link)
+            return fold_path.labels, _failed(fold_path)
+
+    score, fold_scores, n_failed = cross_validate(constraints, fold, path.labels,
+                                                  _failed(path), fit_fold)
     index = best_sparsity_index(score, ties=ties)
-    return ConstraintCVResult(path.sparsity, score, fold_scores, n_folds - n_scored, fold,
+    return ConstraintCVResult(path.sparsity, score, fold_scores, n_failed, fold,
                               index, _at(path.sparsity, index))
 
 
-def _log_weighted_bcss(X, path, n_clusters):
-    """log O(s), O(s) = sum_j w_j BCSS_j of each s's labels and weights (§3.1); NaN for a
-    failed s. BCSS_j = TSS_j - WCSS_j, the score of the authors' code (algorithms.md §4.3)."""
-    none = Constraints.empty(X.shape[0])
-    objective = np.full(len(path.sparsity), np.nan)
-    for i in np.flatnonzero(~_failed(path)):
-        objective[i] = feature_scores(X, path.labels[i], n_clusters, none) @ path.weights[i]
+_NO_PAIRS, _NO_LINKS = np.empty((0, 2), np.int64), np.empty(0, bool)  # the scores need none
+
+
+def log_weighted_bcss(X, labels, weights, failed, n_clusters):
+    """log O(s), O(s) = sum_j w_j BCSS_j of each s's ``labels`` (n_s, n) and ``weights``
+    (n_s, p) on X (§3.1); NaN for a ``failed`` s. BCSS_j = TSS_j - WCSS_j, the score of the
+    authors' code (algorithms.md §4.3), computed once per distinct row of labels."""
+    tss, box = total_sum_of_squares(X), box_diameters(X)
+    computed = np.flatnonzero(~np.asarray(failed))
+    row_of, first = _distinct_rows(labels, computed)
+    bcss = np.empty((len(first), X.shape[1]))
+    for row, i in enumerate(computed[first]):
+        scores_into(bcss[row], X, np.ascontiguousarray(labels[i], dtype=np.int64),
+                    int(n_clusters), tss, _NO_PAIRS, _NO_LINKS, box, False)
+    objective = np.full(len(failed), np.nan)
+    objective[computed] = np.einsum("ij,ij->i", bcss[row_of], weights[computed])
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log(objective)
+
+
+def null_estimator(estimator):
+    """The SKM of the null data sets (§3.2): ``estimator``'s parameters without the
+    constraints' (``weight_update``)."""
+    params = estimator.get_params()
+    return SparseKMeans(**{name: params[name] for name in SparseKMeans._get_param_names()})
+
+
+def null_log_objectives(X, n_permutations, seed, n_clusters, fit_null):
+    """(n_permutations, n_s) log O*_b(s) (§3.2): null data set b permutes every column of X
+    independently, drawn from ``seed``'s key extended by ``(b,)`` (§5);
+    ``fit_null(permuted)`` fits SKM's grid on it and returns labels, weights and failed
+    rows."""
+    rows = []
+    for b in range(n_permutations):
+        permuted = np.random.default_rng(_child_seed(seed, b)).permuted(X, axis=0)
+        rows.append(log_weighted_bcss(permuted, *fit_null(permuted), n_clusters))
+    return np.array(rows)
+
+
+def null_summary(null_log_objective):
+    """``(mean, sd)`` of log O*_b(s) (B, n_s) over the permutations whose fit at s succeeded
+    (§3.3): the gap is log O(s) minus the mean, ``gap_sd`` is R's sd."""
+    null_mean, n_computed = _mean_of_computed(null_log_objective)
+    mean_square, _ = _mean_of_computed((null_log_objective - null_mean) ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):  # R's sd: denominator B' - 1
+        gap_sd = np.where(n_computed > 1, np.sqrt(mean_square * n_computed / (n_computed - 1)),
+                          np.nan)
+    return null_mean, gap_sd
 
 
 def gap_statistic(estimator, X, path, *, n_permutations=25, ties="smallest",
@@ -282,28 +381,23 @@ def gap_statistic(estimator, X, path, *, n_permutations=25, ties="smallest",
     ``gap_sd`` of the largest (§3.3). A failed s has NaN gap and is never chosen.
 
     ``random_state`` (None, int or SeedSequence) seeds permutation b with its key extended
-    by ``(b,)`` (§5); the runner passes a SeedSequence derived from the cell's key. Returns a
+    by ``(b,)`` (§5); the runner's stored gap is this function's with
+    ``SeedSequence(seed, spawn_key=(9, ds, sub))`` (docs/method/protocol.md §2). Returns a
     :class:`GapStatisticResult`.
     """
     X = _checked(estimator, X, path, ties)
     n_permutations = _check_count(n_permutations, "n_permutations", 1)
     seed = _seed_sequence(random_state)
     k = estimator.n_clusters
-    params = estimator.get_params()
-    null_estimator = SparseKMeans(**{name: params[name]
-                                     for name in SparseKMeans._get_param_names()})
-    null_estimator.set_params(init=path.initial_centers)
-    null_log_objective = np.empty((n_permutations, len(path.sparsity)))
-    for b in range(n_permutations):
-        permuted = np.random.default_rng(_child_seed(seed, b)).permuted(X, axis=0)
-        null_path = null_estimator.fit_path(permuted, path.sparsity)
-        null_log_objective[b] = _log_weighted_bcss(permuted, null_path, k)
-    null_mean, n_computed = _mean_of_computed(null_log_objective)
-    mean_square, _ = _mean_of_computed((null_log_objective - null_mean) ** 2)
-    with np.errstate(divide="ignore", invalid="ignore"):  # R's sd: denominator B' - 1
-        gap_sd = np.where(n_computed > 1, np.sqrt(mean_square * n_computed / (n_computed - 1)),
-                          np.nan)
-    log_objective = _log_weighted_bcss(X, path, k)
+    null = null_estimator(estimator).set_params(init=path.initial_centers)
+
+    def fit_null(permuted):
+        null_path = null.fit_path(permuted, path.sparsity)
+        return null_path.labels, null_path.weights, _failed(null_path)
+
+    null_log_objective = null_log_objectives(X, n_permutations, seed, k, fit_null)
+    log_objective = log_weighted_bcss(X, path.labels, path.weights, _failed(path), k)
+    null_mean, gap_sd = null_summary(null_log_objective)
     gap = log_objective - null_mean
     index = best_sparsity_index(gap, ties=ties)
     one_sd = _one_sd_index(gap, gap_sd, index)

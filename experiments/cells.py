@@ -17,7 +17,8 @@ compiled call scores the labels on the fold's test points (§8.1) and records th
 fits of a setting share (parameters, data set) is validated once per task (:class:`Fitter`).
 LKM and SKM with a deterministic init use nothing random: they are fitted once per task and
 the fit reused for every kind, percentage and run (§6); their constraint counts and
-satisfied fractions are still per cell.
+satisfied fractions are still per cell. A sparse setting may also get the per-s selection
+scores of docs/method/selection.md (:mod:`pcskm.experiments.selection_scores`).
 """
 
 import functools
@@ -36,6 +37,7 @@ from pcskm.algorithms.metrics import _f_score_rows
 
 from .datasets import load
 from .protocol import Protocol
+from .selection_scores import CellScores, SelectionScorer
 
 # Spec estimator names -> estimator classes of the ``algorithms`` package.
 ESTIMATOR_CLASSES = {
@@ -86,6 +88,13 @@ class Setting:
     max_iter: int
     sparsities: tuple  # the data set's s grid (used by SKM and PCSKM only)
     design: str = "paired"  # the spec's design (docs/method/protocol.md §6)
+    cv_folds: int = 0  # constraint folds of the CV scores, 0: none (docs/method/selection.md)
+    gap_permutations: int = 0  # null data sets of the gap statistic, 0: none
+
+    def __post_init__(self):
+        if (self.cv_folds or self.gap_permutations) and not self.is_sparse:
+            raise ValueError(f"{self.algorithm} ({self.estimator}) fits no s grid: it gets no "
+                             "selection scores (cv_folds and gap_permutations must be 0)")
 
     @classmethod
     def from_spec(cls, spec, dataset, variant, init, sparsities, data_dir=None):
@@ -97,6 +106,8 @@ class Setting:
             estimator=variant.estimator, params=tuple(sorted(variant.params.items())),
             init=init, max_iter=spec.max_iter, sparsities=tuple(sparsities),
             design=spec.design,
+            cv_folds=spec.cv_folds if variant.name in spec.cv_algorithms else 0,
+            gap_permutations=spec.gap_permutations if variant.estimator in SPARSE else 0,
         )
 
     @property
@@ -112,6 +123,24 @@ class Setting:
     def n_sparsity(self):
         """Number of s entries of a fit: the grid for SKM/PCSKM, 1 (none) otherwise."""
         return len(self.sparsities) if self.is_sparse else 1
+
+    @property
+    def uses_constraints(self):
+        """True when the clustering uses the constraints (not only to seed: LKM, SKM)."""
+        return self.estimator not in UNCONSTRAINED
+
+    @property
+    def has_scores(self):
+        """True when the cells get selection scores (docs/method/selection.md)."""
+        return bool(self.cv_folds or self.gap_permutations)
+
+    @property
+    def n_selection_fits(self):
+        """Paths fitted per cell for the selection scores: one per CV fold when the
+        clustering uses the constraints, one per null data set with Seeding (with a
+        deterministic init the null fits are shared by every cell, :mod:`.selection_scores`)."""
+        return ((self.cv_folds if self.uses_constraints else 0)
+                + (self.gap_permutations if self.init == SEEDING else 0))
 
 
 @dataclass(frozen=True)
@@ -161,8 +190,10 @@ class Task:
 
     @property
     def n_fits(self):
-        """Fits computed (one per s for the sparse estimators); a shared fit counts once."""
-        return sum((1 if s.shares_fits else self.n_samples) * s.n_sparsity
+        """Fits computed (one per s for the sparse estimators), the selection scores' fits
+        included; a shared fit counts once."""
+        return sum(((1 if s.shares_fits else self.n_samples)
+                    + self.n_samples * s.n_selection_fits) * s.n_sparsity
                    for s in self.settings)
 
 
@@ -172,7 +203,8 @@ class BlockResult:
     s) in the order of ``block.runs``, the task's folds and the s entries of the setting (one
     entry for the non-sparse estimators); ``weights`` has a trailing feature axis. ``status``
     holds the codes of ``pcskm.algorithms._result``; a failed fit has NaN scores, satisfied
-    fraction and weights."""
+    fraction and weights. The selection scores (docs/method/selection.md) are NaN, and
+    ``cv_folds_used`` -1, where the setting does not compute them."""
 
     block: Block
     f_score: np.ndarray
@@ -183,6 +215,10 @@ class BlockResult:
     n_iter: np.ndarray
     n_constraints: np.ndarray  # (run, fold)
     weights: np.ndarray
+    cv_score: np.ndarray  # mean held-out CVCP F-measure over the folds whose fit succeeded
+    cv_folds_used: np.ndarray  # (run, fold) int8: the folds K used; 0: too few groups
+    gap: np.ndarray
+    gap_sd: np.ndarray
 
 
 @dataclass
@@ -283,15 +319,24 @@ class Fitter:
         if constraints.n_samples != self.X.shape[0]:
             raise ValueError(f"constraints are over {constraints.n_samples} points but the "
                              f"data set has {self.X.shape[0]}")
+        return self.fit_from(constraints,
+                             *self.initial_state(constraints, seeding_seed, seedings))
+
+    def initial_state(self, constraints, seeding_seed=None, seedings=None):
+        """The cell's initial centres and seed labels: the data set's for a deterministic
+        init, else Seeding's from the cell's constraints and key (kept in ``seedings`` by
+        fill, see :meth:`__call__`)."""
         if self.start is not None:
-            centres, seed_labels = self.start
-        else:
-            seedings = {} if seedings is None else seedings
-            fill = self.estimator._seeding_fill
-            if fill not in seedings:
-                seedings[fill] = self.estimator._initial_state(self.X, constraints,
-                                                               seeding_seed)
-            centres, seed_labels = seedings[fill]
+            return self.start
+        seedings = {} if seedings is None else seedings
+        fill = self.estimator._seeding_fill
+        if fill not in seedings:
+            seedings[fill] = self.estimator._initial_state(self.X, constraints, seeding_seed)
+        return seedings[fill]
+
+    def fit_from(self, constraints, centres, seed_labels=None):
+        """The engine from ``centres`` (seed labels: MPCKM's, from Seeding) with
+        ``constraints``: the whole s grid for the sparse estimators; a :class:`_Fit`."""
         if self.sparsities is not None:
             path = self.estimator._path(self.X, constraints, centres, self.sparsities)
             return _Fit(path.labels, path.weights, path.n_iter, path.status)
@@ -322,6 +367,8 @@ def _empty_block(block, setting, n_folds, n_features):
         status=np.zeros(shape, np.int8), n_iter=np.zeros(shape, np.int64),
         n_constraints=np.zeros(shape[:2], np.int64),
         weights=np.full((*shape, n_features), np.nan),
+        cv_score=np.full(shape, np.nan), cv_folds_used=np.full(shape[:2], -1, np.int8),
+        gap=np.full(shape, np.nan), gap_sd=np.full(shape, np.nan),
     )
 
 
@@ -384,23 +431,30 @@ def evaluate(task):
     draws = [cv.draw_key(setting.algorithm, setting.init) for setting in task.settings]
     seeded = {draws[i] for i, setting in enumerate(task.settings)
               if setting.init == SEEDING and i not in shared}
+    scorers = [SelectionScorer(setting, fitter, cv.permutation_seed()) if setting.has_scores
+               else None for setting, fitter in zip(task.settings, fitters, strict=True)]
     results = [[] for _ in task.settings]
     for block in task.blocks:
         block_results = [_empty_block(block, setting, len(folds), data.n_features)
                          for setting in task.settings]
         for r, run in enumerate(block.runs):
             for f, (fold, test) in enumerate(zip(folds, tests, strict=True)):
-                samples = {}  # draw key -> the cell's constraints, Seeding key and Seeding fills
+                samples = {}  # draw key -> the cell's constraints, Seeding key and Seeding
+                # fills, and what its selection scores share
                 for index, fitter in enumerate(fitters):
                     if draws[index] not in samples:
                         samples[draws[index]] = _sample(cv, data.n_samples, block, run, fold,
                                                         task.settings[index],
                                                         draws[index] in seeded)
-                    constraints, seeding_seed, seedings = samples[draws[index]]
+                    constraints, seeding_seed, seedings, scores = samples[draws[index]]
                     fitted = (shared[index] if index in shared
                               else fitter(constraints, seeding_seed, seedings))
                     _record(block_results[index], r, f, fitted, test, test_classes[f],
                             n_classes, constraints)
+                    if scorers[index] is not None:
+                        centres, _ = fitter.initial_state(constraints, seeding_seed, seedings)
+                        scorers[index].record(block_results[index], r, f, fitted, constraints,
+                                              centres, scores)
         for per_setting, result in zip(results, block_results, strict=True):
             per_setting.append(result)
     return TaskResult(task=task, blocks=results, seconds=time.perf_counter() - start)
@@ -409,9 +463,11 @@ def evaluate(task):
 def _sample(cv, n_samples, block, run, fold, setting, seeded):
     """The draws of cell (``block``, ``run``, ``fold``) for ``setting`` and every setting that
     shares them: its :class:`Constraints`, its Seeding SeedSequence (None unless ``seeded``;
-    a SeedSequence is only read by the generators made from it) and an empty dict for the
-    Seeding fills computed from them (:class:`Fitter`)."""
+    a SeedSequence is only read by the generators made from it), an empty dict for the
+    Seeding fills computed from them (:class:`Fitter`) and the :class:`CellScores` of their
+    selection scores (its CV folds drawn from the cell's key, when first needed)."""
     cell = (block.kind, block.percent, run, fold, setting.algorithm, setting.init)
     must_link, cannot_link = cv.constraints(*cell)
     constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=n_samples)
-    return constraints, cv.seeding_seed(*cell) if seeded else None, {}
+    return (constraints, cv.seeding_seed(*cell) if seeded else None, {},
+            CellScores(constraints, lambda: cv.cv_fold_seed(*cell)))

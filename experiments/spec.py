@@ -6,8 +6,10 @@ constructor parameters, checked when the spec is read; the runner sets ``n_clust
 ``init``, ``random_state`` and ``sparsity`` itself, so a variant cannot), the inits, the
 constraint kinds (``kinds`` for DKM++, ROBIN(D) and Maximin(D); ``seeding_kinds`` for
 Seeding), the percentages (a list, or ``{start, stop, step}`` with an inclusive stop), runs,
-folds, ``max_iter``, the s grid (``sparsity_*``) and the ``design`` (paired or unpaired
-constraint samples, docs/method/protocol.md §6). The bundled specs are ``smoke``, ``quick``,
+folds, ``max_iter``, the s grid (``sparsity_*``), the ``design`` (paired or unpaired
+constraint samples, docs/method/protocol.md §6) and the per-s selection scores the runner
+stores (``cv_folds``, ``cv_algorithms``, ``gap_permutations``; docs/method/selection.md).
+The bundled specs are ``smoke``, ``quick``,
 ``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from .cells import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, estimator_class
+from .cells import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, SPARSE, estimator_class
 from .datasets import match_datasets
 from .protocol import DESIGNS, INIT_CODES, KINDS, pct10, sparsity_grid
 
@@ -31,12 +33,13 @@ BUNDLED = ("smoke", "quick", "paper", "unpaired", "contamination")
 _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
-    "design": "paired",
+    "design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": None,
 }
 # Keys added after specs and stores were first written, with the value that everything
 # written before them implies: left out of the hash at that value (so that such a spec keeps
 # its hash), and assumed for a store that does not record them.
-ADDED_DEFAULTS = {"design": "paired"}
+# cv_algorithms is stored resolved: the algorithms that get CV scores, none when cv_folds is 0.
+ADDED_DEFAULTS = {"design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": []}
 _REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs")
 _KEYS = ("name", *_REQUIRED, *_DEFAULTS)
 _VARIANT_KEYS = ("estimator", "params")
@@ -86,6 +89,9 @@ class ExperimentSpec:
     sparsity_step: float = 0.2
     sparsity_max_values: int = 30
     design: str = "paired"
+    cv_folds: int = 0  # constraint folds of the CV scores; 0: none (docs/method/selection.md §2)
+    gap_permutations: int = 0  # null data sets of the gap statistic; 0: none (§3)
+    cv_algorithms: tuple = ()  # the algorithms that get CV scores (empty when cv_folds is 0)
     source_text: str = ""
 
     def sparsity_grid(self, n_features):
@@ -103,7 +109,8 @@ class ExperimentSpec:
             "n_runs": self.n_runs, "n_folds": self.n_folds, "max_iter": self.max_iter,
             "sparsity_start": self.sparsity_start, "sparsity_step": self.sparsity_step,
             "sparsity_max_values": self.sparsity_max_values, "design": self.design,
-            "source_text": self.source_text,
+            "cv_folds": self.cv_folds, "gap_permutations": self.gap_permutations,
+            "cv_algorithms": list(self.cv_algorithms), "source_text": self.source_text,
         }
 
     def hash(self):
@@ -218,6 +225,37 @@ class _Checker:
             self.fail(f"{where}.params: {error}")
         return dict(value)
 
+    def selection_scores(self, values, algorithms):
+        """``(cv_folds, gap_permutations, cv_algorithms)``: the per-s selection scores the
+        runner stores (docs/method/selection.md §2, §3); ``cv_algorithms`` defaults to every
+        SKM and PCSKM algorithm of the spec when cv_folds is on, and is empty when it is off."""
+        counts = []
+        for key, minimum, what in (("cv_folds", 2, "constraint folds"),
+                                   ("gap_permutations", 1, "permuted data sets")):
+            value = values[key]
+            if isinstance(value, bool) or not isinstance(value, int) or 0 < value < minimum \
+                    or value < 0:
+                self.fail(f"{key} must be 0 (off) or an integer >= {minimum} ({what}); got "
+                          f"{value!r}")
+            counts.append(value)
+        cv_folds, gap_permutations = counts
+        sparse = [v.name for v in algorithms if v.estimator in SPARSE]
+        if (cv_folds or gap_permutations) and not sparse:
+            self.fail("cv_folds and gap_permutations score the s grid of SKM and PCSKM, and "
+                      "the spec runs neither")
+        names = values["cv_algorithms"]
+        if names is None:
+            return cv_folds, gap_permutations, tuple(sparse) if cv_folds else ()
+        if not cv_folds:
+            self.fail("cv_algorithms is set but cv_folds is 0 (no cross-validation); set "
+                      "cv_folds to 2 or more, or remove cv_algorithms")
+        chosen = self.choices(names, [v.name for v in algorithms], "cv_algorithms", "algorithm")
+        unscored = [name for name in chosen if name not in sparse]
+        if unscored:
+            self.fail(f"cv_algorithms lists {', '.join(unscored)}, which fit no s grid; the "
+                      f"spec's SKM and PCSKM algorithms are {', '.join(sparse)}")
+        return cv_folds, gap_permutations, tuple(name for name in sparse if name in chosen)
+
     def algorithms(self, names, variants):
         if not isinstance(variants, dict):
             self.fail(f"variants must be a table of tables; got {variants!r}")
@@ -266,6 +304,8 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
         datasets = tuple(match_datasets([str(p) for p in patterns]))
     except ValueError as error:
         check.fail(f"in datasets: {error}")
+    algorithms = check.algorithms(values["algorithms"], values["variants"])
+    cv_folds, gap_permutations, cv_algorithms = check.selection_scores(values, algorithms)
     start = check.number(values["sparsity_start"], "sparsity_start")
     step = check.number(values["sparsity_step"], "sparsity_step")
     if not start > 1:
@@ -277,7 +317,7 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
         description=values["description"].strip(),
         seed=check.integer(values["seed"], "seed", 0),
         datasets=datasets,
-        algorithms=check.algorithms(values["algorithms"], values["variants"]),
+        algorithms=algorithms,
         inits=check.choices(values["inits"], INITS, "inits", "init"),
         kinds=check.choices(values["kinds"], KINDS, "kinds", "kind"),
         seeding_kinds=check.choices(values["seeding_kinds"], KINDS, "seeding_kinds", "kind"),
@@ -290,6 +330,9 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
         sparsity_max_values=check.integer(values["sparsity_max_values"],
                                           "sparsity_max_values", 1),
         design=check.choices([values["design"]], DESIGNS, "design", "design")[0],
+        cv_folds=cv_folds,
+        gap_permutations=gap_permutations,
+        cv_algorithms=cv_algorithms,
         source_text=text,
     )
 

@@ -1,22 +1,25 @@
 """Run-time estimate for ``pcskm run --dry-run``: time a few real cells in this process.
 
 Tasks are grouped by what drives their cost: the data set's shape, the estimator and its
-parameters, the init (Seeding or a fixed init; LKM/SKM with a fixed init share one fit) and
-the constraint kind. A probe evaluates real cells of a group's first task: once untimed
-(loading, Numba caches), then timed, in rounds over runs 0, 1, 2, ... (every group once per
-round, largest groups first) while the budget lasts, at most ``MAX_ROUNDS``; a group costs
-the mean of the middle 60 % of its rounds. Timing noise of millisecond probes on a shared
-machine is large and one-sided; a plain median leaves out the runs that really take more
-iterations (checked against the measured compute of a partial run of the paper spec: the
-median was 15 % low, the plain mean up to 12 % high). A group without a probe gets the mean
-cost per unit of work of the probed groups.
+parameters, the init (Seeding or a fixed init; LKM/SKM with a fixed init share one fit), the
+constraint kind and the selection scores. A probe evaluates real cells of a group's first
+task: once untimed (loading, Numba caches), then timed, in rounds over runs 0, 1, 2, ...
+(every group once per round, largest groups first) while the budget lasts, at most
+``MAX_ROUNDS``; a group costs the mean of the middle 60 % of its rounds. Timing noise of
+millisecond probes on a shared machine is large and one-sided; a plain median leaves out the
+runs that really take more iterations (checked against the measured compute of a partial run
+of the paper spec: the median was 15 % low, the plain mean up to 12 % high). A group without
+a probe gets the mean cost per unit of work of the probed groups.
 
 The costs grow with the constraint count, so a probe covers the lowest, middle and highest
 percentage of the spec (folds 1-3 each): their mean is the mean over the percentage grid,
 which is evenly spaced. LKM and SKM with a fixed init fit once per task and reuse that fit
 for every cell (thousands per task), so their probe times the fit and the per-cell work
 (constraint sample, satisfied fraction, scores) apart: a task costs one fit plus its cells.
-Times are CPU time of this process: the estimate is the compute of an otherwise idle core.
+The settings of a cell share its constraint sample and, with Seeding and the gap statistic,
+its null fits (:mod:`pcskm.experiments.selection_scores`); a probe times them apart too, so
+that a task counts them once per cell. Times are CPU time of this process: the estimate is
+the compute of an otherwise idle core.
 """
 
 import statistics
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from pcskm.algorithms.constraints import Constraints
 from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
+from pcskm.experiments.selection_scores import CellScores, SelectionScorer, null_key
 
 MAX_ROUNDS = 25  # at most one round per run of the paper spec
 
@@ -43,12 +47,14 @@ class _Cost:
     per_cell: float  # seconds per cell
     per_task: float  # seconds per task (the shared fit of LKM/SKM with a fixed init)
     sampling: float  # seconds per cell drawing and building the constraints (in per_cell)
+    nulls: float = 0.0  # seconds per cell fitting the Seeding null data sets (in per_cell)
 
 
 def _group(setting, kind, n_samples, n_features):
     return (n_samples, n_features, setting.estimator, setting.params,
             setting.init == cells.SEEDING, setting.shares_fits,
-            len(setting.sparsities) if setting.is_sparse else 0, kind)
+            len(setting.sparsities) if setting.is_sparse else 0, kind,
+            setting.cv_folds, setting.gap_permutations)
 
 
 def _seconds(function, *args):
@@ -69,6 +75,26 @@ def _draw_constraints(task):
                     *cv.constraints(block.kind, block.percent, run, fold), n_samples=n_samples)
 
 
+def _null_fits(task):
+    """Seconds spent fitting the Seeding null data sets of every cell of ``task`` (as
+    ``evaluate``; each cell's constraints and Seeding centres are drawn first, untimed)."""
+    setting = task.settings[0]
+    cv = cells.protocol(setting.dataset, setting.data_dir, setting.seed, setting.n_folds,
+                        setting.design)
+    fitter = cells.Fitter(setting)
+    scorer = SelectionScorer(setting, fitter, cv.permutation_seed())
+    seconds = 0.0
+    for block in task.blocks:
+        for run in block.runs:
+            for fold in task.fold_list:
+                cell = (block.kind, block.percent, run, fold, setting.algorithm, setting.init)
+                constraints = Constraints.from_pairs(*cv.constraints(*cell),
+                                                     n_samples=fitter.X.shape[0])
+                centres, _ = fitter.initial_state(constraints, cv.seeding_seed(*cell))
+                seconds += _seconds(scorer.null_summary, centres, CellScores(constraints, None))
+    return seconds
+
+
 def _probe(setting, kind, percents, run, warm):
     """The :class:`_Cost` of ``setting`` and constraint ``kind``, from cells of ``run``."""
     if setting.shares_fits:
@@ -84,8 +110,10 @@ def _probe(setting, kind, percents, run, warm):
     timed = Task((setting,), blocks, folds=(1, 2, 3))
     if warm:  # also builds the folds' constraint pools, a one-off cost per process
         cells.evaluate(Task((setting,), blocks[:1], folds=timed.folds))
+    nulls = (_null_fits(timed) / timed.n_cells
+             if setting.gap_permutations and setting.init == cells.SEEDING else 0.0)
     return _Cost(per_cell=_seconds(cells.evaluate, timed) / timed.n_cells, per_task=0.0,
-                 sampling=_seconds(_draw_constraints, timed) / timed.n_cells)
+                 sampling=_seconds(_draw_constraints, timed) / timed.n_cells, nulls=nulls)
 
 
 def _trimmed_mean(values):
@@ -93,6 +121,18 @@ def _trimmed_mean(values):
     values = sorted(values)
     cut = len(values) // 5
     return statistics.fmean(values[cut:len(values) - cut])
+
+
+def _shared_nulls(task, keys, costs):
+    """Seconds per cell of the Seeding null fits that the probes of ``task``'s settings
+    counted more than once: the settings of a cell with the same :func:`null_key` share
+    them (paired design)."""
+    shared = {}
+    for setting, key in zip(task.settings, keys, strict=True):
+        if key in costs and costs[key].nulls:
+            estimator = cells.make_estimator(setting, cells.SEEDING)
+            shared.setdefault(null_key(estimator), []).append(costs[key].nulls)
+    return sum((len(nulls) - 1) * statistics.fmean(nulls) for nulls in shared.values())
 
 
 def estimate(tasks, view, spec, budget_seconds=60.0):
@@ -121,7 +161,7 @@ def estimate(tasks, view, spec, budget_seconds=60.0):
             _probe(setting, kind, percents, run=round_ % spec.n_runs, warm=round_ == 0))
     probe_seconds = time.perf_counter() - start
     costs = {key: _Cost(*(_trimmed_mean([getattr(c, field) for c in probes])
-                          for field in ("per_cell", "per_task", "sampling")))
+                          for field in ("per_cell", "per_task", "sampling", "nulls")))
              for key, probes in samples.items()}
     # unprobed groups: seconds per (cell x points x s entries) of the probed ones
     units = {key: key[0] * max(key[6], 1) for key in groups}
@@ -136,5 +176,6 @@ def estimate(tasks, view, spec, budget_seconds=60.0):
         sampling = [costs[key].sampling for key in keys if key in costs]
         if sampling and task.settings[0].design == "paired":
             total -= (len(keys) - 1) * statistics.fmean(sampling) * task.n_samples
+            total -= _shared_nulls(task, keys, costs) * task.n_samples
     return Estimate(core_seconds=total, n_probes=len(costs), n_groups=len(groups),
                     probe_seconds=probe_seconds)

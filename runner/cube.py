@@ -20,6 +20,13 @@ every file atomically (write to a temporary file, then rename), so a run killed 
 leaves a readable store in which every cell marked done is intact; cells computed but not
 marked done are recomputed, with the same values, by the next run.
 
+A spec that turns on the per-s selection scores (``cv_folds``, ``gap_permutations``;
+docs/method/selection.md) adds their variables to the store, and the ``scored`` markers
+record which of them the done cells of each block carry: a store written before, or
+without them, is extended in place and its done cells computed again (with the same values)
+to get them. Once on, a store keeps them: a spec that turns them off, or changes their
+number of folds or permutations, is refused.
+
 One run writes a store at a time, whatever path it was given: :func:`store_lock` holds a
 kernel lock on ``<resolved store>.lock``. Every chunk carries a CRC32C checksum, and
 :func:`prepare` verifies the store and clears the done markers of damaged chunks before a run
@@ -62,6 +69,7 @@ BLOCK_DIMS = FIT_DIMS[:4]
 DONE_DIMS = (*BLOCK_DIMS, "run")
 WEIGHT_DIMS = (*FIT_DIMS[:-1], "feature")
 CELL_DIMS = ("kind", "percent", "run", "fold")
+SCORE_CELL_DIMS = FIT_DIMS[:-1]  # one entry per cell: no sparsity
 # Spec fields a store may grow along; every other field of the spec (seed, n_folds,
 # max_iter, the s grid rule) fixes the results and must match the store's.
 EXTENDABLE = ("datasets", "algorithms", "inits", "kinds", "seeding_kinds", "percentages",
@@ -91,6 +99,72 @@ _FIT_VARIABLES = {  # name: (dtype, fill value, attributes)
         "long_name": "iterations (E-step passes; weight updates for SKM/PCSKM)",
         "_FillValue": -1}),
 }
+
+
+# The per-s selection scores (docs/method/selection.md), stored when the store's spec turns
+# them on: the bit of each kind in the ``scored`` markers, the spec keys that set them, and
+# the variables of each kind, name: (bit, dims, dtype, fill value, attributes).
+CV_SCORES, GAP_SCORES = 1, 2
+SCORE_SETTINGS = ("cv_folds", "gap_permutations", "cv_algorithms")
+SCORE_VARIABLES = {
+    "cv_score": (CV_SCORES, FIT_DIMS, "f4", np.nan, {
+        "long_name": "constraint cross-validation score: mean held-out CVCP F-measure over "
+                     "the folds whose fit succeeded (docs/method/selection.md §2)",
+        "comment": "NaN for a failed fit, where every fold failed, for a cell with fewer "
+                   "than 2 groups of constraints and where not computed (non-sparse "
+                   "algorithms, algorithms outside cv_algorithms)"}),
+    "cv_folds_used": (CV_SCORES, SCORE_CELL_DIMS, "i1", -1, {
+        "long_name": "folds K of the cell's cross-validation: cv_folds, or the number of "
+                     "groups of its constraints when fewer (0: fewer than 2 groups, no score)",
+        "_FillValue": -1}),
+    "gap": (GAP_SCORES, FIT_DIMS, "f4", np.nan, {
+        "long_name": "gap statistic: log O(s) - mean_b log O*_b(s) "
+                     "(docs/method/selection.md §3)",
+        "comment": "NaN for a failed fit and where not computed (non-sparse algorithms)"}),
+    "gap_sd": (GAP_SCORES, FIT_DIMS, "f4", np.nan, {
+        "long_name": "standard deviation of log O*_b(s) over the permutations (sparcl's "
+                     "sdgaps, docs/method/selection.md §3.3)"}),
+}
+SCORED_ATTRS = {
+    "long_name": "selection scores the done cells of this (algorithm, init, kind, percent, "
+                 "run) carry: bit 1 cv_score and cv_folds_used, bit 2 gap and gap_sd",
+    "comment": "written with the done markers; a done block without the scores its "
+               "algorithm gets is computed again by the next run"}
+
+
+def score_bits(fixed):
+    """The score kinds (bits) that the settings ``fixed`` (a store's or a spec's) turn on."""
+    return ((CV_SCORES if fixed.get("cv_folds", 0) else 0)
+            | (GAP_SCORES if fixed.get("gap_permutations", 0) else 0))
+
+
+def score_variables(fixed):
+    """The selection-score variables of a store with the settings ``fixed``."""
+    bits = score_bits(fixed)
+    return [name for name, (bit, *_) in SCORE_VARIABLES.items() if bits & bit]
+
+
+def wanted_scores(fixed, definitions, algorithms):
+    """Per algorithm (in the order of ``algorithms``), the score kinds (bits) its cells get:
+    CV for ``cv_algorithms``, the gap for every SKM and PCSKM algorithm (``definitions``:
+    name -> {"estimator", "params"})."""
+    wanted = np.zeros(len(algorithms), np.uint8)
+    for a, name in enumerate(algorithms):
+        if fixed.get("cv_folds", 0) and name in fixed.get("cv_algorithms", ()):
+            wanted[a] |= CV_SCORES
+        if fixed.get("gap_permutations", 0) and \
+                definitions.get(name, {}).get("estimator") in cells.SPARSE:
+            wanted[a] |= GAP_SCORES
+    return wanted
+
+
+def complete_blocks(done, scored, wanted):
+    """The blocks (algorithm, init, kind, percent, run) that are done and carry every score
+    kind their algorithm gets: ``done`` and ``scored`` markers (``scored`` None: none), and
+    ``wanted`` per algorithm (:func:`wanted_scores`)."""
+    wanted = wanted.reshape(-1, *([1] * (done.ndim - 1)))
+    scored = np.zeros_like(done) if scored is None else scored
+    return (done > 0) & ((scored & wanted) == wanted)
 
 
 class IncompatibleStore(ValueError):
@@ -326,10 +400,11 @@ def merge_layouts(old, new, store="the store"):
     """The layout covering both; raise :class:`IncompatibleStore` naming every difference
     that changes results (seed, folds, max_iter, s grid, algorithm parameters, data)."""
     problems = []
-    for key in sorted(set(old.fixed) | set(new.fixed)):
+    for key in sorted((set(old.fixed) | set(new.fixed)) - set(SCORE_SETTINGS)):
         if old.fixed.get(key) != new.fixed.get(key):
             problems.append(f"{key} is {old.fixed.get(key)!r} in {store} but "
                             f"{new.fixed.get(key)!r} in this spec")
+    scores = _merge_scores(old, new, store, problems)
     for name in sorted(set(old.algorithms) & set(new.algorithms)):
         if old.algorithms[name] != new.algorithms[name]:
             problems.append(f"algorithm {name} is {old.algorithms[name]} in {store} but "
@@ -374,8 +449,30 @@ def merge_layouts(old, new, store="the store"):
             + "\n  - ".join(problems)
             + "\nUse another --store for this spec, or the settings the store was made with."
         )
-    return Layout(groups=groups, fixed=old.fixed,
+    return Layout(groups=groups, fixed={**old.fixed, **scores},
                   algorithms={**old.algorithms, **new.algorithms})
+
+
+def _merge_scores(old, new, store, problems):
+    """The selection-score settings covering both (appending to ``problems``): a store
+    without a kind of score takes the spec's; a store with it keeps it, and the spec must
+    have the same number of folds or permutations; ``cv_algorithms`` grows, but an
+    algorithm of the spec that has CV scores in the store must keep them."""
+    merged = {}
+    for key in ("cv_folds", "gap_permutations"):
+        before, wanted = old.fixed.get(key, 0), new.fixed.get(key, 0)
+        merged[key] = before or wanted
+        if before and wanted != before:
+            problems.append(f"{key} is {before!r} in {store} but {wanted!r} in this spec (a "
+                            "store keeps the selection scores it has, with their settings)")
+    before, wanted = old.fixed.get("cv_algorithms", []), new.fixed.get("cv_algorithms", [])
+    dropped = [name for name in before if name in new.algorithms and name not in wanted]
+    if dropped and new.fixed.get("cv_folds", 0):
+        problems.append(f"{', '.join(dropped)} {'has' if len(dropped) == 1 else 'have'} CV "
+                        f"scores in {store} but {'is' if len(dropped) == 1 else 'are'} not in "
+                        "this spec's cv_algorithms")
+    merged["cv_algorithms"] = [*before, *(name for name in wanted if name not in before)]
+    return merged
 
 
 # Zarr's default compressor followed by a CRC32C checksum of the compressed bytes, which
@@ -444,8 +541,28 @@ def writable_arrays(group):
     return {name: array.with_config(WRITE_CONFIG) for name, array in group.arrays()}
 
 
-def _write_group(root, layout):
-    """Create one data set's group: coordinates, then empty (fill-valued) arrays."""
+def _create_score_arrays(group, layout, fixed):
+    """Create the selection-score variables of ``fixed`` that ``group`` lacks (fill-valued)
+    and its ``scored`` markers, written whole (zeros) so that their chunk always exists."""
+    names = score_variables(fixed)
+    if not names:
+        return
+    shape = layout.fit_shape()
+    chunk = (1, 1, 1, *shape[3:])  # one chunk per (algorithm, init, kind)
+    for name in names:
+        if name in group:
+            continue
+        _, dims, dtype, fill, attrs = SCORE_VARIABLES[name]
+        _create_array(group, name, dims, shape[:len(dims)], dtype, fill, attrs,
+                      chunk[:len(dims)])
+    if "scored" not in group:
+        _create_array(group, "scored", DONE_DIMS, _done_shape(layout), "u1", 0,
+                      SCORED_ATTRS)[...] = 0
+
+
+def _write_group(root, layout, fixed):
+    """Create one data set's group: coordinates, then empty (fill-valued) arrays, those of
+    the selection scores that ``fixed`` turns on included."""
     attrs = {**layout.attrs, "feature_names": list(layout.feature_names)}
     group = root.create_group(layout.dataset, attributes=attrs)
     for name, values in layout.coords().items():
@@ -487,6 +604,7 @@ def _write_group(root, layout):
                                 "init, kind, percent, run) is written",
                    "comment": "written after the data; cells not marked done are "
                               "recomputed by the next run"})
+    _create_score_arrays(group, layout, fixed)
     return group
 
 
@@ -518,7 +636,18 @@ def write_layout(path, layout, spec, history=(), runs=()):
     root = zarr.open_group(str(path), mode="w-", zarr_format=3,
                            attributes=_root_attrs(layout, spec, history, runs))
     for group in layout.groups.values():
-        _write_group(root, group)
+        _write_group(root, group, layout.fixed)
+    _consolidate(path)
+
+
+def _add_score_arrays(path, layout, spec, history, runs):
+    """Turn the selection scores of ``layout`` on in the store at ``path`` in place: add the
+    variables it lacks, then record the settings (a run killed between the two leaves the
+    store as it was, with unused variables that the next extension keeps)."""
+    root = open_root(path, "r+")
+    for name, group in layout.groups.items():
+        _create_score_arrays(root[name], group, layout.fixed)
+    root.attrs.update(_root_attrs(layout, spec, history, runs))
     _consolidate(path)
 
 
@@ -573,7 +702,8 @@ def _copy_group(source, target, old, new):
         "feature": np.arange(len(old.feature_names)),
     }
     target = writable_arrays(target)
-    for name in (*_FIT_VARIABLES, "weights", "n_constraints", "done"):
+    scores = [name for name in (*SCORE_VARIABLES, "scored") if name in source]
+    for name in (*_FIT_VARIABLES, "weights", "n_constraints", "done", *scores):
         array = source[name]
         dims = array.metadata.dimension_names
         if dims[0] == "algorithm":  # one algorithm at a time keeps memory bounded
@@ -649,7 +779,11 @@ def prepare(path, spec, data_dir=None):
         if numpy_then != np.__version__:  # docs/method/protocol.md §2: generator streams may change
             log.warning("%s was written with NumPy %s, this is NumPy %s: random streams may "
                         "differ between versions", path, numpy_then, np.__version__)
-        if merged != old:
+        if merged.groups == old.groups and merged.algorithms == old.algorithms \
+                and merged.fixed != old.fixed:  # only selection scores turned on
+            _add_score_arrays(path, merged, spec, history, runs)
+            action = "extended"
+        elif merged != old:
             _rebuild(path, old, merged, spec, history, runs)
             action = "extended"
         else:
@@ -720,11 +854,13 @@ def _done_shape(layout):
 
 
 class CubeView:
-    """A layout with its ``done`` markers and label-to-position lookups (read only)."""
+    """A layout with its ``done`` and ``scored`` markers (``scored``: None where a group has
+    none) and label-to-position lookups (read only)."""
 
-    def __init__(self, layout, done):
+    def __init__(self, layout, done, scored=None):
         self.layout = layout
         self.done = done
+        self.scored = {name: (scored or {}).get(name) for name in done}
         self._index = {
             name: {
                 "algorithm": {v: i for i, v in enumerate(g.algorithms)},
@@ -750,9 +886,10 @@ class CubeView:
         found = verify(path)
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
-        done = {}
+        done, scored = {}, {}
         for name, group in merged.groups.items():
             done[name] = np.zeros(_done_shape(group), np.uint8)
+            scored[name] = np.zeros(_done_shape(group), np.uint8)
             if name in old.groups:
                 before = old.groups[name]
                 index = (_positions(before.algorithms, group.algorithms),
@@ -762,7 +899,17 @@ class CubeView:
                                     [pct10(p) for p in group.percents]),
                          np.arange(before.n_runs))
                 done[name][np.ix_(*index)] = found.done_after_repair(name)
-        return cls(merged, done)
+                if found.scored.get(name) is not None:
+                    scored[name][np.ix_(*index)] = found.scored[name]
+        return cls(merged, done, scored)
+
+    def complete(self, dataset):
+        """The blocks of ``dataset`` that are done and carry the selection scores their
+        algorithm gets (:func:`complete_blocks`); the others are computed by a run."""
+        layout = self.layout
+        wanted = wanted_scores(layout.fixed, layout.algorithms,
+                               layout.groups[dataset].algorithms)
+        return complete_blocks(self.done[dataset], self.scored[dataset], wanted)
 
     def block_index(self, dataset, algorithm, init, kind=None, percent=None):
         """Integer positions of a block (or of its (algorithm, init[, kind]) prefix)."""
@@ -784,19 +931,32 @@ class Cube(CubeView):
         layout = read_layout(self.path)
         self.arrays = {name: writable_arrays(root[name]) for name in layout.groups}
         super().__init__(layout, {name: arrays["done"][:]
-                                  for name, arrays in self.arrays.items()})
+                                  for name, arrays in self.arrays.items()},
+                         {name: arrays["scored"][:] for name, arrays in self.arrays.items()
+                          if "scored" in arrays})
 
     def mark_done(self, dataset, regions):
         """Mark the ``regions`` of ``dataset`` done, each ``(algorithm position, init
-        position, kind positions, percent positions, runs)``, and write the marker array."""
-        for a, i, kinds, percents, runs in regions:
-            self.done[dataset][(a, i, *np.ix_(kinds, percents, runs))] = 1
+        position, kind positions, percent positions, runs, score bits)`` (the selection
+        scores its cells now carry), and write the marker arrays (``scored`` first)."""
+        scored = self.scored[dataset]
+        for a, i, kinds, percents, runs, bits in regions:
+            block = (a, i, *np.ix_(kinds, percents, runs))
+            self.done[dataset][block] = 1
+            if scored is None:
+                if bits:
+                    raise ValueError(f"the store has no selection scores for {dataset}")
+            else:
+                scored[block] = bits
+        if scored is not None:
+            self.arrays[dataset]["scored"][...] = scored
         self.arrays[dataset]["done"][...] = self.done[dataset]
 
     def done_cells(self):
-        """Cells marked done: (algorithm, init, kind, percent, run) blocks times folds."""
-        return sum(int(done.sum()) * self.layout.groups[name].n_folds
-                   for name, done in self.done.items())
+        """Cells done, with the selection scores their algorithm gets: (algorithm, init,
+        kind, percent, run) blocks times folds."""
+        return sum(int(self.complete(name).sum()) * self.layout.groups[name].n_folds
+                   for name in self.done)
 
     def begin_run(self, entry):
         """Note in the store that a run is writing it (``entry``, with the cells done now),

@@ -13,6 +13,10 @@ its values is intact (:mod:`pcskm.runner.cube`). :func:`verify` checks that prom
   truncated and most overwritten chunks, not a changed byte that still decodes;
 * the status of every fit of a done block is not ``missing``.
 
+A selection-score variable (``cv_score``, ``gap``, ...) is needed only where a done block's
+``scored`` marker says its cells carry that score (the store may have gained the variable
+after the block was done).
+
 :func:`repair` deletes the damaged chunks and clears the done markers of the blocks whose
 values they held, so that the next run recomputes exactly those blocks (``pcskm run`` repairs
 before it plans). Damage to the coordinates, which define the layout, cannot be repaired.
@@ -31,9 +35,12 @@ from .cube import (
     DONE_DIMS,
     FIT_DIMS,
     MISSING,
+    SCORE_VARIABLES,
     DamagedStore,
     check_store,
+    complete_blocks,
     open_root,
+    wanted_scores,
     writable_arrays,
 )
 
@@ -73,6 +80,8 @@ class Verification:
     n_chunks: int = 0  # chunk files read
     unchecksummed: list = field(default_factory=list)  # "group/array" without CRC32C
     done: dict = field(default_factory=dict)  # group -> done markers as stored (0 if unreadable)
+    scored: dict = field(default_factory=dict)  # group -> scored markers (None: no array)
+    wanted: dict = field(default_factory=dict)  # group -> score bits of each algorithm
     n_folds: dict = field(default_factory=dict)
 
     @property
@@ -96,8 +105,11 @@ class Verification:
         return np.where(self.lost(name), 0, self.done[name]).astype(self.done[name].dtype)
 
     def done_cells(self):
-        """Cells marked done in the store as found (blocks times folds)."""
-        return sum(int(done.sum()) * self.n_folds[name] for name, done in self.done.items())
+        """Cells done in the store as found, with the selection scores their algorithm gets
+        (blocks times folds)."""
+        return sum(int(complete_blocks(done, self.scored.get(name),
+                                       self.wanted[name]).sum()) * self.n_folds[name]
+                   for name, done in self.done.items())
 
     def lost_cells(self):
         return sum(int(self.lost(name).sum()) * self.n_folds[name] for name in self.done)
@@ -211,6 +223,27 @@ def _verify_done(store, name, group, found):
     found.done[name] = done_array[...]
 
 
+def _read_scored(group):
+    """The group's ``scored`` markers (None without the array; zeros if unreadable: the
+    chunk's damage is reported like any other's)."""
+    if "scored" not in group:
+        return None
+    try:
+        return group["scored"][...]
+    except Exception:  # a damaged chunk: found and reported by verify's chunk check
+        return np.zeros(group["scored"].shape, np.uint8)
+
+
+def _needed(array_name, done, scored):
+    """The done blocks whose values the array ``array_name`` must hold: all of them, or for
+    a selection-score variable those whose cells carry that score."""
+    if array_name not in SCORE_VARIABLES:
+        return done > 0
+    if scored is None:
+        return np.zeros(done.shape, bool)
+    return (done > 0) & ((scored & SCORE_VARIABLES[array_name][0]) > 0)
+
+
 def _inconsistent_blocks(status, coords, done, blocks):
     """Done blocks of a (algorithm, init, kind) status chunk with a ``missing`` fit."""
     values = status.blocks[coords][0, 0, 0]  # (percent, run, fold, sparsity)
@@ -227,24 +260,30 @@ def verify(store):
     store = Path(store)
     check_store(store)
     root = open_root(store)
-    found = Verification(store=store, spec=root.attrs.get("spec_name", "SPEC"))
+    attrs = root.attrs.asdict()
+    found = Verification(store=store, spec=attrs.get("spec_name", "SPEC"))
     for name, group in root.groups():
         arrays = dict(group.arrays())
         found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
         labels = _labels(group)
         _verify_done(store, name, group, found)
         done = found.done[name]
+        found.scored[name] = _read_scored(group)
+        found.wanted[name] = wanted_scores(
+            attrs.get("protocol", {}), attrs.get("algorithm_definitions", {}),
+            labels["algorithm"] or [""] * done.shape[0])
         for array_name, array in arrays.items():
             if array_name == "done":
                 continue
             layout = array_name in LAYOUT_ARRAYS
+            needed = None if layout else _needed(array_name, done, found.scored[name])
             checksummed = _has_checksum(array)
             if not checksummed:
                 found.unchecksummed.append(f"{name}/{array_name}")
             for coords in itertools.product(*map(range, array.cdata_shape)):
                 file = _chunk_key_file(store, array, coords)
                 blocks = None if layout else _blocks_of(array, coords, done.shape)
-                under_done = blocks is not None and bool((done[blocks] > 0).any())
+                under_done = blocks is not None and bool(needed[blocks].any())
                 where = _where(array, coords, labels)
                 if not file.exists():
                     # a layout array of a checksummed store is written whole when it is made

@@ -7,7 +7,8 @@ fits are counted as everywhere else (docs/reference/cube-schema.md, Counts): a c
 (data set, algorithm, init, kind, percent, run, fold) entry the store's spec runs, Seeding
 only with its seeding kinds, and every cell done, whatever spec wrote it; a fit is one per
 cell and s (every s of the data set's grid for SKM and PCSKM), a fit shared by several cells
-counted in each.
+counted in each. A done cell without the selection scores its algorithm gets in the store
+(``scored`` markers) is missing: the next run computes it again.
 """
 
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import zarr
 
 from pcskm.experiments.spec import parse_spec
 
-from .cube import applicable
+from .cube import applicable, complete_blocks, wanted_scores
 from .tasks import matches, parse_only
 
 CELLS_AND_FITS = ("cells = (data set, algorithm, init, kind, percent, run, fold) entries the "
@@ -52,6 +53,16 @@ class _Store:
     groups: list  # of _Group
 
 
+def _complete(name, group, attrs, found):
+    """The group's done blocks that carry the selection scores their algorithm gets, less
+    those a repair would clear (``found``: a verification, or None)."""
+    done = group["done"][:] if found is None else found.done_after_repair(name)
+    scored = group["scored"][:] if "scored" in group else None
+    wanted = wanted_scores(attrs.get("protocol", {}), attrs["algorithm_definitions"],
+                           _labels(group["algorithm"]))
+    return complete_blocks(done, scored, wanted)
+
+
 def _read(path, found):
     root = zarr.open_group(str(path), mode="r")
     attrs = root.attrs.asdict()
@@ -59,8 +70,7 @@ def _read(path, found):
         _Group(name=name, algorithms=_labels(group["algorithm"]), inits=_labels(group["init"]),
                kinds=_labels(group["kind"]), percents=group["percent"][:],
                n_folds=group["fold"].shape[0], n_sparsity=group["sparsity"].shape[0] - 1,
-               done=(group["done"][:] if found is None else
-                     found.done_after_repair(name)).astype(bool))
+               done=_complete(name, group, attrs, found))
         for name, group in root.groups()]
     return _Store(attrs=attrs,
                   spec=parse_spec(attrs["spec_toml"], default_name=attrs.get("spec_name", "")),

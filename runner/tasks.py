@@ -146,8 +146,10 @@ def _split(blocks, parts):
 
 
 def _work_per_run(group, n_samples):
-    """Units of work of one run (all folds) of one block for the settings ``group``."""
-    return sum(s.n_sparsity for s in group) * n_samples * group[0].n_folds
+    """Units of work of one run (all folds) of one block for the settings ``group`` (the
+    fits of the selection scores included)."""
+    return (sum(s.n_sparsity * (1 + s.n_selection_fits) for s in group) * n_samples
+            * group[0].n_folds)
 
 
 def _batches(group, blocks, n_samples, min_work):
@@ -185,7 +187,9 @@ def _batches(group, blocks, n_samples, min_work):
 
 
 def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=None):
-    """The tasks that fill the spec's missing cells (all selected cells with ``force``).
+    """The tasks that fill the spec's missing cells (all selected cells with ``force``); a
+    done cell without the selection scores its algorithm gets is missing
+    (:meth:`~pcskm.runner.cube.CubeView.complete`).
 
     The settings of a data set that miss the same blocks (on a fresh store: every algorithm
     and init of a constraint kind) are grouped into the same tasks. A task holds about
@@ -195,11 +199,12 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
     check_selection(spec, selection)
     tasks, total, done = [], 0, 0
     by_dataset = {}  # data set -> {(kind, percent, runs): [setting, ...]}
+    complete = {name: cube.complete(name) for name in spec.datasets}
     for setting in settings(spec, cube, data_dir):
         if not all(matches(selection, key, getattr(setting, attr)) for key, attr in
                    (("dataset", "dataset"), ("algorithm", "algorithm"), ("init", "init"))):
             continue
-        done_marks = cube.done[setting.dataset]
+        done_marks = complete[setting.dataset]
         needs = by_dataset.setdefault(setting.dataset, {})
         kinds = spec.seeding_kinds if setting.init == SEEDING else spec.kinds
         for kind in kinds:  # Seeding only with seeding_kinds (the others are not applicable)

@@ -26,7 +26,7 @@ import numpy as np
 
 from pcskm.algorithms._result import FAILED
 
-from .cube import NOT_APPLICABLE
+from .cube import CV_SCORES, FIT_DIMS, GAP_SCORES, NOT_APPLICABLE, SCORE_VARIABLES
 
 FLUSH_SECONDS = 60.0
 MAX_BYTES = 512 * 2**20
@@ -55,18 +55,34 @@ def _spread(values, sparse, n_sparsity, fill):
     return out
 
 
-def block_records(result, setting, n_sparsity):
+def block_records(result, setting, n_sparsity, scores=()):
     """The cube's records of one :class:`pcskm.experiments.cells.BlockResult`: ``{variable:
-    (run, fold, sparsity) array}`` (the status as code + 1, 0 meaning missing) and the
+    (run, fold, sparsity) array}`` (the status as code + 1, 0 meaning missing), the
     (run, fold, feature) weights: the fit's, or for the sparse estimators their mean over
-    the s values whose fit did not fail."""
+    the s values whose fit did not fail, and the selection-score variables ``scores`` (the
+    store's): per s, or (run, fold) for cv_folds_used."""
     sparse = setting.is_sparse
     records = {name: _spread(getattr(result, name) + (1 if name == "status" else 0),
                              sparse, n_sparsity, fill)
                for name, fill in _FILLS.items()}
     records["weights"] = (mean_weights(result.weights, np.isin(result.status, list(FAILED)))
                           if sparse else result.weights[..., 0, :])
+    for name in scores:
+        _, dims, _, fill, _ = SCORE_VARIABLES[name]
+        values = getattr(result, name)
+        records[name] = _spread(values, sparse, n_sparsity, fill) if dims == FIT_DIMS else values
     return records
+
+
+def carried_scores(setting):
+    """The selection scores (``scored`` bits) that the cells of ``setting`` carry."""
+    return ((CV_SCORES if setting.cv_folds else 0)
+            | (GAP_SCORES if setting.gap_permutations else 0))
+
+
+def score_names(group):
+    """The selection-score variables of a group of the store (its arrays)."""
+    return tuple(name for name in SCORE_VARIABLES if name in group)
 
 
 def chunks_of(task, cube):
@@ -77,13 +93,13 @@ def chunks_of(task, cube):
 
 class _Chunk:
     """One (algorithm, init, kind) chunk of every fit variable, held in memory; ``done``
-    lists the (percent, runs) blocks received since it was last written. A chunk with no
+    lists the (percent, runs, score bits) blocks received since it was last written. A chunk with no
     block marked done holds nothing to keep (at most cells to recompute): it starts from the
     fill values without reading the store."""
 
     def __init__(self, group, position, has_done):
         self.values = {}
-        for name in (*_FILLS, "weights"):
+        for name in (*_FILLS, "weights", *score_names(group)):
             array = group[name]
             self.values[name] = (array[position] if has_done else
                                  np.full(array.shape[3:], array.fill_value, array.dtype))
@@ -124,6 +140,7 @@ class CubeWriter:
                              f"{task.fold_list}")
         group = cube.arrays[name]
         n_sparsity = 1 + len(cube.layout.groups[name].sparsity)
+        scores = score_names(group)
         if name not in self.n_constraints:
             self.n_constraints[name] = group["n_constraints"][...]
         finished = set()
@@ -138,9 +155,10 @@ class CubeWriter:
                     chunk = self.chunks[position] = _Chunk(
                         group, (a, i, k), bool(cube.done[name][a, i, k].any()))
                 runs = list(block.runs)
-                for variable, values in block_records(result, setting, n_sparsity).items():
+                for variable, values in block_records(result, setting, n_sparsity,
+                                                      scores).items():
                     chunk.values[variable][p, runs] = values
-                chunk.done.append((p, runs))
+                chunk.done.append((p, runs, carried_scores(setting)))
                 chunk.dirty = True
                 self.n_constraints[name][k, p, runs] = result.n_constraints
         self.expected.subtract(finished)
@@ -181,6 +199,6 @@ class CubeWriter:
             for position in (p for p in dirty if p[0] == name):
                 chunk = self.chunks[position]
                 _, a, i, k = position
-                regions.extend((a, i, [k], [p], runs) for p, runs in chunk.done)
+                regions.extend((a, i, [k], [p], runs, bits) for p, runs, bits in chunk.done)
                 chunk.done, chunk.dirty = [], False
             self.cube.mark_done(name, regions)

@@ -1,6 +1,7 @@
 """One pass over the cube: per data set, the selections (written to the sidecar store), their
-aggregates, the best-s summaries, the weight means, the coverage, the failed fits and a sample
-of cells; then the families.
+aggregates, the best-s summaries, the tie and choice counts, the weight means, the coverage,
+the failed fits and a sample of cells; then the fixed-loo selection, which needs every data
+set (:mod:`.fixed_s`), and the families.
 
 The cube is read one data set at a time, so memory stays bounded by the largest group.
 """
@@ -15,7 +16,7 @@ import pandas as pd
 import xarray as xr
 import zarr
 
-from . import cell_sample, coverage, failures, families, selection, weights
+from . import cell_sample, coverage, failures, families, fixed_s, selection, ties, weights
 from .fits import CELL_DIMS, LABEL_DIMS, fit_table, quiet
 
 SIDECAR_SUFFIX = "-selections.zarr"
@@ -45,6 +46,12 @@ class Results:
     family_members: dict = field(default_factory=dict)  # family label -> members present
     family_weights: dict = field(default_factory=dict)  # family label -> weight means
     cell_sample: list = field(default_factory=list)  # DataFrames, one per data set
+    selections: tuple = ()  # the selections of the cube, in selection.ORDER
+    per_s: dict = field(default_factory=dict)  # name -> selection.per_s_summary
+    n_features: dict = field(default_factory=dict)  # name -> p
+    fixed_s: pd.DataFrame | None = None  # fixed_s.choose_fixed's table of candidates
+    ties: list = field(default_factory=list)  # DataFrames (ties.tie_counts), one per data set
+    choices: list = field(default_factory=list)  # DataFrames (ties.choice_counts)
 
     def cell_sample_table(self):
         return (pd.concat(self.cell_sample, ignore_index=True) if self.cell_sample
@@ -86,24 +93,52 @@ def _constraints_used(name, fits):
     return pd.DataFrame(rows)
 
 
+def _encoded(data):
+    """Labels as variable-length strings, Zarr v3's string type."""
+    return data.assign_coords({dim: np.array(data[dim].values.tolist(),
+                                             dtype=np.dtypes.StringDType())
+                               for dim in LABEL_DIMS if dim in data.dims})
+
+
 def _write_selected(path, name, selected):
-    encoded = selected.assign({var: selected[var].astype(np.float32)
-                               for var in ("paper_f", "honest_f")})  # as f_score in the cube
-    encoded = encoded.assign_coords({  # variable-length strings: Zarr v3's string type
-        dim: np.array(encoded[dim].values.tolist(), dtype=np.dtypes.StringDType())
-        for dim in LABEL_DIMS})
+    encoded = _encoded(selected.assign({  # F as f_score in the cube
+        var: selected[var].astype(np.float32) for var in selected.data_vars
+        if var.endswith("_f")}))
     encoded.attrs = {
-        "title": f"best-s selections of {name} (docs/method/protocol.md §9), "
-                 "written by pcskm report",
-        "paper_s": "paper-style s per (algorithm, init, kind, percent): largest mean test F "
-                   "over runs x folds, ties -> smallest s; NaN for non-sparse algorithms",
-        "honest_s": "honest s per (algorithm, init, kind, percent, run, fold): most sampled "
-                    "training constraints satisfied, failed fits excluded, ties -> smallest s",
-        "paper_f / honest_f": "F-score at the selected s (NaN: failed or not computed)",
+        "title": f"best-s selections of {name} (docs/method/protocol.md §9, "
+                 "docs/guide/choosing-s.md), written by pcskm report",
+        **{f"{rule.variable}_s": rule.title for rule in selection.REGISTRY
+           if f"{rule.variable}_s" in selected},
+        "<selection>_s": "the selected s: per (algorithm, init, kind, percent) for paper, per "
+                         "(algorithm, init, kind, percent, run, fold) for the others; NaN "
+                         "for non-sparse algorithms and where nothing was selected",
+        "<selection>_f": "F-score at the selected s (NaN: failed, not computed or not "
+                         "covered)",
+        "<selection>_covered": "per algorithm: its cells carry the selection's score (a "
+                               "sparse algorithm outside the spec's cv_algorithms does not)",
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
         encoded.to_zarr(str(path), group=name, mode="w", zarr_format=3, consolidated=False)
+
+
+def _write_fixed(path, name, s):
+    """Add the fixed-loo s per algorithm to data set ``name``'s group of the selections
+    store; its F in a cell is the cube's f_score at that s."""
+    data = _encoded(xr.Dataset({"fixed_loo_s": s}))
+    data.fixed_loo_s.attrs = {"long_name": selection.SELECTION_TITLES[selection.FIXED],
+                              "comment": "F: the cube's f_score at this s (non-sparse "
+                                         "algorithms: their only fit); NaN: no fixed s"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        data.to_zarr(str(path), group=name, mode="a", zarr_format=3, consolidated=False)
+
+
+def cube_selections(store):
+    """The selections every data set group of ``store`` has the variables for, in
+    ``selection.ORDER`` (``fixed-loo`` included)."""
+    shared = set.intersection(*(set(store.group(name).data_vars) for name in store.names))
+    return selection.available(shared)
 
 
 def collect(store, sidecar=None):
@@ -113,11 +148,16 @@ def collect(store, sidecar=None):
                       else sidecar_path(store.path))
     if results.sidecar.exists():  # rewritten whole: no group of an older cube survives
         shutil.rmtree(results.sidecar)
+    results.selections = cube_selections(store)
     for name in store.names:
         fits = fit_table(store, name)
-        selected = selection.select(fits)
+        selected = selection.select(fits, results.selections)
         _write_selected(results.sidecar, name, selected)
         results.by_dataset[name] = selection.summaries(selected)
+        results.per_s[name] = selection.per_s_summary(fits)
+        results.n_features[name] = int(fits.attrs["n_features"])
+        results.ties.append(ties.tie_counts(name, fits))
+        results.choices.append(ties.choice_counts(name, fits, selected))
         if fits.sparse.any():
             results.best_s[name] = _best_s_summary(selected, fits)
         results.coverage.append(coverage.table(name, fits))
@@ -127,15 +167,44 @@ def collect(store, sidecar=None):
         if "uninformative" in fits.coords:
             results.weight_means[name] = weights.means(store, name, fits)
         del fits, selected
+    _family_members(results)
+    _add_fixed(results)
     _finish_sidecar(results.sidecar, store)
     _combine_families(results)
     return results
 
 
+def _family_members(results):
+    """The reported data sets of the cube: their labels and members present."""
+    for family in families.ALL:
+        members, label = family.present(results.store.names)
+        if members:
+            results.family_labels[family.label] = label
+            results.family_members[family.label] = members
+
+
+def _add_fixed(results):
+    """The fixed-loo selection (:mod:`.fixed_s`) of every data set: its aggregates join the
+    others', its s the selections store, its counts the choices."""
+    chosen, results.fixed_s = fixed_s.choose_fixed(results.per_s, results.n_features,
+                                                   results.family_members)
+    for label, members in results.family_members.items():
+        for name in members:
+            s = chosen[label].reindex(algorithm=results.per_s[name].algorithm)
+            summary = fixed_s.fixed_summary(results.per_s[name], s)
+            combined = xr.concat([results.by_dataset[name], summary.expand_dims(
+                selection=[selection.FIXED])], dim="selection")
+            results.by_dataset[name] = combined.sel(selection=[
+                n for n in selection.ORDER if n in combined.selection.values])
+            results.choices.append(ties.fixed_choice_counts(name, summary, s))
+            _write_fixed(results.sidecar, name, s)
+
+
 def _finish_sidecar(path, store):
     root = zarr.open_group(str(path), mode="r+")
     root.attrs.update({
-        "title": "pcskm best-s selections (docs/method/protocol.md §9.1 paper-style, §9.2 honest)",
+        "title": "pcskm best-s selections (docs/method/protocol.md §9.1 paper-style, §9.2 "
+                 "honest; the others: docs/guide/choosing-s.md)",
         "cube": str(Path(store.path).resolve()),
         "cube_spec_hash": store.attrs.get("spec_hash"),
         "dims": " ".join(CELL_DIMS),
@@ -148,11 +217,9 @@ def _finish_sidecar(path, store):
 def _combine_families(results):
     combined = []
     for family in families.ALL:
-        members, label = family.present(results.store.names)
+        members = results.family_members.get(family.label)
         if not members:
             continue
-        results.family_labels[family.label] = label
-        results.family_members[family.label] = members
         n_members = family.n_members if members[0] in family.members else len(members)
         per_member = [results.by_dataset[name] for name in members]
         combined.append(selection.combine(per_member, n_members).expand_dims(

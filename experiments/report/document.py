@@ -9,16 +9,20 @@ from . import (
     best_s,
     cell_sample,
     claims,
+    comparison,
     constraint_table,
     coverage,
     failures,
+    families,
     inference,
     performance,
+    selection_figure,
     statistics,
+    ties,
     weights,
 )
 from .markdown import Document
-from .selection import SELECTION_TITLES, SELECTIONS
+from .selection import BY_NAME, ORDER, SELECTION_TITLES
 
 MAX_MISSING_LINES = 40
 
@@ -85,7 +89,8 @@ def _header(doc, results):
         f"{len(attrs.get('spec_hashes') or [])} spec(s) wrote into this store)",
         "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
         f"best-s selections stored in `{results.sidecar.resolve()}` (Zarr, one group per data "
-        "set: paper_s, paper_f, honest_s, honest_f, computed, expected)",
+        "set: `<selection>_s` and `<selection>_f` per selection, `fixed_loo_s`, computed, "
+        "expected; section 3)",
     ])
     description = _spec_description(attrs)
     if description:
@@ -96,8 +101,10 @@ def _header(doc, results):
         "only counted. A *failed* fit (status empty_cluster or degenerate_weights) has F = "
         "NaN: means are nanmean over the computed cells (§9) and the failures are counted. "
         "Digits: every step per subset, then the mean over the subsets in the cube. "
-        "Two best-s selections are shown throughout: " + "; ".join(
-            f"**{name}** = {SELECTION_TITLES[name]}" for name in SELECTIONS) + ".")
+        f"The {len(results.selections)} selections of s of this cube (section 3) are shown "
+        "side by side: " + ", ".join(f"**{name}**" for name in results.selections) + "; "
+        "**paper** reads the test labels (optimistic) and **oracle** is an upper bound, not a "
+        "selection.")
 
 
 def _coverage(doc, results, out, written):
@@ -183,19 +190,157 @@ def _table1(doc, results, out, written):
     return table
 
 
-def _best_s(doc, results, out, written):
-    doc.heading("3. Best s")
+# One or two sentences per selection (docs/method/selection.md, docs/method/protocol.md §9,
+# docs/guide/choosing-s.md "In the report").
+EXPLANATIONS = {
+    "paper": "**paper** (optimistic): per (data set, init, kind, percentage) the s with the "
+             "best mean test F over runs x folds, ties -> smallest s (§9.1). It reads the "
+             "labels of the test folds, which a user does not have, so it is optimistic.",
+    "honest": "**honest**: per run and fold the s whose labels satisfy the most of the "
+              "cell's sampled training constraints, failed fits excluded, ties -> smallest s "
+              "(§9.2; docs/method/selection.md §4).",
+    "satisfied-median": "**satisfied-median**: the honest score with ties -> the lower median "
+                        "of the tied s (docs/method/selection.md §1, §4).",
+    "satisfied-largest": "**satisfied-largest**: the honest score with ties -> the largest "
+                         "tied s. With honest and satisfied-median it shows how much the "
+                         "honest selection owes to its tie rule.",
+    "cv": "**cv**: per run and fold the s with the best constraint cross-validation score, "
+          "the mean CVCP F-measure of held-out constraints (docs/method/selection.md §2), "
+          "ties -> smallest s, the default of `constraint_cv_scores`.",
+    "gap": "**gap**: per run and fold the s with the largest gap statistic "
+           "(docs/method/selection.md §3.3, sparcl's choice), ties -> smallest s.",
+    "gap-1sd": "**gap-1sd**: per run and fold the smallest s whose gap is within one standard "
+               "deviation (`gap_sd`) of the largest (docs/method/selection.md §3.3).",
+    "fixed-loo": "**fixed-loo**: one s per algorithm for a whole data set, chosen on the "
+                 "other data sets of the paper's six: the s whose relative position s / "
+                 "sqrt(p) gives the best mean F there (section 3.2; docs/guide/choosing-s.md).",
+    "oracle": "**oracle** (upper bound): per run and fold the s with the best test F. No "
+              "selection of s per cell can do better; it is not a selection a user can make.",
+}
+SCORED = ("cv", "gap", "gap-1sd")
+
+
+def _choosing_s(doc, results, tests, by_dataset, out, written):
+    doc.heading("3. Choosing s")
+    doc.paragraph(
+        "SKM and PCSKM are fitted over a grid of s (§7), and the reported F depends on which s "
+        "is taken. Every selection below is computed for every sparse algorithm; a "
+        "non-sparse algorithm has one fit, which every selection takes. Each is stored in "
+        f"`{results.sidecar.name}` and shown side by side in the figures and the analyses:")
+    doc.bullets([EXPLANATIONS[name] for name in results.selections])
+    absent = [name for name in SCORED if name not in results.selections]
+    if absent:
+        doc.paragraph(
+            f"Not in this cube: {', '.join(absent)}. They need the per-s selection scores, "
+            "which a spec stores with `cv_folds` and `gap_permutations` "
+            "(docs/reference/spec-toml.md).")
+    _ties(doc, results, out, written)
+    _fixed(doc, results, out, written)
+    _paper_and_honest(doc, results, out, written)
+    _comparison(doc, results, tests, by_dataset, out, written)
+
+
+def _in_family_order(frame, results):
+    """``frame`` with its ``dataset`` labels in the order of ``families.ALL`` (stable)."""
+    rank = {results.family_labels[f.label]: i for i, f in enumerate(families.ALL)
+            if f.label in results.family_labels}
+    if frame.empty:
+        return frame
+    return frame.sort_values("dataset", key=lambda d: d.map(rank), kind="stable")
+
+
+def _ties(doc, results, out, written):
+    doc.heading("3.1 Ties and what each selection picks", level=3)
+    member_of = {name: label for label, members in results.family_members.items()
+                 for name in members}
+    tied = ties.family_ties(results.ties, member_of, results.family_labels)
+    _csv(tied, out, "selection_ties.csv", written)
+    choices = ties.family_choices(results.choices, member_of, results.family_labels)
+    _csv(choices, out, "selection_choices.csv", written)
+    doc.paragraph(
+        "A per-cell score ties when two or more s share its largest value; the tie rule then "
+        "decides alone. Per data set (digits: summed over the subsets), sparse algorithm and "
+        "score, pooled over inits, kinds and percentages: the computed cells with a score, "
+        "the share of them that tie, the mean number of tied s and of s with a score per "
+        "cell, and the share of cells where every s ties (per setting: "
+        "`selection_ties.csv`).")
+    doc.table(_in_family_order(ties.summary(tied), results), digits=3)
+    doc.paragraph(
+        "The s each selection picks most often, with its share of the computed cells (every "
+        "s chosen and its count: `selection_choices.csv`).")
+    top = ties.most_chosen(choices)
+    if top.empty:
+        doc.table(top)
+        return
+    top = top.assign(cell=[f"{r.s:.1f} ({100 * r.share:.0f} %)" for r in top.itertuples()])
+    wide = top.pivot(index=["dataset", "algorithm"], columns="selection", values="cell")
+    wide = wide[[s for s in ORDER if s in wide.columns]].reset_index()
+    wide.columns.name = None
+    doc.table(_in_family_order(wide, results).fillna(""))
+
+
+def _fixed(doc, results, out, written):
+    doc.heading("3.2 The fixed s, leave one data set out", level=3)
+    table = results.fixed_s if results.fixed_s is not None else pd.DataFrame()
+    _csv(table, out, "fixed_s.csv", written)
+    doc.paragraph(
+        "fixed-loo (docs/guide/choosing-s.md): for each data set and sparse algorithm, every "
+        "s of its grid is carried to each other data set of the paper's six by its relative "
+        "position s / sqrt(p) (the nearest grid value there) and scored by the mean over "
+        "those data sets of their mean F (over their inits, kinds and percentages); the best "
+        "score wins (ties -> smallest s). A data set outside the six is chosen for on all six; "
+        "one with no other of the six in the cube gets no value. Every candidate and its "
+        "score: `fixed_s.csv`.")
+    chosen = table[table.chosen] if not table.empty else table
+    doc.table(chosen.drop(columns="chosen") if not chosen.empty else chosen, digits=3)
+
+
+def _paper_and_honest(doc, results, out, written):
+    doc.heading("3.3 Paper-style and honest s", level=3)
     detail = best_s.by_dataset(results)
     _csv(detail, out, "best_s.csv", written)
     doc.paragraph(
-        "Paper-style (§9.1): per (data set, init, kind, percentage) the s with the best mean "
-        "F over runs x folds (NaN excluded, ties -> smallest s). Honest (§9.2): per run and "
-        "fold the s whose labels satisfy the most sampled training constraints (failed s "
-        "excluded, ties -> smallest s), then F at that s. Digits: per subset. Both are "
-        f"stored in `{results.sidecar.name}`; per percentage in `best_s.csv`. Below: the "
-        "range of the paper-style s, the mean honest s, and how much higher the paper-style "
-        "mean F is (mean over percentages).")
+        "Paper-style (§9.1) and honest (§9.2) side by side, per data set (digits: per "
+        "subset) in `best_s.csv`. Below: the range of the paper-style s, the mean honest s, "
+        "and how much higher the paper-style mean F is (mean over percentages).")
     doc.table(best_s.by_family(results, detail), digits=3)
+
+
+def _comparison(doc, results, tests, by_dataset, out, written):
+    doc.heading("3.4 Analysis 1 under every selection", level=3)
+    table = comparison.analysis1_tests(tests)
+    _csv(table, out, "selections_analysis1.csv", written)
+    doc.paragraph(
+        "Analysis 1 (§10: PCSKM against LKM, SKM, PCKM and MPCKM on the 60 cases) under "
+        "every selection. Each cell: the verdict at the cases level, then at the data-set "
+        "level (§10.1, \"sets\"): better or worse (for PCSKM) when the Holm-adjusted p "
+        f"(over the seven tests of the selection and level) is below {claims.ALPHA}, on the "
+        "side of the larger signed-rank sum, else no diff. (no difference); n/a: no case "
+        "used. With the adjusted p and PCSKM's wins/losses; with six data sets the "
+        "data-set level can hardly reach 0.05 (its smallest possible p: section 5), so read "
+        "its wins/losses. All numbers: `selections_analysis1.csv`; every test: section 5.")
+    doc.table(comparison.verdict_table(table))
+    values = comparison.dataset_values(results)
+    png = out / "figure_selections.png"
+    if selection_figure.figure(values, png):
+        written.append(png)
+        csv = _csv(values, out, "figure_selections.csv", written)
+        doc.image(png, "Every selection of s per data set")
+        doc.paragraph(
+            "Per data set, the mean of V (the mean F over the percentages) over its Analysis-1 "
+            "settings ((Seeding, random), DKM++/ROBIN(D)/Maximin(D) x random/must-link/"
+            "cannot-link) where every algorithm is complete: the data-set values of the "
+            "*datasets* level. One row per selection; PCSKM large. Below: PCSKM's value and "
+            f"its rank among the five algorithms. Plotted values: `{csv.name}`.")
+        doc.table(comparison.pcskm_table(values))
+    else:
+        doc.paragraph("Selections figure: not computed (no data set has a complete "
+                      "Analysis-1 setting).")
+    for test, wide in comparison.per_dataset_tables(by_dataset).items():
+        doc.paragraph(
+            f"**{test}** per data set: mean V(PCSKM) − V({test.split(' vs ')[1]}) over the "
+            "data set's used cases (PCSKM's wins/losses/ties); '*': some cases not used.")
+        doc.table(wide)
 
 
 def _performance(doc, results, out, written):
@@ -216,9 +361,12 @@ def _performance(doc, results, out, written):
         "`marker`). All values: `performance.csv` (per data set and subset: "
         "`performance_by_dataset.csv`).")
     specs = performance.figure_specs(results)
-    for selection in SELECTIONS:
-        doc.heading(f"4.{SELECTIONS.index(selection) + 1} {SELECTION_TITLES[selection]}",
-                    level=3)
+    main = [name for name in results.selections if BY_NAME[name].main]
+    doc.paragraph(
+        "One set of grids per main selection (" + ", ".join(main) + "); the other "
+        "selections' values are in `performance.csv` and in section 3.4.")
+    for number, selection in enumerate(main, 1):
+        doc.heading(f"4.{number} {selection}: {SELECTION_TITLES[selection]}", level=3)
         for stem, title, rows, datasets in specs:
             png = out / f"{stem}_{selection}.png"
             if performance.figure(results, selection, title, rows, png, datasets=datasets):
@@ -237,8 +385,9 @@ def _performance(doc, results, out, written):
     _csv(cases, out, "case_values.csv", written)
     doc.paragraph("V = mean over the percentages of the mean F (the Wilcoxon case value, "
                   "§10); '*': some expected cell missing (the mean of what is there); empty: "
-                  "not computed.")
-    for selection in SELECTIONS:
+                  "not computed. The main selections below; every selection in "
+                  "`case_values.csv`.")
+    for selection in main:
         doc.paragraph(f"**{selection}**")
         doc.table(cases[cases.selection == selection].drop(columns="selection")
                   if not cases.empty else cases)
@@ -285,10 +434,8 @@ def _breakdown_table(table):
         columns={"key": "test"})
 
 
-def _statistics(doc, results, out, written):
+def _statistics(doc, tests, cases, by_dataset, out, written):
     doc.heading("5. Wilcoxon signed-rank analyses")
-    tests, cases = statistics.analyses(results)
-    by_dataset = statistics.breakdown(cases)
     _csv(tests, out, "wilcoxon_tests.csv", written)
     _csv(cases, out, "wilcoxon_cases.csv", written)
     _csv(by_dataset, out, "wilcoxon_datasets.csv", written)
@@ -321,7 +468,7 @@ def _statistics(doc, results, out, written):
         "set: `wilcoxon_datasets.csv`.")
     if tests.empty:
         doc.paragraph("Not computed: no data set of the analyses is in the cube.")
-        return tests
+        return
     datasets = tests[(tests.level == "datasets") & (tests.n > 0)]
     if len(datasets):
         n, m = int(datasets.n.max()), int(datasets.holm_m.max())
@@ -340,7 +487,6 @@ def _statistics(doc, results, out, written):
     for selection in by_dataset.selection.unique():
         doc.paragraph(f"**{selection}**")
         doc.table(_breakdown_table(by_dataset[by_dataset.selection == selection]))
-    return tests
 
 
 def _weights(doc, results, out, written):
@@ -387,8 +533,15 @@ def _claims(doc, results, table1, tests, out, written):
         "with the data-set-level p beside it (`p_datasets_<selection>`); the rule of each "
         "claim is listed below the table. A claim judged on part of its data says so in the "
         "note; one with none of its data in the cube is \"not testable\".")
-    shown = table.drop(columns=["section", "measure"])
+    shown = table[["id", "claim", *(f"{what}_{name}" for name in ("paper", "honest")
+                                    for what in ("value", "p_datasets", "verdict")
+                                    if f"{what}_{name}" in table), "note"]]
+    doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
+                  "selection follow, and every number is in `claims.csv`.")
     doc.table(shown.astype(object).where(shown.notna(), ""))
+    verdicts = table[["id", *(f"verdict_{name}" for name in ORDER
+                              if f"verdict_{name}" in table)]]
+    doc.table(verdicts.rename(columns=lambda c: c.removeprefix("verdict_")))
     doc.paragraph("**Measures and rules**")
     doc.bullets([f"`{row.id}` ({row.section}): {row.measure}" for row in table.itertuples()])
 
@@ -417,9 +570,11 @@ def write_document(results, out):
     _coverage(doc, results, out, written)
     _failures(doc, results, out, written)
     table1 = _table1(doc, results, out, written)
-    _best_s(doc, results, out, written)
+    tests, cases = statistics.analyses(results)
+    by_dataset = statistics.breakdown(cases)
+    _choosing_s(doc, results, tests, by_dataset, out, written)
     _performance(doc, results, out, written)
-    tests = _statistics(doc, results, out, written)
+    _statistics(doc, tests, cases, by_dataset, out, written)
     _weights(doc, results, out, written)
     _claims(doc, results, table1, tests, out, written)
     _cell_sample(doc, results, out, written)

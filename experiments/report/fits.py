@@ -11,7 +11,15 @@ tell a fit that applies, one that is computed and one that failed.
 * ``failed`` (the fit dims): a computed fit with status ``empty_cluster`` or
   ``degenerate_weights`` (F = NaN; ``nanmean`` leaves it out, the counts report it).
 
-Only the store is read here, with xarray; the analysis does not import the runner.
+In a store with the per-s selection scores (``cv_score``, ``gap``, ``gap_sd``;
+docs/reference/cube-schema.md, Selection scores), a cell is computed only when its block's
+``scored`` marker also has every score its algorithm gets, as for ``pcskm status``; the
+scores are read with the other variables, and ``score_bits`` (algorithm) says which kinds
+each algorithm's cells carry. A store without them reads as before.
+
+Only the store is read here, with xarray; which scores an algorithm gets, and when a block
+carries them, are the runner's rules (``pcskm.runner.cube.wanted_scores``,
+``complete_blocks``).
 """
 
 import contextlib
@@ -21,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+
+from pcskm.runner.cube import complete_blocks, wanted_scores
 
 FIT_DIMS = ("algorithm", "init", "kind", "percent", "run", "fold", "sparsity")
 CELL_DIMS = FIT_DIMS[:-1]
@@ -73,11 +83,33 @@ def status_codes(status):
     return {flag: int(value) for flag, value in zip(flags, values, strict=True)}
 
 
+SCORE_VARIABLES = ("cv_score", "gap", "gap_sd")  # per-s selection scores, when stored
+
+
+def score_bits(store, ds):
+    """Per algorithm of the group ``ds``, the selection-score kinds (bits) its cells get:
+    the runner's rule on the store's ``protocol`` and ``algorithm_definitions``; 0 for a
+    store without scores."""
+    algorithms = [str(a) for a in ds.algorithm.values]
+    wanted = wanted_scores(store.attrs.get("protocol") or {},
+                           store.attrs.get("algorithm_definitions") or {}, algorithms)
+    return xr.DataArray(wanted, coords={"algorithm": ds.algorithm}, dims="algorithm")
+
+
+def _with_scores(ds, bits):
+    """The blocks (algorithm, init, kind, percent, run) marked done that carry every score
+    kind (``bits``) their algorithm gets (``pcskm.runner.cube.complete_blocks``)."""
+    done = ds.done.load().transpose("algorithm", ...)
+    scored = ds.scored.load().transpose(*done.dims).values if "scored" in ds.variables else None
+    return done.copy(data=complete_blocks(done.values, scored, bits.values))
+
+
 def fit_table(store, name):
     """The analysis variables of data set ``name`` (loaded into memory): f_score and
-    satisfied (float64), the masks ``applies``, ``expected``, ``computed``, ``failed`` and
-    ``sparse`` (algorithm), n_constraints, and the data set's attributes (the weights are
-    read by :mod:`.weights`)."""
+    satisfied (float64), the selection scores the store holds (float64), the masks
+    ``applies``, ``expected``, ``computed``, ``failed`` and ``sparse`` (algorithm),
+    ``score_bits`` (algorithm), n_constraints, and the data set's attributes with
+    ``n_features`` (the weights are read by :mod:`.weights`)."""
     ds = store.group(name)
     grid = ds.sparsity.values[~np.isnan(ds.sparsity.values)]
     if np.any(np.diff(grid) <= 0):
@@ -85,13 +117,14 @@ def fit_table(store, name):
                          "selection go to the smallest s and need an ascending grid")
     codes = status_codes(ds.status)
     status = ds.status.load()
-    done = ds.done.load().astype(bool)
     sparse = xr.DataArray(
         [store.estimator(str(a)) in SPARSE_ESTIMATORS for a in ds.algorithm.values],
         coords={"algorithm": ds.algorithm}, dims="algorithm")
     applies = sparse == ds.sparsity.notnull()
     expected = ((status != codes["not_applicable"]) & applies).any("sparsity")
     complete = ((status != codes["missing"]) | ~applies).all("sparsity")
+    bits = score_bits(store, ds)
+    done = _with_scores(ds, bits)
     computed = expected & done & complete
     failed = status.isin([codes[flag] for flag in FAILED_FLAGS]) & applies & computed
     out = xr.Dataset(
@@ -103,8 +136,11 @@ def fit_table(store, name):
             "computed": computed.transpose(*CELL_DIMS),
             "failed": failed.transpose(*FIT_DIMS),
             "sparse": sparse,
+            "score_bits": bits,
+            **{score: ds[score].astype(np.float64)
+               for score in SCORE_VARIABLES if score in ds.variables},
         },
-        attrs=dict(ds.attrs),
+        attrs={**ds.attrs, "n_features": ds.sizes.get("feature", 0)},
     ).load()
     out["n_constraints"] = ds.n_constraints.load()
     if "uninformative" in ds.variables:

@@ -1,13 +1,33 @@
-"""Best-s selection (docs/method/protocol.md §9) and the aggregates of one selection.
+"""Best-s selections (docs/method/protocol.md §9, docs/method/selection.md) and the aggregates
+of one selection.
 
-Both selections treat every algorithm alike on its applicable s entries: a non-sparse
-algorithm has one entry (s = NaN), so its "selection" is its only fit.
+Every selection treats every algorithm alike on its applicable s entries: a non-sparse
+algorithm has one entry (s = NaN), so its "selection" is its only fit. Each is one generic
+rule, :func:`choose`: the s with the largest score along ``sparsity``, the ties broken by a
+rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s in every
+(run, fold) cell. They differ by their score and its unit:
 
-* paper-style (§9.1): per (algorithm, init, kind, percent), the s with the largest Fbar =
-  nanmean of F over the computed (run, fold) cells; NaN excluded; ties -> smallest s.
-* honest (§9.2): per (algorithm, init, kind, percent, run, fold), the s whose labels satisfy
-  the largest fraction of the cell's sampled constraints (``satisfied``); failed fits
-  excluded; ties -> smallest s. SKM is selected the same way although it did not use them.
+* ``paper`` (§9.1): per (algorithm, init, kind, percent), Fbar = nanmean of F over the
+  computed (run, fold) cells; ties -> smallest s. It reads the test labels: optimistic.
+* ``honest`` (§9.2) and ``satisfied-median``, ``satisfied-largest``: per (algorithm, init,
+  kind, percent, run, fold), the fraction of the cell's sampled constraints its labels
+  satisfy (``satisfied``; failed fits excluded), ties -> the smallest, the lower median or
+  the largest tied s (selection.md §4). SKM is selected the same way although it did not use
+  the constraints.
+* ``cv``: per cell, the constraint cross-validation score (``cv_score``, selection.md §2);
+  ties -> smallest s, ``constraint_cv_scores``'s default.
+* ``gap``: per cell, the largest gap statistic (``gap``, selection.md §3.3, sparcl's
+  ``bestw``; ties -> smallest s); ``gap-1sd``: the smallest s with gap(s) >= max gap -
+  gap_sd(s) (its score is 1 for those s, 0 for the others, ties -> smallest s).
+* ``oracle``: per cell, the s with the best test F: an upper bound, not a selection a user
+  can make.
+* ``fixed-loo``: one s per algorithm for a whole data set, chosen on the other data sets
+  (:mod:`.fixed_s`); it needs every data set, so :mod:`.aggregate` adds it after the others.
+
+``cv``, ``gap`` and ``gap-1sd`` need the scores a spec's ``cv_folds`` / ``gap_permutations``
+store (docs/reference/cube-schema.md, Selection scores): a cube without them does not have
+these selections. A sparse algorithm whose cells carry no such score (outside the spec's
+``cv_algorithms``) is not computed under that selection (counted as missing, not failed).
 
 Aggregates (§9): Fbar = nanmean over (run, fold) of F at the selected s; the standard
 deviation is over runs of the per-run mean over folds; every aggregate carries its counts of
@@ -15,67 +35,162 @@ computed, expected and failed cells. For a family of subsets (digits), every ste
 subset and the aggregates are then averaged over the subsets.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import xarray as xr
 
+from pcskm.algorithms.selection import best_sparsity_index
+from pcskm.runner.cube import CV_SCORES, GAP_SCORES
+
 from .fits import quiet
 
-SELECTIONS = ("paper", "honest")
 CELL = ("run", "fold")
-SELECTION_TITLES = {
-    "paper": "paper-style best s (largest mean test F; optimistic)",
-    "honest": "honest best s (most training constraints satisfied, per run and fold)",
-}
 
 
-def first_argmax(values, dim):
-    """Position of the largest non-NaN value along ``dim`` (the first one on ties) and
-    whether there is any non-NaN value."""
-    found = values.notnull().any(dim)
-    index = values.fillna(-np.inf).argmax(dim)
-    return index, found
+@dataclass(frozen=True)
+class Selection:
+    """A best-s selection: its ``name`` (the CSV's ``selection`` column), ``title``, the fit
+    variables it ``needs`` beyond f_score and satisfied, the score bit its algorithms must
+    carry (``bit``, ``runner.cube.CV_SCORES`` or ``GAP_SCORES``; 0: none),
+    ``choose(fits)`` (None for ``fixed-loo``, chosen across data sets) and whether it gets
+    its own performance grids (``main``)."""
+
+    name: str
+    title: str
+    choose: Callable | None
+    needs: tuple = ()
+    bit: int = 0
+    main: bool = False
+
+    @property
+    def variable(self):
+        """The prefix of its variables in the selections store (``-`` -> ``_``)."""
+        return self.name.replace("-", "_")
 
 
-def _at(values, index, dim):
-    return values.isel({dim: index}).drop_vars(dim)
+def choose(fits, score, ties="smallest"):
+    """The generic rule: ``s`` with the largest ``score`` along ``sparsity`` (NaN: no score),
+    ties broken by ``ties`` (``best_sparsity_index``), per the other dims of ``score``, and
+    ``f_score`` at it per (run, fold) cell; NaN where nothing has a score. A non-sparse
+    algorithm's only entry is always chosen."""
+    key = xr.where(fits.sparse, score, 0.0).where(fits.applies)
+    index = xr.apply_ufunc(best_sparsity_index, key, input_core_dims=[["sparsity"]],
+                           kwargs={"ties": ties})
+    found, at = index >= 0, index.clip(min=0)
+    f = fits.f_score.where(fits.applies & fits.computed)
+    return xr.Dataset({
+        "s": fits.sparsity.isel(sparsity=at).drop_vars("sparsity").where(found),
+        "f_score": f.isel(sparsity=at).drop_vars("sparsity").where(found),
+    })
+
+
+def _usable(fits):
+    """The fits a per-cell score may choose: applicable, computed, not failed."""
+    return fits.applies & fits.computed & ~fits.failed
 
 
 def paper_selection(fits):
-    """§9.1: ``s`` (algorithm, init, kind, percent), NaN when nothing was selected (and for
-    the non-sparse algorithms), and ``f_score`` at that s per (run, fold)."""
-    f = fits.f_score.where(fits.applies & fits.computed)
+    """§9.1: the s with the largest Fbar per (algorithm, init, kind, percent), ties ->
+    smallest s."""
     with quiet():
-        fbar = f.mean(CELL)
-    index, found = first_argmax(fbar, "sparsity")
-    return xr.Dataset({
-        "s": _at(fits.sparsity, index, "sparsity").where(found),
-        "f_score": _at(f, index, "sparsity").where(found),
-    })
+        fbar = fits.f_score.where(fits.applies & fits.computed).mean(CELL)
+    return choose(fits, fbar)
 
 
-def honest_selection(fits):
-    """§9.2: ``s`` and ``f_score`` per (algorithm, init, kind, percent, run, fold); NaN where
-    every s failed or the cell is not computed."""
-    usable = fits.applies & fits.computed & ~fits.failed
-    key = xr.where(fits.sparse, fits.satisfied, 0.0).where(usable)
-    index, found = first_argmax(key, "sparsity")
-    f = fits.f_score.where(fits.applies & fits.computed)
-    return xr.Dataset({
-        "s": _at(fits.sparsity, index, "sparsity").where(found),
-        "f_score": _at(f, index, "sparsity").where(found),
-    })
+def satisfaction_selection(ties):
+    """§9.2 (``ties="smallest"``) and its tie variants (docs/method/selection.md §4)."""
+    return lambda fits: choose(fits, fits.satisfied.where(_usable(fits)), ties)
 
 
-def select(fits):
-    """Both selections of one data set: a Dataset with ``paper_s``, ``paper_f``,
-    ``honest_s``, ``honest_f``, ``computed`` and ``expected`` (what the sidecar store
-    holds)."""
-    paper, honest = paper_selection(fits), honest_selection(fits)
-    return xr.Dataset({
-        "paper_s": paper.s, "paper_f": paper.f_score,
-        "honest_s": honest.s, "honest_f": honest.f_score,
-        "computed": fits.computed, "expected": fits.expected,
-    })
+def cv_selection(fits):
+    """Constraint cross-validation (docs/method/selection.md §2), ties -> smallest s."""
+    return choose(fits, fits.cv_score.where(_usable(fits)))
+
+
+def gap_selection(fits):
+    """The largest gap (docs/method/selection.md §3.3), ties -> smallest s."""
+    return choose(fits, fits.gap.where(_usable(fits)))
+
+
+def gap_one_sd_selection(fits):
+    """The smallest s with gap(s) >= max gap - gap_sd(s) (docs/method/selection.md §3.3); an
+    s with NaN gap_sd qualifies only with the largest gap."""
+    gap = fits.gap.where(_usable(fits))
+    top = gap.max("sparsity")
+    within = (gap >= top - fits.gap_sd) | (gap == top)
+    return choose(fits, within.astype(np.float64).where(gap.notnull()))
+
+
+def oracle_selection(fits):
+    """The best test F per cell: an upper bound on any selection of s per cell."""
+    return choose(fits, fits.f_score.where(_usable(fits)))
+
+
+REGISTRY = (
+    Selection("paper", "paper-style best s (largest mean test F; optimistic)",
+              paper_selection, main=True),
+    Selection("honest", "honest best s (most training constraints satisfied, per run and "
+              "fold; ties -> smallest s)", satisfaction_selection("smallest"), main=True),
+    Selection("satisfied-median", "most training constraints satisfied, ties -> median tied s",
+              satisfaction_selection("median")),
+    Selection("satisfied-largest", "most training constraints satisfied, ties -> largest s",
+              satisfaction_selection("largest")),
+    Selection("cv", "constraint cross-validation (largest held-out CVCP F per run and fold; "
+              "ties -> smallest s)", cv_selection, needs=("cv_score",), bit=CV_SCORES,
+              main=True),
+    Selection("gap", "gap statistic (largest gap per run and fold; ties -> smallest s)",
+              gap_selection, needs=("gap",), bit=GAP_SCORES, main=True),
+    Selection("gap-1sd", "gap statistic, one-SD rule (smallest s within one SD of the "
+              "largest gap)", gap_one_sd_selection, needs=("gap", "gap_sd"), bit=GAP_SCORES),
+    Selection("fixed-loo", "fixed s per algorithm, chosen leave-one-data-set-out (mean F of "
+              "the other data sets at the same s / sqrt(p))", None, main=True),
+    Selection("oracle", "best test F per run and fold (oracle: an upper bound, not a "
+              "selection)", oracle_selection, main=True),
+)
+BY_NAME = {s.name: s for s in REGISTRY}
+ORDER = tuple(BY_NAME)
+# the selections every cube has (they need only f_score and satisfied)
+SELECTIONS = tuple(s.name for s in REGISTRY if not s.needs)
+SELECTION_TITLES = {s.name: s.title for s in REGISTRY}
+FIXED = "fixed-loo"
+
+
+def covers(fits, bit):
+    """Per algorithm: its cells carry the score kind ``bit`` (every algorithm for 0; a
+    non-sparse algorithm always: its only fit needs no score)."""
+    return ~fits.sparse | ((fits.score_bits & bit) == bit)
+
+
+def available(variables):
+    """The names of the selections whose variables are all in ``variables`` (a cube group's
+    or every group's), in :data:`ORDER`."""
+    return tuple(s.name for s in REGISTRY if set(s.needs) <= set(variables))
+
+
+def select(fits, names=None):
+    """The per-data-set selections ``names`` (default: every one the fits have, but
+    ``fixed-loo``) of one data set: a Dataset with ``<variable>_s`` and ``<variable>_f`` per
+    selection, ``<variable>_covered`` (algorithm: whose cells carry its score) for those
+    that need scores, ``computed`` and ``expected`` (what the selections store holds)."""
+    names = available(fits.data_vars) if names is None else names
+    out = {"computed": fits.computed, "expected": fits.expected}
+    for name in names:
+        rule = BY_NAME[name]
+        if rule.choose is None:
+            continue
+        chosen = rule.choose(fits)
+        out[f"{rule.variable}_s"] = chosen.s
+        out[f"{rule.variable}_f"] = chosen.f_score
+        if rule.bit:
+            out[f"{rule.variable}_covered"] = covers(fits, rule.bit)
+    return xr.Dataset(out)
+
+
+def selected_names(selected):
+    """The selections in a :func:`select` Dataset, in :data:`ORDER`."""
+    return tuple(s.name for s in REGISTRY if f"{s.variable}_f" in selected)
 
 
 def summarise(f_score, computed, expected):
@@ -94,12 +209,23 @@ def summarise(f_score, computed, expected):
 
 
 def summaries(selected):
-    """``summarise`` for both selections, stacked along a ``selection`` dim."""
-    return xr.concat(
-        [summarise(selected[f"{name}_f"], selected.computed, selected.expected)
-         for name in SELECTIONS],
-        dim=xr.DataArray(list(SELECTIONS), dims="selection", name="selection"),
-    )
+    """``summarise`` for every selection of ``selected`` (:func:`select`), stacked along a
+    ``selection`` dim; a cell not covered by a selection's score is not computed under it."""
+    names = selected_names(selected)
+    frames = []
+    for name in names:
+        variable = BY_NAME[name].variable
+        covered = selected.get(f"{variable}_covered", True)
+        frames.append(summarise(selected[f"{variable}_f"], selected.computed & covered,
+                                selected.expected))
+    return xr.concat(frames, dim=xr.DataArray(list(names), dims="selection", name="selection"))
+
+
+def per_s_summary(fits):
+    """:func:`summarise` of F at every s (dim ``sparsity`` kept) with the masks ``sparse``
+    and ``applies``: what ``fixed-loo`` picks from once its s is known (:mod:`.fixed_s`)."""
+    out = summarise(fits.f_score.where(fits.applies), fits.computed, fits.expected)
+    return out.assign(sparse=fits.sparse, applies=fits.applies)
 
 
 COUNTS = ("n_cells", "n_expected", "n_failed")

@@ -1,0 +1,159 @@
+"""Analysis 1 under every selection of s (docs/method/protocol.md §10, §10.1): does PCSKM beat
+the other algorithms whatever the selection? The verdict of each test at both levels, the
+per-data-set differences, and each data set's values (the data-set-level values of Analysis
+1: the mean over its cases of V) that the selections figure draws.
+
+A verdict reads one test row of :func:`statistics.analyses`: "PCSKM better" or "PCSKM worse"
+when the Holm-adjusted p (over the seven tests of the selection and level) is below
+:data:`claims.ALPHA`, on the side of the larger signed-rank sum; "no difference" otherwise;
+"not computed" without a used case.
+"""
+
+import numpy as np
+import pandas as pd
+
+from . import statistics
+from .claims import ALPHA
+from .performance import PAPER_ALGORITHMS, case_values
+from .selection import ORDER
+
+BETTER, WORSE, SAME, NONE = "PCSKM better", "PCSKM worse", "no difference", "not computed"
+ANALYSIS1 = tuple(f"PCSKM vs {other}" for other in statistics.ANALYSIS1_OTHERS)
+COLUMNS = ["selection", "test", "level", "verdict", "n", "n_units", "not_computed",
+           "dropped_nan", "wins", "losses", "ties", "p_value", "p_holm", "direction",
+           "mean_diff", "hl_estimate", "rank_biserial"]
+
+
+def verdict(row):
+    """The verdict of one test row (module docstring)."""
+    if row.n == 0:
+        return NONE
+    if not row.p_holm < ALPHA:
+        return SAME
+    return BETTER if row.direction == "PCSKM" else WORSE
+
+
+def _ordered(frame):
+    """Rows in the order of the selections (selection.ORDER, unknown names last)."""
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return frame.sort_values("selection", key=lambda s: s.map(lambda n: rank.get(n, len(rank))),
+                             kind="stable").reset_index(drop=True)
+
+
+def analysis1_tests(tests):
+    """``selections_analysis1.csv``: the four tests of Analysis 1 under every selection, at
+    both levels, with their verdict."""
+    if tests.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = tests[tests.test.isin(ANALYSIS1)].copy()
+    rows["verdict"] = [verdict(row) for row in rows.itertuples()]
+    return _ordered(rows[COLUMNS])
+
+
+SHORT = {BETTER: "better", WORSE: "worse", SAME: "no diff.", NONE: "n/a"}
+
+
+def _cell(row):
+    """One level of one test: the verdict (short), the Holm-adjusted p and PCSKM's
+    wins/losses."""
+    p = "n/a" if np.isnan(row.p_holm) else f"{row.p_holm:.2g}"
+    return f"{SHORT[row.verdict]} (p {p}; {row.wins}/{row.losses})"
+
+
+def verdict_table(table):
+    """report.md's compact table of :func:`analysis1_tests`: one row per selection with the
+    cases and data sets used, and per test the verdict at the cases level, then at the
+    data-set level, each with its Holm-adjusted p and PCSKM's wins/losses."""
+    if table.empty:
+        return pd.DataFrame()
+    cells = table.assign(cell=[_cell(row) for row in table.itertuples()])
+    rows = []
+    for selection, group in cells.groupby("selection", sort=False):
+        by = group.set_index(["test", "level"])
+        used = {level: f"{int(part.n.min())}" + (
+            f"-{int(part.n.max())}" if part.n.min() != part.n.max() else "")
+            + f" of {int(part.n_units.max())}"
+            for level, part in group.groupby("level", sort=False)}
+        rows.append({"selection": selection,
+                     "used (cases; data sets)": f"{used.get('cases')}; {used.get('datasets')}",
+                     **{test.removeprefix("PCSKM "): f"{by.cell.get((test, 'cases'), 'n/a')}"
+                                                     f" · sets: "
+                                                     f"{by.cell.get((test, 'datasets'), 'n/a')}"
+                        for test in ANALYSIS1 if (test, "cases") in by.index}})
+    return pd.DataFrame(rows)
+
+
+def per_dataset_tables(breakdown):
+    """Per test of Analysis 1, the per-data-set table (:func:`statistics.breakdown`) with the
+    selections as rows and the data sets as columns: the mean V(PCSKM) - V(other) over the
+    data set's used cases and PCSKM's wins/losses/ties; '*' when some cases are not used."""
+    if breakdown.empty:
+        return {}
+    tables = {}
+    for test in ANALYSIS1:
+        part = breakdown[breakdown.test == test]
+        if part.empty:
+            continue
+        cells = part.assign(cell=[
+            (f"{r.mean_diff:+.3f} ({r.wins}/{r.losses}/{r.ties})" + ("*" if r.n_used < r.n_cases
+                                                                    else ""))
+            if r.n_used else NONE for r in part.itertuples()])
+        wide = cells.pivot(index="selection", columns="dataset", values="cell")
+        wide = wide.loc[part.selection.unique(), part.dataset.unique()].reset_index()
+        wide.columns.name = None
+        tables[test] = _ordered(wide)
+    return tables
+
+
+def dataset_values(results):
+    """Per reported data set, selection and algorithm of the paper: the mean over the data
+    set's Analysis-1 settings ((Seeding, random) and the deterministic inits x the three
+    kinds) of V, on the settings where each of them has a complete V under that selection
+    (``n_settings`` of ``statistics.ANALYSIS1_SETTINGS``), with the algorithm's ``rank`` (1:
+    the best). Empty without families."""
+    if results.families is None:
+        return pd.DataFrame()
+    values, complete = case_values(results)
+    shown = [a for a in PAPER_ALGORITHMS if a in values.algorithm.values]
+    rows = []
+    for family in values.family.values:
+        for selection in values.selection.values:
+            per_setting = []
+            for init, kind in statistics.ANALYSIS1_SETTINGS:
+                if init not in values.init.values or kind not in values.kind.values:
+                    continue
+                at = {"selection": selection, "family": family, "init": init, "kind": kind,
+                      "algorithm": shown}
+                v, done = values.sel(at).values, complete.sel(at).values
+                if done.all() and not np.isnan(v).any():
+                    per_setting.append(v)
+            if not per_setting:
+                continue
+            means = np.mean(per_setting, axis=0)
+            for algorithm, value in zip(shown, means, strict=True):
+                rows.append({"dataset": results.family_labels.get(str(family), str(family)),
+                             "family": str(family), "selection": str(selection),
+                             "algorithm": algorithm, "value": value,
+                             "n_settings": len(per_setting),
+                             "rank": int((means > value).sum()) + 1})
+    return pd.DataFrame(rows, columns=["dataset", "family", "selection", "algorithm", "value",
+                                       "n_settings", "rank"])
+
+
+def pcskm_table(values):
+    """report.md's table of :func:`dataset_values`: one row per selection, one column per
+    data set, PCSKM's value and its rank among the algorithms."""
+    pcskm = values[values.algorithm == "PCSKM"] if not values.empty else values
+    if pcskm.empty:
+        return pd.DataFrame()
+    cells = pcskm.assign(cell=[f"{r.value:.3f} ({_ordinal(r.rank)})"
+                               for r in pcskm.itertuples()])
+    wide = cells.pivot(index="selection", columns="dataset", values="cell")
+    wide = wide.loc[pcskm.selection.unique(), pcskm.dataset.unique()].reset_index()
+    wide.columns.name = None
+    return _ordered(wide).fillna(NONE)
+
+
+def _ordinal(rank):
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(rank, "th")
+    return f"{rank}{suffix}"

@@ -1,0 +1,162 @@
+"""How often the per-cell scores tie, and which s each selection picks (docs/method/selection.md
+§1, §4): the subject of the tie rules. Counted per data set, summed over the subsets of a
+family.
+
+* :func:`tie_counts`: per (algorithm, init, kind, percent) of a sparse algorithm and per
+  score (``satisfied``, ``cv_score``, ``gap``) the cube holds, the computed cells with a
+  score, those where two or more s share the largest score, the tied s and the scored s
+  (summed over the cells), and the cells where every scored s ties.
+* :func:`choice_counts`: per sparse algorithm, selection and s, the computed cells whose
+  selected s is that s (the paper-style and fixed-loo selections choose one s for all the
+  cells of a setting or data set: each cell counted).
+"""
+
+import pandas as pd
+import xarray as xr
+
+from pcskm.runner.cube import CV_SCORES, GAP_SCORES
+
+from .fits import CELL_DIMS
+from .selection import BY_NAME, covers, selected_names
+
+CELL = ("run", "fold")
+KEYS = ["algorithm", "init", "kind", "percent"]
+# score variable -> (the selection that reads it with ties to the smallest s, its score bit)
+SCORES = {"satisfied": ("honest", 0), "cv_score": ("cv", CV_SCORES), "gap": ("gap", GAP_SCORES)}
+COUNTS = ["cells", "tied_cells", "all_tied_cells", "tied_s", "scored_s"]
+
+
+def tie_counts(name, fits):
+    """The tie counts of data set ``name`` (see the module docstring): one row per (score,
+    sparse algorithm, init, kind, percent) with expected cells."""
+    sparse = fits.algorithm[fits.sparse]
+    usable = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=sparse)
+    frames = []
+    for score, (selection, bit) in SCORES.items():
+        if score not in fits:
+            continue
+        key = fits[score].sel(algorithm=sparse).where(usable & covers(fits, bit))
+        top = key.max("sparsity")
+        n_top = (key == top).sum("sparsity")
+        n_scored = key.notnull().sum("sparsity")
+        counts = xr.Dataset({
+            "expected": fits.expected.sel(algorithm=sparse).sum(CELL),
+            "cells": (n_scored > 0).sum(CELL),
+            "tied_cells": (n_top > 1).sum(CELL),
+            "all_tied_cells": ((n_top == n_scored) & (n_scored > 1)).sum(CELL),
+            "tied_s": n_top.sum(CELL),
+            "scored_s": n_scored.sum(CELL),
+        })
+        frame = counts.to_dataframe().reset_index()
+        frames.append(frame[frame.expected > 0].drop(columns="expected").assign(
+            score=score, selection=selection))
+    if not frames:
+        return pd.DataFrame(columns=["dataset", "score", "selection", *KEYS, *COUNTS])
+    table = pd.concat(frames, ignore_index=True)
+    table.insert(0, "dataset", name)
+    table[["algorithm", "init", "kind"]] = table[["algorithm", "init", "kind"]].astype(str)
+    return table[["dataset", "score", "selection", *KEYS, *COUNTS]]
+
+
+CHOICE_COLUMNS = ["dataset", "algorithm", "selection", "s", "cells"]
+
+
+def choice_counts(name, fits, selected):
+    """Per sparse algorithm, selection of ``selected`` (``selection.select``) and s of the
+    grid: the computed cells of data set ``name`` (covered by the selection's score) whose
+    selected s is that s."""
+    sparse = fits.algorithm[fits.sparse]
+    grid = fits.sparsity[fits.sparsity.notnull()]
+    rows = []
+    for selection in selected_names(selected):
+        variable = BY_NAME[selection].variable
+        computed = selected.computed & selected.get(f"{variable}_covered", True)
+        s = selected[f"{variable}_s"].where(computed).sel(algorithm=sparse)
+        s = s.broadcast_like(selected.computed.sel(algorithm=sparse))
+        counts = (s == grid).sum([d for d in CELL_DIMS if d != "algorithm"])
+        rows.append(counts.to_dataframe(name="cells").reset_index().assign(
+            selection=selection))
+    return _choice_table(name, rows)
+
+
+def fixed_choice_counts(name, summary, s):
+    """The fixed-loo rows of :func:`choice_counts` from the data set's fixed-loo aggregates
+    ``summary`` (``fixed_s.fixed_summary``) and its fixed s per algorithm ``s``: every
+    computed cell of an algorithm at its s."""
+    sparse = s.algorithm[s.notnull()]
+    cells = summary.n_cells.sel(algorithm=sparse).sum(["init", "kind", "percent"])
+    frame = xr.Dataset({"cells": cells, "s": s.sel(algorithm=sparse)}).to_dataframe()
+    return _choice_table(name, [frame.reset_index().assign(selection="fixed-loo")])
+
+
+def _choice_table(name, rows):
+    if not rows:
+        return pd.DataFrame(columns=CHOICE_COLUMNS)
+    table = pd.concat(rows, ignore_index=True).rename(columns={"sparsity": "s"})
+    table.insert(0, "dataset", name)
+    table["algorithm"] = table.algorithm.astype(str)
+    return table[CHOICE_COLUMNS]
+
+
+def family_ties(tables, member_of, labels):
+    """``selection_ties.csv``: the counts of :func:`tie_counts` (a list of tables) summed
+    over the members of each reported data set, with the share of tied cells, the mean
+    number of tied s and of scored s per cell, and the share of cells tied over every
+    scored s."""
+    if not tables:
+        return pd.DataFrame()
+    rows = pd.concat(tables, ignore_index=True)
+    if rows.empty:
+        return rows
+    rows["dataset"] = rows.dataset.map(member_of).map(labels)
+    keys = ["dataset", "score", "selection", *KEYS]
+    frame = rows.groupby(keys, sort=False)[COUNTS].sum().reset_index()
+    return frame.assign(**shares(frame))
+
+
+def shares(frame):
+    """The shares and means of tie counts (columns of :data:`COUNTS`): ``tied_share``,
+    ``all_tied_share``, ``mean_tied_s`` and ``mean_scored_s`` (NaN without a cell)."""
+    cells = frame.cells.where(frame.cells > 0)
+    return {"tied_share": frame.tied_cells / cells, "all_tied_share": frame.all_tied_cells / cells,
+            "mean_tied_s": frame.tied_s / cells, "mean_scored_s": frame.scored_s / cells}
+
+
+def family_choices(tables, member_of, labels):
+    """``selection_choices.csv``: the counts of :func:`choice_counts` summed over the members
+    of each reported data set, with each s's ``share`` of the cells of its (data set,
+    algorithm, selection); the s that no cell chose are left out."""
+    if not tables:
+        return pd.DataFrame()
+    rows = pd.concat(tables, ignore_index=True)
+    if rows.empty:
+        return rows
+    rows["dataset"] = rows.dataset.map(member_of).map(labels)
+    keys = ["dataset", "algorithm", "selection"]
+    frame = rows.groupby([*keys, "s"], sort=False).cells.sum().reset_index()
+    total = frame.groupby(keys, sort=False).cells.transform("sum")
+    frame["share"] = frame.cells / total.where(total > 0)
+    return frame[frame.cells > 0].reset_index(drop=True)
+
+
+def most_chosen(choices):
+    """Per (data set, algorithm, selection): the most chosen s (the smaller on ties) and its
+    share of the cells."""
+    if choices.empty:
+        return pd.DataFrame(columns=["dataset", "algorithm", "selection", "s", "share"])
+    order = choices.sort_values(["share", "s"], ascending=[False, True], kind="stable")
+    return order.groupby(["dataset", "algorithm", "selection"], sort=False).head(1)[
+        ["dataset", "algorithm", "selection", "s", "share"]]
+
+
+def summary(ties):
+    """Per (data set, algorithm, score), pooled over inits, kinds and percentages: the cells,
+    the share tied, the mean tied and scored s per cell and the share tied over every scored
+    s."""
+    if ties.empty:
+        return ties
+    keys = ["dataset", "algorithm", "score"]
+    frame = ties.groupby(keys, sort=False)[COUNTS].sum().reset_index()
+    frame = frame.assign(**shares(frame))
+    return frame[[*keys, "cells", "tied_share", "mean_tied_s", "mean_scored_s",
+                  "all_tied_share"]]

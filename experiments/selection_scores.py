@@ -1,0 +1,150 @@
+"""The per-s selection scores of a task's cells (docs/method/selection.md), computed through
+the engine of the cell's fit, with no estimator object per fit; the runner stores them in
+the cube (docs/reference/cube-schema.md) so that every selection is a reduction over s.
+
+* Constraint cross-validation (§2): the cell's constraints are split into ``cv_folds`` folds
+  by must-link component, drawn from the cell's key (8, ds, sub, kind, pct10, run, fold)
+  (docs/method/protocol.md §2); a cell with fewer groups than that uses one fold per group
+  if it has at least 2, else gets no score. PCSKM fits the whole s grid again for each fold,
+  from the cell's initial centres; SKM ignores the constraints and scores every fold on its
+  own path.
+* Gap statistic (§3): null data set b of a data set permutes its columns from key
+  (9, ds, sub, b), the same for every cell; SKM with the setting's parameters fits the grid
+  on it from the cell's initial centres. With a deterministic init these null fits are the
+  same for every cell: computed once per process. With Seeding they depend on the cell's
+  centres, and the settings of a cell with the same centres and SKM parameters share them.
+"""
+
+from pcskm.algorithms.constraints import Constraints
+from pcskm.algorithms.selection import (
+    constraint_folds,
+    constraint_groups,
+    cross_validate,
+    failed_rows,
+    log_weighted_bcss,
+    null_estimator,
+    null_log_objectives,
+    null_summary,
+)
+
+# Mean and sd of the null log objectives of the deterministic inits, computed once per
+# process (the data set, init, seed, SKM parameters, grid and permutations determine them).
+_DETERMINISTIC_NULLS = {}
+_MAX_DETERMINISTIC_NULLS = 256
+
+
+def null_key(estimator):
+    """What the null fits of a cell depend on besides the cell (§3.2): the Seeding fill
+    (which gives its centres) and SKM's parameters. The settings of a cell with the same key
+    share its Seeding null fits."""
+    params = null_estimator(estimator).get_params()
+    return estimator._seeding_fill, tuple(sorted(
+        (name, value) for name, value in params.items()
+        if name not in ("init", "random_state", "sparsity")))
+
+
+class CellScores:
+    """What the settings sharing one cell's draws share for their selection scores: the
+    number of groups of its constraints, its CV folds per number of folds (drawn from
+    ``fold_seed()``, called when first needed) and its Seeding null objectives."""
+
+    def __init__(self, constraints, fold_seed):
+        self.constraints = constraints
+        self._fold_seed = fold_seed
+        self._group = None  # group of each constraint
+        self._folds = {}  # K -> fold of each constraint
+        self.nulls = {}  # (Seeding fill, SKM parameters) -> mean and sd of log O*_b(s)
+
+    def folds(self, cv_folds):
+        """``(K, fold)``: ``cv_folds`` folds, or one per group when the constraints form fewer
+        groups but at least 2 (§2.1); ``(0, None)`` when they form fewer than 2."""
+        if self._group is None:
+            self._group = constraint_groups(self.constraints)
+        n_folds = min(cv_folds, int(self._group.max(initial=-1)) + 1)
+        if n_folds < 2:
+            return 0, None
+        if n_folds not in self._folds:
+            self._folds[n_folds] = constraint_folds(self._group, n_folds, self._fold_seed())
+        return n_folds, self._folds[n_folds]
+
+
+class SelectionScorer:
+    """The selection scores of one sparse setting's cells: ``record`` writes a cell's into
+    its :class:`~pcskm.experiments.cells.BlockResult`. ``fitter`` is the setting's
+    :class:`~pcskm.experiments.cells.Fitter`; ``permutation_seed`` the data set's
+    SeedSequence of the null data sets (``Protocol.permutation_seed``)."""
+
+    def __init__(self, setting, fitter, permutation_seed):
+        self.setting = setting
+        self.fitter = fitter
+        self.permutation_seed = permutation_seed
+        self.n_clusters = fitter.estimator.n_clusters
+        self.null = null_estimator(fitter.estimator)
+        self.null_key = null_key(fitter.estimator)
+        self.no_constraints = Constraints.empty(fitter.X.shape[0])
+        self._shared_gap = None  # (fit, gap and gap_sd) of a fit shared by the task's cells
+
+    def record(self, result, r, f, fitted, constraints, centres, cell):
+        """Score the cell (run ``r``, fold ``f``) of ``result`` whose fit is ``fitted`` (a
+        ``_Fit`` from ``centres`` with ``constraints``); ``cell`` is its :class:`CellScores`."""
+        failed = failed_rows(fitted.status)
+        if self.setting.cv_folds:
+            n_folds, fold = cell.folds(self.setting.cv_folds)
+            result.cv_folds_used[r, f] = n_folds
+            if n_folds:
+                fit_fold = (self._fold_fitter(centres) if self.setting.uses_constraints
+                            else None)
+                result.cv_score[r, f] = cross_validate(constraints, fold, fitted.labels,
+                                                       failed, fit_fold)[0]
+        if self.setting.gap_permutations:
+            result.gap[r, f], result.gap_sd[r, f] = self._gap(fitted, failed, centres, cell)
+
+    def _fold_fitter(self, centres):
+        """A fold's fit (§2.2): the setting's engine over the grid from ``centres``."""
+        n_samples = self.fitter.X.shape[0]
+
+        def fit_fold(must_link, cannot_link):
+            train = Constraints.from_pairs(must_link, cannot_link, n_samples=n_samples)
+            fold_fit = self.fitter.fit_from(train, centres)
+            return fold_fit.labels, failed_rows(fold_fit.status)
+
+        return fit_fold
+
+    def _gap(self, fitted, failed, centres, cell):
+        """``(gap, gap_sd)`` of the fit (§3.3); once per task for a fit the cells share."""
+        if self._shared_gap is not None and self._shared_gap[0] is fitted:
+            return self._shared_gap[1]
+        log_objective = log_weighted_bcss(self.fitter.X, fitted.labels, fitted.weights, failed,
+                                          self.n_clusters)
+        null_mean, gap_sd = self.null_summary(centres, cell)
+        gap = (log_objective - null_mean, gap_sd)
+        if self.setting.shares_fits:
+            self._shared_gap = (fitted, gap)
+        return gap
+
+    def null_summary(self, centres, cell):
+        """Mean and sd of log O*_b(s) of the null fits from ``centres`` (§3.2, §3.3): once per
+        process for a deterministic init, once per cell and Seeding fill with Seeding."""
+        setting = self.setting
+        if self.fitter.start is not None:
+            cache = _DETERMINISTIC_NULLS
+            key = (setting.dataset, setting.data_dir, setting.init, setting.seed,
+                   self.null_key[1], setting.sparsities, setting.gap_permutations)
+        else:
+            cache, key = cell.nulls, self.null_key
+        if key not in cache:
+            if cache is _DETERMINISTIC_NULLS and len(cache) >= _MAX_DETERMINISTIC_NULLS:
+                del cache[next(iter(cache))]  # the oldest
+            cache[key] = null_summary(null_log_objectives(
+                self.fitter.X, setting.gap_permutations, self.permutation_seed,
+                self.n_clusters, self._null_fitter(centres)))
+        return cache[key]
+
+    def _null_fitter(self, centres):
+        """A null fit: SKM's engine over the grid on a permuted data set from ``centres``."""
+        def fit_null(permuted):
+            path = self.null._path(permuted, self.no_constraints, centres,
+                                   self.fitter.sparsities)
+            return path.labels, path.weights, failed_rows(path.status)
+
+        return fit_null

@@ -1,0 +1,269 @@
+"""The per-s selection scores the runner stores (docs/method/selection.md,
+docs/reference/cube-schema.md): equal to the public selection functions on the same cell,
+the folds of a dense cell, an old store extended, bad spec values refused, and the same
+scores whatever the number of workers."""
+
+import shutil
+import warnings
+from collections import deque
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+from pcskm.algorithms import PCSKMeans, SparseKMeans, constraint_cv_scores, gap_statistic
+from pcskm.algorithms.constraints import Constraints
+from pcskm.experiments import cells
+from pcskm.experiments.protocol import Protocol
+from pcskm.experiments.selection_scores import CellScores
+from pcskm.experiments.spec import parse_spec
+from pcskm.runner import IncompatibleStore, run_spec
+from pcskm.runner.cube import prepare
+from pcskm.runner.integrity import verify
+from pcskm.runner.summary import counts
+from pcskm.runner.tasks import parse_only
+
+OFF = """
+name = "scored"
+seed = 0
+datasets = ["iris"]
+algorithms = ["LKM", "SKM", "PCSKM"]
+inits = ["dkm++", "seeding"]
+kinds = ["random", "must-link"]
+percentages = [1, 10]
+n_runs = 1
+n_folds = 10
+"""
+CV_FOLDS, PERMUTATIONS = 8, 3
+ON = OFF + f"cv_folds = {CV_FOLDS}\ngap_permutations = {PERMUTATIONS}\n"
+SCORES = ("cv_score", "cv_folds_used", "gap", "gap_sd")
+KIND_CODES = {"must-link": 2, "random": 4}  # docs/method/protocol.md §2
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def scored(client, tmp_path_factory):
+    """The spec with the scores computed into a new store on two workers."""
+    store = tmp_path_factory.mktemp("scored") / "scored.zarr"
+    summary = run_spec(parse_spec(ON), store, client=client, progress=False)
+    assert not summary.errors and summary.complete
+    return store
+
+
+def iris_group(store):
+    return xr.open_zarr(store, group="iris", mask_and_scale=False).load()
+
+
+def groups_by_search(n, must_link, cannot_link):
+    """Groups of §2.1 counted by breadth-first search: the must-link components that hold a
+    must-link, and the distinct pairs of components joined by a cannot-link."""
+    neighbours = {i: [] for i in range(n)}
+    for a, b in must_link:
+        neighbours[a].append(b)
+        neighbours[b].append(a)
+    component = [-1] * n
+    for start in range(n):
+        if component[start] < 0:
+            component[start], queue = start, deque([start])
+            while queue:
+                for j in neighbours[queue.popleft()]:
+                    if component[j] < 0:
+                        component[j] = start
+                        queue.append(j)
+    joined = {frozenset((component[a], component[b])) for a, b in cannot_link}
+    return len({component[a] for a, _ in must_link}) + len(joined)
+
+
+CELLS = [  # (algorithm, init, kind, percent, run, fold)
+    ("PCSKM", "dkm++", "random", 1.0, 0, 3),
+    ("PCSKM", "seeding", "random", 10.0, 0, 7),
+    ("PCSKM", "dkm++", "must-link", 10.0, 0, 2),
+    ("SKM", "dkm++", "must-link", 1.0, 0, 5),
+    ("SKM", "seeding", "random", 1.0, 0, 0),
+]
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=lambda c: "-".join(map(str, c)))
+def test_stored_scores_equal_the_public_selection_functions(scored, cell):
+    """Each stored score is the public function's (fitted through the estimators, not the
+    runner's engines) on the cell's path, with the seeds of the documented keys: folds from
+    (8, ds, sub, kind, pct10, run, fold), permutation b from (9, ds, sub, b); the stored
+    number of folds is cv_folds, or the number of groups when fewer."""
+    algorithm, init, kind, percent, run, fold = cell
+    data = cells.dataset("iris")
+    must_link, cannot_link = Protocol(data, seed=0).constraints(kind, percent, run, fold)
+    key = (data.code, data.subset, KIND_CODES[kind], round(10 * percent), run, fold)
+    estimator_class = PCSKMeans if algorithm == "PCSKM" else SparseKMeans
+    estimator = estimator_class(
+        data.n_clusters, init=init, max_iter=25,
+        random_state=np.random.SeedSequence(0, spawn_key=(3, *key)))
+    grid = parse_spec(ON).sparsity_grid(data.n_features)
+    path = estimator.fit_path(data.X, grid, must_link=must_link, cannot_link=cannot_link)
+    n_folds = min(CV_FOLDS, groups_by_search(data.n_samples, must_link, cannot_link))
+    cv = constraint_cv_scores(estimator, data.X, path, must_link=must_link,
+                              cannot_link=cannot_link, n_folds=n_folds,
+                              random_state=np.random.SeedSequence(0, spawn_key=(8, *key)))
+    gap = gap_statistic(estimator, data.X, path, n_permutations=PERMUTATIONS,
+                        random_state=np.random.SeedSequence(0, spawn_key=(9, *key[:2])))
+    stored = iris_group(scored).sel(algorithm=algorithm, init=init, kind=kind, percent=percent,
+                                    run=run, fold=fold)
+    assert int(stored.cv_folds_used) == n_folds
+    for name, expected in (("cv_score", cv.score), ("gap", gap.gap), ("gap_sd", gap.gap_sd)):
+        assert np.isnan(stored[name].values[0])  # the no-s entry
+        np.testing.assert_array_equal(stored[name].values[1:], expected.astype(np.float32),
+                                      err_msg=name)
+    assert stored.scored.item() == 3  # both kinds of score
+
+
+def test_scores_only_where_they_apply(scored):
+    """LKM gets no score; SKM and PCSKM get both at every done cell; cv_folds_used is the
+    groups' count, capped at cv_folds, in every cell (dense cells use fewer folds)."""
+    ds = iris_group(scored)
+    lkm = ds.sel(algorithm="LKM")
+    assert all(np.isnan(lkm[name]).all() for name in ("cv_score", "gap", "gap_sd"))
+    assert (lkm.cv_folds_used == -1).all() and (lkm.scored == 0).all()
+    sparse = ds.sel(algorithm=["SKM", "PCSKM"])
+    assert (sparse.scored.where(sparse.done == 1, 3) == 3).all()
+    data = cells.dataset("iris")
+    cv, used = Protocol(data, seed=0), set()
+    for kind in ("random", "must-link"):
+        for percent in (1.0, 10.0):
+            for fold in range(10):
+                groups = groups_by_search(data.n_samples, *cv.constraints(kind, percent, 0, fold))
+                expected = min(CV_FOLDS, groups) if groups >= 2 else 0
+                stored = sparse.cv_folds_used.sel(init="dkm++", kind=kind, percent=percent,
+                                                  run=0, fold=fold)
+                assert (stored == expected).all(), (kind, percent, fold)
+                used.add(expected)
+    assert CV_FOLDS in used and len(used) > 1  # some dense cells have fewer groups
+
+
+def test_cell_with_fewer_than_two_groups_gets_no_folds():
+    one_component = Constraints.from_pairs([[0, 1], [1, 2], [2, 3]], n_samples=6)
+    assert CellScores(one_component, lambda: np.random.SeedSequence(0)).folds(5) == (0, None)
+    two_groups = Constraints.from_pairs([[0, 1]], [[1, 4]], n_samples=6)
+    n_folds, fold = CellScores(two_groups, lambda: np.random.SeedSequence(0)).folds(5)
+    assert n_folds == 2 and sorted(fold.tolist()) == [0, 1]
+
+
+def test_scores_do_not_depend_on_the_number_of_workers(scored, tmp_path):
+    """One worker, PCSKM first in tasks of its own and then the rest (other tasks, other
+    order, the per-process null fits made by other settings), gives the same store bit for
+    bit as two workers."""
+    from distributed import Client, LocalCluster
+
+    store = tmp_path / "one.zarr"
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as one:
+        first = run_spec(parse_spec(ON), store, client=one, progress=False,
+                         selection=parse_only("algorithm=PCSKM"))
+        assert first.n_cells == 60
+        run_spec(parse_spec(ON), store, client=one, progress=False)
+    xr.testing.assert_identical(iris_group(store), iris_group(scored))
+
+
+def test_old_store_is_extended_and_its_done_cells_get_the_scores(scored, client, tmp_path):
+    """A store written before the scores existed (no score variables, no keys in its
+    protocol) is extended in place: the variables are added, its done cells of SKM and PCSKM
+    are computed again to carry the scores (and only those), its values are unchanged, and
+    the result is the store computed with the scores from the start."""
+    store = tmp_path / "old.zarr"
+    run_spec(parse_spec(OFF), store, client=client, progress=False)
+    root = zarr.open_group(str(store), mode="r+")
+    protocol = root.attrs["protocol"]
+    assert {protocol.pop(key) for key in ("cv_folds", "gap_permutations")} == {0}
+    assert protocol.pop("cv_algorithms") == []
+    root.attrs.update({"protocol": protocol})  # as the code before the scores wrote it
+    with warnings.catch_warnings():  # consolidated metadata is not in the Zarr 3 spec
+        warnings.simplefilter("ignore", UserWarning)
+        zarr.consolidate_metadata(str(store))
+    before = iris_group(store)
+    assert not set(SCORES) & set(before.data_vars)
+
+    _, action = prepare(store, parse_spec(ON))
+    assert action == "extended"
+    assert verify(store).ok  # the new variables hold no done block's scores yet
+    missing = {algorithm: cells_missing for _, algorithm, _, _, cells_missing, _ in counts(store)}
+    assert missing == {"LKM": 0, "SKM": 60, "PCSKM": 60}
+    summary = run_spec(parse_spec(ON), store, client=client, progress=False)
+    assert summary.n_cells == 120  # SKM and PCSKM again, not LKM
+
+    after, direct = iris_group(store), iris_group(scored)
+    xr.testing.assert_identical(after[list(before.data_vars)], before)
+    xr.testing.assert_identical(after, direct)
+    assert xr.open_zarr(store, group="iris").cv_score.notnull().any()
+    assert run_spec(parse_spec(ON), store, client=client, progress=False) is None
+
+
+def test_a_damaged_score_chunk_is_found_and_its_cells_computed_again(scored, client,
+                                                                      tmp_path):
+    """A score variable's chunk under done blocks that carry the score is checked like every
+    other chunk: its loss is damage, and the next run recomputes those blocks, identically."""
+    store = tmp_path / "damaged.zarr"
+    shutil.copytree(scored, store)
+    # the chunk of (PCSKM, DKM++, random): positions 2, 0, 0, one chunk along the other dims
+    (store / "iris" / "gap" / "c" / "2" / "0" / "0" / "0" / "0" / "0" / "0").unlink()
+    found = verify(store)
+    assert [(d.array, d.kind) for d in found.damage] == [("gap", "missing")]
+    summary = run_spec(parse_spec(ON), store, client=client, progress=False)
+    assert summary.n_cells == 20  # 2 percentages x 1 run x 10 folds
+    assert verify(store).ok
+    xr.testing.assert_identical(iris_group(store), iris_group(scored))
+
+
+@pytest.mark.parametrize(("keys", "message"), [
+    ("cv_folds = 1", r"cv_folds must be 0 \(off\) or an integer >= 2 \(constraint folds\); "
+                     "got 1"),
+    ("cv_folds = -2", "cv_folds must be 0 .* got -2"),
+    ("cv_folds = 2.5", "cv_folds must be 0 .* got 2.5"),
+    ("cv_folds = true", "cv_folds must be 0 .* got True"),
+    ("gap_permutations = -1", r"gap_permutations must be 0 \(off\) or an integer >= 1 "
+                              r"\(permuted data sets\); got -1"),
+    ('gap_permutations = "10"', "gap_permutations must be 0 .* got '10'"),
+    ('cv_algorithms = ["PCSKM"]', "cv_algorithms is set but cv_folds is 0"),
+    ('cv_folds = 3\ncv_algorithms = ["LKM"]', "cv_algorithms lists LKM, which fit no s grid; "
+                                              "the spec's SKM and PCSKM algorithms are SKM, "
+                                              "PCSKM"),
+    ('cv_folds = 3\ncv_algorithms = ["PCSKN"]', "unknown algorithm 'PCSKN' in cv_algorithms; "
+                                                "did you mean 'PCSKM'"),
+    ("cv_folds_ = 3", "unknown key 'cv_folds_' in the spec; did you mean 'cv_folds'"),
+])
+def test_bad_spec_values_are_refused(keys, message):
+    with pytest.raises(ValueError, match=message):
+        parse_spec(OFF + keys)
+
+
+def test_scores_need_a_sparse_algorithm_and_keep_the_hash_off():
+    with pytest.raises(ValueError, match="score the s grid of SKM and PCSKM, and the spec "
+                                         "runs neither"):
+        parse_spec(OFF.replace('["LKM", "SKM", "PCSKM"]', '["LKM"]') + "gap_permutations = 5")
+    off = parse_spec(OFF)
+    assert parse_spec(OFF + "cv_folds = 0\ngap_permutations = 0").hash() == off.hash()
+    assert parse_spec(ON).hash() != off.hash()
+    assert parse_spec(ON).cv_algorithms == ("SKM", "PCSKM")
+
+
+@pytest.mark.parametrize(("keys", "message"), [
+    ("", r"cv_folds is 8 in .* but 0 in this spec \(a store keeps the selection scores"),
+    ("cv_folds = 5\ngap_permutations = 3", "cv_folds is 8 in .* but 5 in this spec"),
+    ("cv_folds = 8\ngap_permutations = 4", "gap_permutations is 3 in .* but 4 in this spec"),
+    ('cv_folds = 8\ngap_permutations = 3\ncv_algorithms = ["PCSKM"]',
+     "SKM has CV scores in .* but is not in this spec's cv_algorithms"),
+])
+def test_a_store_keeps_its_scores(scored, tmp_path, keys, message):
+    """A spec that turns the scores off or changes their settings is refused, and the store
+    is left as it was."""
+    store = tmp_path / "copy.zarr"
+    shutil.copytree(scored, store)
+    with pytest.raises(IncompatibleStore, match=message):
+        prepare(store, parse_spec(OFF + keys))
+    xr.testing.assert_identical(iris_group(store), iris_group(scored))
