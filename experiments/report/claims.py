@@ -661,9 +661,29 @@ _DIFFERENCE_RULE = (
     "(p_datasets, §10.1) favours {x} too; borderline if p < 0.05 but the data sets favour the "
     "other side, or p in [0.05, 0.1) in {x}'s favour; not reproduced otherwise; not testable "
     "unless every case is computed")
+_WEIGHT_SETS_LABEL = "Brodinova 5+5, 3+7, TT-SC-ST, TT-CH-ST"
 _SEPARATION = ("share of the weight panels ({sets} x the paper's inits x kinds x percentages; "
                "mean weights over every s, runs and folds, the same for every selection) in "
                "which every known uninformative feature weighs less than every other feature")
+
+
+def _separation_claim(claim_id, section, claim, sets_label, sets, algorithm, separates=True):
+    """A weight claim judged by separation: the share of ``algorithm``'s panels of ``sets``
+    that separate, against the thresholds for a claim that it separates (or not)."""
+    if separates:
+        rule = (f"; reproduced if the share is >= {SEPARATED} for every init, borderline if >= "
+                f"{SEPARATED_BORDERLINE} for every init, not reproduced otherwise")
+
+        def judge(share):
+            return at_least(share.min(), SEPARATED, SEPARATED_BORDERLINE)
+    else:
+        rule = (f"; reproduced if the share is <= {UNSEPARATED} for every init, borderline if "
+                f"<= {UNSEPARATED_BORDERLINE} for every init, not reproduced otherwise")
+
+        def judge(share):
+            return at_most(share.max(), UNSEPARATED, UNSEPARATED_BORDERLINE)
+    return Claim(claim_id, section, claim, _SEPARATION.format(sets=sets_label) + rule,
+                 _panel_share(sets, algorithm, separated, judge))
 _TABLE1 = {
     "fisheriris": "table1-fisheriris", "ionosphere": "table1-ionosphere",
     "digits 0-4-8 and 3-8-9": "table1-digits",
@@ -755,43 +775,28 @@ CLAIMS = (
     Claim("weights-every-s", "Results, second experiment; Figure 2",
           "SKM and PCSKM identify the known uninformative features regardless of the choice "
           "of s", "the weights at each s of the grid", _every_s),
-    Claim("weights-skm", "Results, second experiment; Figure 2 and appendix",
-          "SKM identifies the known uninformative features in all cases (mean weights over "
-          "s), for every init",
-          _SEPARATION.format(sets="Brodinova 5+5, 3+7, TT-SC-ST, TT-CH-ST") + "; reproduced if "
-          f"the share is >= {SEPARATED} for every init, borderline if >= "
-          f"{SEPARATED_BORDERLINE} for every init, not reproduced otherwise",
-          _panel_share(WEIGHT_SETS, "SKM", separated,
-                       lambda s: at_least(s.min(), SEPARATED, SEPARATED_BORDERLINE))),
-    Claim("weights-pcskm", "Results, second experiment; Figure 2 and appendix; Discussion",
-          "PCSKM identifies the known uninformative features in all cases (mean weights over "
-          "s), for every init",
-          _SEPARATION.format(sets="Brodinova 5+5, 3+7, TT-SC-ST, TT-CH-ST") + "; reproduced if "
-          f"the share is >= {SEPARATED} for every init, borderline if >= "
-          f"{SEPARATED_BORDERLINE} for every init, not reproduced otherwise",
-          _panel_share(WEIGHT_SETS, "PCSKM", separated,
-                       lambda s: at_least(s.min(), SEPARATED, SEPARATED_BORDERLINE))),
+    _separation_claim("weights-skm", "Results, second experiment; Figure 2 and appendix",
+                      "SKM identifies the known uninformative features in all cases (mean "
+                      "weights over s), for every init", _WEIGHT_SETS_LABEL, WEIGHT_SETS, "SKM"),
+    _separation_claim("weights-pcskm",
+                      "Results, second experiment; Figure 2 and appendix; Discussion",
+                      "PCSKM identifies the known uninformative features in all cases (mean "
+                      "weights over s), for every init", _WEIGHT_SETS_LABEL, WEIGHT_SETS,
+                      "PCSKM"),
     Claim("weights-pcskm-constraints", "Results, second experiment; Figure 2; Discussion",
           "PCSKM's feature selection is not affected by the number of constraints",
           "largest total-variation distance, 1/2 sum |a - b|, between PCSKM's mean weights "
           "normalised to sum 1 at two percentages of one (Brodinova or MWM set, init, kind); "
           f"reproduced if <= {DRIFT}, borderline if <= {DRIFT_BORDERLINE}, not reproduced "
           "otherwise", _constraints_do_not_move_weights),
-    Claim("weights-mpckm", "Results, second experiment; Figure 2 and appendix; Discussion",
-          "MPCKM's weights do not indicate feature quality: it uses the uninformative features "
-          "in all cases",
-          _SEPARATION.format(sets="Brodinova 5+5, 3+7, TT-SC-ST, TT-CH-ST") + "; reproduced if "
-          f"the share is <= {UNSEPARATED} for every init, borderline if <= "
-          f"{UNSEPARATED_BORDERLINE} for every init, not reproduced otherwise",
-          _panel_share(WEIGHT_SETS, "MPCKM", separated,
-                       lambda s: at_most(s.max(), UNSEPARATED, UNSEPARATED_BORDERLINE))),
-    Claim("weights-pcskm-contaminated", "Results, second experiment; appendix",
-          "PCSKM gives weight 0 to the 4 uninformative features added to the digits",
-          _SEPARATION.format(sets="the two contaminated digits sets") + "; reproduced if "
-          f"the share is >= {SEPARATED} for every init, borderline if >= "
-          f"{SEPARATED_BORDERLINE} for every init, not reproduced otherwise",
-          _panel_share(CONTAMINATED, "PCSKM", separated,
-                       lambda s: at_least(s.min(), SEPARATED, SEPARATED_BORDERLINE))),
+    _separation_claim("weights-mpckm",
+                      "Results, second experiment; Figure 2 and appendix; Discussion",
+                      "MPCKM's weights do not indicate feature quality: it uses the "
+                      "uninformative features in all cases", _WEIGHT_SETS_LABEL, WEIGHT_SETS,
+                      "MPCKM", separates=False),
+    _separation_claim("weights-pcskm-contaminated", "Results, second experiment; appendix",
+                      "PCSKM gives weight 0 to the 4 uninformative features added to the digits",
+                      "the two contaminated digits sets", CONTAMINATED, "PCSKM"),
     Claim("weights-mpckm-contaminated", "Results, second experiment; appendix",
           "MPCKM: in both contaminated digits sets the added features have on average higher "
           "weights than the original ones, for every init",

@@ -98,17 +98,25 @@ def _choice_table(name, rows):
     return table[CHOICE_COLUMNS]
 
 
+def _by_reported_dataset(tables, member_of, labels):
+    """The rows of ``tables`` (a list of tables) with each member data set replaced by the
+    label of the data set it is reported under (empty without rows)."""
+    if not tables:
+        return pd.DataFrame()
+    rows = pd.concat(tables, ignore_index=True)
+    if not rows.empty:
+        rows["dataset"] = rows.dataset.map(member_of).map(labels)
+    return rows
+
+
 def family_ties(tables, member_of, labels):
     """``selection_ties.csv``: the counts of :func:`tie_counts` (a list of tables) summed
     over the members of each reported data set, with the share of tied cells, the mean
     number of tied s and of scored s per cell, and the share of cells tied over every
     scored s."""
-    if not tables:
-        return pd.DataFrame()
-    rows = pd.concat(tables, ignore_index=True)
+    rows = _by_reported_dataset(tables, member_of, labels)
     if rows.empty:
         return rows
-    rows["dataset"] = rows.dataset.map(member_of).map(labels)
     keys = ["dataset", "score", "selection", *KEYS]
     frame = rows.groupby(keys, sort=False)[COUNTS].sum().reset_index()
     return frame.assign(**shares(frame))
@@ -126,12 +134,9 @@ def family_choices(tables, member_of, labels):
     """``selection_choices.csv``: the counts of :func:`choice_counts` summed over the members
     of each reported data set, with each s's ``share`` of the cells of its (data set,
     algorithm, selection); the s that no cell chose are left out."""
-    if not tables:
-        return pd.DataFrame()
-    rows = pd.concat(tables, ignore_index=True)
+    rows = _by_reported_dataset(tables, member_of, labels)
     if rows.empty:
         return rows
-    rows["dataset"] = rows.dataset.map(member_of).map(labels)
     keys = ["dataset", "algorithm", "selection"]
     frame = rows.groupby([*keys, "s"], sort=False).cells.sum().reset_index()
     total = frame.groupby(keys, sort=False).cells.transform("sum")
