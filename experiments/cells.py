@@ -180,7 +180,8 @@ class Task:
 
     @property
     def n_samples(self):
-        """Constraint samples drawn: one per run and fold of every block."""
+        """Cells per setting: one per run and fold of every block (in the paired design, the
+        constraint samples drawn; the unpaired design draws one per setting and cell)."""
         return sum(len(block.runs) for block in self.blocks) * len(self.fold_list)
 
     @property

@@ -373,3 +373,13 @@ def test_a_store_made_before_the_design_key_is_paired(tmp_path):
         prepare(path, parse_spec(TINY + 'design = "unpaired"\n'))
     assert prepare(path, parse_spec(TINY))[1] == "opened"
     assert open_root(path).attrs["protocol"]["design"] == "paired"
+
+
+def test_the_report_has_a_family_for_each_shuffled_digits_set():
+    from pcskm.experiments.report import families
+
+    for prefix, label in (("digits048", "digits 0-4-8 shuffled"),
+                          ("digits389", "digits 3-8-9 shuffled")):
+        for subset in range(1, 11):
+            assert families.family_of(f"{prefix}-shuffled-{subset}").label == label
+    assert all(f not in families.PAPER_STUDY for f in families.SHUFFLED)

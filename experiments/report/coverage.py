@@ -43,7 +43,7 @@ def table(name, fits):
 def grid_differences(store, results):
     """Sentences naming how the cube's grid differs from the paper's study."""
     notes = []
-    absent = [f.label for f in families.ALL if f.label not in results.family_members]
+    absent = [f.label for f in families.PAPER_STUDY if f.label not in results.family_members]
     if absent:
         notes.append("data sets not in the cube: " + ", ".join(absent))
     for label, members in results.family_members.items():
