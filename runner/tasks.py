@@ -6,9 +6,9 @@ blocks of one data set with the same runs, for every (algorithm, init) that miss
 blocks, so that in the paired design a cell's constraint sample is drawn once for all of them
 (D13; in the unpaired design each (algorithm, init) draws its own, docs/method/protocol.md
 §6) and the client writes the whole rectangle, all algorithms and inits, in one region per
-variable. Rows are merged or split until a task holds about ``min_work`` units of work (tens of seconds of
-compute), so that scheduling, transfer and the client's handling of each result stay small
-against the compute.
+variable. Rows are merged or split until a task holds about ``min_work`` units of work (tens
+of seconds of compute), so that scheduling, transfer and the client's handling of each result
+stay small against the compute.
 """
 
 import fnmatch
