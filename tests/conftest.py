@@ -42,3 +42,14 @@ def smoke_report(tmp_path_factory):
                 dashboard_address=":0") as client:
         run_spec(load_spec("smoke"), store, client=client, progress=False)
     return store, write_report(store)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A local Dask cluster of two worker processes (one thread each), per test module; a
+    module that needs another kind defines its own ``client``."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        yield client

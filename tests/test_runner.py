@@ -50,15 +50,6 @@ n_folds = 10
 
 
 @pytest.fixture(scope="module")
-def client():
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
 def reference(client, tmp_path_factory):
     """The smoke spec, uninterrupted, on two workers."""
     store = tmp_path_factory.mktemp("reference") / "smoke.zarr"

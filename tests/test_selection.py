@@ -2,10 +2,10 @@
 statistic and satisfaction with a tie rule, against plain implementations written here."""
 
 import dataclasses
-from collections import deque
 
 import numpy as np
 import pytest
+from reference.constraints import must_link_components
 
 from pcskm.algorithms import (
     PCKMeans,
@@ -89,25 +89,6 @@ def plain_cv(estimator_class, X, grid, centres, must_link, cannot_link, fold, **
     return scores
 
 
-def components(n, must_link):
-    """Connected component of every point in the must-link graph, by breadth-first search."""
-    neighbours = {i: [] for i in range(n)}
-    for a, b in must_link:
-        neighbours[a].append(b)
-        neighbours[b].append(a)
-    component = [-1] * n
-    for start in range(n):
-        if component[start] < 0:
-            component[start] = start
-            queue = deque([start])
-            while queue:
-                for j in neighbours[queue.popleft()]:
-                    if component[j] < 0:
-                        component[j] = start
-                        queue.append(j)
-    return component
-
-
 def leaked(must_link, cannot_link, fold, n):
     """Held-out constraints implied by their fold's training constraints: a must-link whose
     points the training must-links connect, or a cannot-link whose two components a training
@@ -117,7 +98,7 @@ def leaked(must_link, cannot_link, fold, n):
     found = []
     for number in np.unique(fold):
         train = fold != number
-        component = components(n, pairs[train & is_ml])
+        component = must_link_components(pairs[train & is_ml], n)
         separated = {frozenset((component[c], component[d])) for c, d in pairs[train & ~is_ml]}
         for index in np.flatnonzero(fold == number):
             a, b = pairs[index]

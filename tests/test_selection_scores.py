@@ -5,12 +5,12 @@ scores whatever the number of workers."""
 
 import shutil
 import warnings
-from collections import deque
 
 import numpy as np
 import pytest
 import xarray as xr
 import zarr
+from reference.constraints import must_link_components
 
 from pcskm.algorithms import PCSKMeans, SparseKMeans, constraint_cv_scores, gap_statistic
 from pcskm.algorithms.constraints import Constraints
@@ -42,15 +42,6 @@ KIND_CODES = {"must-link": 2, "random": 4}  # docs/method/protocol.md §2
 
 
 @pytest.fixture(scope="module")
-def client():
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
 def scored(client, tmp_path_factory):
     """The spec with the scores computed into a new store on two workers."""
     store = tmp_path_factory.mktemp("scored") / "scored.zarr"
@@ -64,21 +55,10 @@ def iris_group(store):
 
 
 def groups_by_search(n, must_link, cannot_link):
-    """Groups of §2.1 counted by breadth-first search: the must-link components that hold a
-    must-link, and the distinct pairs of components joined by a cannot-link."""
-    neighbours = {i: [] for i in range(n)}
-    for a, b in must_link:
-        neighbours[a].append(b)
-        neighbours[b].append(a)
-    component = [-1] * n
-    for start in range(n):
-        if component[start] < 0:
-            component[start], queue = start, deque([start])
-            while queue:
-                for j in neighbours[queue.popleft()]:
-                    if component[j] < 0:
-                        component[j] = start
-                        queue.append(j)
+    """Groups of §2.1 counted from plain must-link components (a depth-first walk): the
+    components that hold a must-link, and the distinct pairs of components joined by a
+    cannot-link."""
+    component = must_link_components(must_link, n)
     joined = {frozenset((component[a], component[b])) for a, b in cannot_link}
     return len({component[a] for a, _ in must_link}) + len(joined)
 
