@@ -25,9 +25,9 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from ._kernels import box_diameters
 from ._result import FAILED, STATUS_NAMES
-from ._sparse import scores_into, total_sum_of_squares
+from ._selection_kernels import fold_f_measures, weighted_bcss
+from ._sparse import total_sum_of_squares
 from ._validation import check_choice, check_data, plain
 from .constraints import Constraints
 from .sparse_kmeans import PCSKMeans, SparseKMeans, SparsityPath
@@ -142,16 +142,6 @@ def _mean_of_computed(values):
         return np.where(computed, values, 0.0).sum(axis=0) / count, count
 
 
-def _distinct_rows(labels, rows):
-    """The rows ``rows`` of ``labels`` as distinct rows (the s of a path often share their
-    labels): the number of each row among the distinct ones, in order of first appearance,
-    and the position in ``rows`` of each distinct row's first appearance."""
-    first = {}
-    number = np.array([first.setdefault(labels[i].tobytes(), len(first)) for i in rows],
-                      dtype=np.int64)
-    return number, np.unique(number, return_index=True)[1]
-
-
 def _check_count(value, name, minimum):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {plain(value)!r}")
@@ -221,24 +211,11 @@ def constraint_folds(group, n_folds, seed):
     return fold_of_group[group]
 
 
-def _f_measure(kept_together, put_together, n_must, n_cannot):
-    """CVCP's F-measure (§2.3) from the counts of held-out must-links satisfied
-    (``kept_together``) and cannot-links violated (``put_together``) among ``n_must`` and
-    ``n_cannot``: the mean of the F-measures of the classes present (arrays broadcast)."""
-    has_must, has_cannot = n_must > 0, n_cannot > 0
-    kept_apart = n_cannot - put_together
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f_must = 2 * kept_together / (n_must + kept_together + put_together)
-        f_cannot = 2 * kept_apart / (n_cannot + kept_apart + n_must - kept_together)
-    return ((np.where(has_must, f_must, 0.0) + np.where(has_cannot, f_cannot, 0.0))
-            / (has_must.astype(int) + has_cannot))
-
-
-def _held_out_f_measure(labels, pairs, is_must_link):
-    """CVCP's F-measure of the constraints ``pairs`` under each row of ``labels`` (§2.3)."""
-    same = labels[:, pairs[:, 0]] == labels[:, pairs[:, 1]]
-    return _f_measure(same[:, is_must_link].sum(axis=1), same[:, ~is_must_link].sum(axis=1),
-                      np.int64(is_must_link.sum()), np.int64((~is_must_link).sum()))
+def _fold_f_measures(labels, pairs, is_must_link, fold, n_folds):
+    """(n_s, n_folds) CVCP F-measure of each fold's constraints under each row of
+    ``labels`` (§2.3)."""
+    return fold_f_measures(np.ascontiguousarray(labels, dtype=np.int64), pairs, is_must_link,
+                           fold, n_folds)
 
 
 def cross_validate(constraints, fold, labels, failed, fit_fold=None):
@@ -253,24 +230,15 @@ def cross_validate(constraints, fold, labels, failed, fit_fold=None):
     n_folds = int(fold.max()) + 1
     pairs, is_must_link = constraints.pairs, constraints.is_must_link
     if fit_fold is None:
-        in_fold = fold[:, None] == np.arange(n_folds)  # (m, K)
-        must, cannot = in_fold & is_must_link[:, None], in_fold & ~is_must_link[:, None]
-        # counts per distinct labels row and fold: one product of 0/1 matrices (exact)
-        row_of, first = _distinct_rows(labels, range(len(labels)))
-        distinct = labels[first]
-        same = (distinct[:, pairs[:, 0]] == distinct[:, pairs[:, 1]]).astype(np.float64)
-        counts = (same @ np.concatenate([must, cannot], axis=1, dtype=np.float64))[row_of]
-        score = _f_measure(counts[:, :n_folds], counts[:, n_folds:], must.sum(axis=0),
-                           cannot.sum(axis=0))
+        score = _fold_f_measures(labels, pairs, is_must_link, fold, n_folds)
         fold_scores = np.where(failed[:, None], np.nan, score).T
     else:
         fold_scores = np.empty((n_folds, len(failed)))
         for number in range(n_folds):
-            held_out = fold == number
-            train = ~held_out
+            train = fold != number
             fold_labels, fold_failed = fit_fold(pairs[train & is_must_link],
                                                 pairs[train & ~is_must_link])
-            score = _held_out_f_measure(fold_labels, pairs[held_out], is_must_link[held_out])
+            score = _fold_f_measures(fold_labels, pairs, is_must_link, fold, n_folds)[:, number]
             fold_scores[number] = np.where(fold_failed, np.nan, score)
     mean, n_scored = _mean_of_computed(fold_scores)
     return np.where(failed, np.nan, mean), fold_scores, n_folds - n_scored
@@ -316,22 +284,14 @@ def constraint_cv_scores(estimator, X, path, *, must_link=None, cannot_link=None
                               index, _at(path.sparsity, index))
 
 
-_NO_PAIRS, _NO_LINKS = np.empty((0, 2), np.int64), np.empty(0, bool)  # the scores need none
-
-
 def log_weighted_bcss(X, labels, weights, failed, n_clusters):
     """log O(s), O(s) = sum_j w_j BCSS_j of each s's ``labels`` (n_s, n) and ``weights``
     (n_s, p) on X (§3.1); NaN for a ``failed`` s. BCSS_j = TSS_j - WCSS_j, the score of the
     authors' code (algorithms.md §4.3), computed once per distinct row of labels."""
-    tss, box = total_sum_of_squares(X), box_diameters(X)
-    computed = np.flatnonzero(~np.asarray(failed))
-    row_of, first = _distinct_rows(labels, computed)
-    bcss = np.empty((len(first), X.shape[1]))
-    for row, i in enumerate(computed[first]):
-        scores_into(bcss[row], X, np.ascontiguousarray(labels[i], dtype=np.int64),
-                    int(n_clusters), tss, _NO_PAIRS, _NO_LINKS, box, False)
-    objective = np.full(len(failed), np.nan)
-    objective[computed] = np.einsum("ij,ij->i", bcss[row_of], weights[computed])
+    objective = weighted_bcss(X, np.ascontiguousarray(labels, dtype=np.int64),
+                              np.ascontiguousarray(weights, dtype=np.float64),
+                              np.ascontiguousarray(failed, dtype=np.bool_), int(n_clusters),
+                              total_sum_of_squares(X))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log(objective)
 

@@ -90,6 +90,7 @@ class Setting:
     design: str = "paired"  # the spec's design (docs/method/protocol.md §6)
     cv_folds: int = 0  # constraint folds of the CV scores, 0: none (docs/method/selection.md)
     gap_permutations: int = 0  # null data sets of the gap statistic, 0: none
+    cv_runs: int | None = None  # runs 0 to cv_runs - 1 get the CV scores; None: every run
 
     def __post_init__(self):
         if (self.cv_folds or self.gap_permutations) and not self.is_sparse:
@@ -108,6 +109,7 @@ class Setting:
             design=spec.design,
             cv_folds=spec.cv_folds if variant.name in spec.cv_algorithms else 0,
             gap_permutations=spec.gap_permutations if variant.estimator in SPARSE else 0,
+            cv_runs=spec.cv_runs if variant.name in spec.cv_algorithms else None,
         )
 
     @property
@@ -134,12 +136,15 @@ class Setting:
         """True when the cells get selection scores (docs/method/selection.md)."""
         return bool(self.cv_folds or self.gap_permutations)
 
-    @property
-    def n_selection_fits(self):
-        """Paths fitted per cell for the selection scores: one per CV fold when the
-        clustering uses the constraints, one per null data set with Seeding (with a
+    def has_cv(self, run):
+        """True when the cells of ``run`` get CV scores (``cv_runs``: the first runs only)."""
+        return bool(self.cv_folds) and (self.cv_runs is None or run < self.cv_runs)
+
+    def selection_fits(self, run):
+        """Paths fitted per cell of ``run`` for the selection scores: one per CV fold when
+        the clustering uses the constraints, one per null data set with Seeding (with a
         deterministic init the null fits are shared by every cell, :mod:`.selection_scores`)."""
-        return ((self.cv_folds if self.uses_constraints else 0)
+        return ((self.cv_folds if self.uses_constraints and self.has_cv(run) else 0)
                 + (self.gap_permutations if self.init == SEEDING else 0))
 
 
@@ -193,8 +198,10 @@ class Task:
     def n_fits(self):
         """Fits computed (one per s for the sparse estimators), the selection scores' fits
         included; a shared fit counts once."""
+        folds = len(self.fold_list)
         return sum(((1 if s.shares_fits else self.n_samples)
-                    + self.n_samples * s.n_selection_fits) * s.n_sparsity
+                    + folds * sum(s.selection_fits(run) for block in self.blocks
+                                  for run in block.runs)) * s.n_sparsity
                    for s in self.settings)
 
 
@@ -454,8 +461,8 @@ def evaluate(task):
                             n_classes, constraints)
                     if scorers[index] is not None:
                         centres, _ = fitter.initial_state(constraints, seeding_seed, seedings)
-                        scorers[index].record(block_results[index], r, f, fitted, constraints,
-                                              centres, scores)
+                        scorers[index].record(block_results[index], r, run, f, fitted,
+                                              constraints, centres, scores)
         for per_setting, result in zip(results, block_results, strict=True):
             per_setting.append(result)
     return TaskResult(task=task, blocks=results, seconds=time.perf_counter() - start)

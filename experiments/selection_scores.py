@@ -2,8 +2,9 @@
 the engine of the cell's fit, with no estimator object per fit; the runner stores them in
 the cube (docs/reference/cube-schema.md) so that every selection is a reduction over s.
 
-* Constraint cross-validation (§2): the cell's constraints are split into ``cv_folds`` folds
-  by must-link component, drawn from the cell's key (8, ds, sub, kind, pct10, run, fold)
+* Constraint cross-validation (§2), in the runs below the spec's ``cv_runs`` (every run by
+  default): the cell's constraints are split into ``cv_folds`` folds by must-link
+  component, drawn from the cell's key (8, ds, sub, kind, pct10, run, fold)
   (docs/method/protocol.md §2); a cell with fewer groups than that uses one fold per group
   if it has at least 2, else gets no score. PCSKM fits the whole s grid again for each fold,
   from the cell's initial centres; SKM ignores the constraints and scores every fold on its
@@ -84,11 +85,12 @@ class SelectionScorer:
         self.no_constraints = Constraints.empty(fitter.X.shape[0])
         self._shared_gap = None  # (fit, gap and gap_sd) of a fit shared by the task's cells
 
-    def record(self, result, r, f, fitted, constraints, centres, cell):
-        """Score the cell (run ``r``, fold ``f``) of ``result`` whose fit is ``fitted`` (a
-        ``_Fit`` from ``centres`` with ``constraints``); ``cell`` is its :class:`CellScores`."""
+    def record(self, result, r, run, f, fitted, constraints, centres, cell):
+        """Score the cell (position ``r`` of run ``run``, fold ``f``) of ``result`` whose fit
+        is ``fitted`` (a ``_Fit`` from ``centres`` with ``constraints``); ``cell`` is its
+        :class:`CellScores`. The CV scores only in the setting's ``cv_runs``."""
         failed = failed_rows(fitted.status)
-        if self.setting.cv_folds:
+        if self.setting.has_cv(run):
             n_folds, fold = cell.folds(self.setting.cv_folds)
             result.cv_folds_used[r, f] = n_folds
             if n_folds:

@@ -34,12 +34,15 @@ _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
     "design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": None,
+    "cv_runs": None,
 }
 # Keys added after specs and stores were first written, with the value that everything
 # written before them implies: left out of the hash at that value (so that such a spec keeps
 # its hash), and assumed for a store that does not record them.
 # cv_algorithms is stored resolved: the algorithms that get CV scores, none when cv_folds is 0.
-ADDED_DEFAULTS = {"design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": []}
+# cv_runs is None for CV scores in every run (and when cv_folds is 0).
+ADDED_DEFAULTS = {"design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": [],
+                  "cv_runs": None}
 _REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs")
 _KEYS = ("name", *_REQUIRED, *_DEFAULTS)
 _VARIANT_KEYS = ("estimator", "params")
@@ -92,6 +95,7 @@ class ExperimentSpec:
     cv_folds: int = 0  # constraint folds of the CV scores; 0: none (docs/method/selection.md §2)
     gap_permutations: int = 0  # null data sets of the gap statistic; 0: none (§3)
     cv_algorithms: tuple = ()  # the algorithms that get CV scores (empty when cv_folds is 0)
+    cv_runs: int | None = None  # CV scores in runs 0 to cv_runs - 1 only; None: every run
     source_text: str = ""
 
     def sparsity_grid(self, n_features):
@@ -110,7 +114,8 @@ class ExperimentSpec:
             "sparsity_start": self.sparsity_start, "sparsity_step": self.sparsity_step,
             "sparsity_max_values": self.sparsity_max_values, "design": self.design,
             "cv_folds": self.cv_folds, "gap_permutations": self.gap_permutations,
-            "cv_algorithms": list(self.cv_algorithms), "source_text": self.source_text,
+            "cv_algorithms": list(self.cv_algorithms), "cv_runs": self.cv_runs,
+            "source_text": self.source_text,
         }
 
     def hash(self):
@@ -226,9 +231,10 @@ class _Checker:
         return dict(value)
 
     def selection_scores(self, values, algorithms):
-        """``(cv_folds, gap_permutations, cv_algorithms)``: the per-s selection scores the
-        runner stores (docs/method/selection.md §2, §3); ``cv_algorithms`` defaults to every
-        SKM and PCSKM algorithm of the spec when cv_folds is on, and is empty when it is off."""
+        """``(cv_folds, gap_permutations, cv_algorithms, cv_runs)``: the per-s selection
+        scores the runner stores (docs/method/selection.md §2, §3); ``cv_algorithms`` defaults
+        to every SKM and PCSKM algorithm of the spec when cv_folds is on, and is empty when it
+        is off; ``cv_runs`` (None: every run) limits the CV scores to the first runs."""
         counts = []
         for key, minimum, what in (("cv_folds", 2, "constraint folds"),
                                    ("gap_permutations", 1, "permuted data sets")):
@@ -243,9 +249,19 @@ class _Checker:
         if (cv_folds or gap_permutations) and not sparse:
             self.fail("cv_folds and gap_permutations score the s grid of SKM and PCSKM, and "
                       "the spec runs neither")
+        cv_runs = values["cv_runs"]
+        if cv_runs is not None:
+            if not cv_folds:
+                self.fail("cv_runs is set but cv_folds is 0 (no cross-validation); set "
+                          "cv_folds to 2 or more, or remove cv_runs")
+            n_runs = values["n_runs"]
+            if isinstance(cv_runs, bool) or not isinstance(cv_runs, int) or not 1 <= cv_runs \
+                    or (isinstance(n_runs, int) and cv_runs > n_runs):
+                self.fail(f"cv_runs must be an integer from 1 to n_runs ({n_runs!r}): the "
+                          f"runs that get CV scores; got {cv_runs!r}")
         names = values["cv_algorithms"]
         if names is None:
-            return cv_folds, gap_permutations, tuple(sparse) if cv_folds else ()
+            return cv_folds, gap_permutations, tuple(sparse) if cv_folds else (), cv_runs
         if not cv_folds:
             self.fail("cv_algorithms is set but cv_folds is 0 (no cross-validation); set "
                       "cv_folds to 2 or more, or remove cv_algorithms")
@@ -254,7 +270,8 @@ class _Checker:
         if unscored:
             self.fail(f"cv_algorithms lists {', '.join(unscored)}, which fit no s grid; the "
                       f"spec's SKM and PCSKM algorithms are {', '.join(sparse)}")
-        return cv_folds, gap_permutations, tuple(name for name in sparse if name in chosen)
+        return (cv_folds, gap_permutations, tuple(name for name in sparse if name in chosen),
+                cv_runs)
 
     def algorithms(self, names, variants):
         if not isinstance(variants, dict):
@@ -305,7 +322,8 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
     except ValueError as error:
         check.fail(f"in datasets: {error}")
     algorithms = check.algorithms(values["algorithms"], values["variants"])
-    cv_folds, gap_permutations, cv_algorithms = check.selection_scores(values, algorithms)
+    cv_folds, gap_permutations, cv_algorithms, cv_runs = check.selection_scores(values,
+                                                                                algorithms)
     start = check.number(values["sparsity_start"], "sparsity_start")
     step = check.number(values["sparsity_step"], "sparsity_step")
     if not start > 1:
@@ -333,6 +351,7 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
         cv_folds=cv_folds,
         gap_permutations=gap_permutations,
         cv_algorithms=cv_algorithms,
+        cv_runs=cv_runs,
         source_text=text,
     )
 

@@ -24,7 +24,7 @@ the compute of an otherwise idle core.
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pcskm.algorithms.constraints import Constraints
 from pcskm.experiments import cells
@@ -146,19 +146,30 @@ def estimate(tasks, view, spec, budget_seconds=60.0):
         keys_of.append(keys)
         for setting, key in zip(task.settings, keys, strict=True):
             groups.setdefault(key, [setting, kind, 0, 0])
-            groups[key][2] += task.n_samples
             groups[key][3] += 1
+            # with cv_runs, the cells of the later runs are those of the setting without CV
+            with_cv = sum(setting.has_cv(run) for block in task.blocks
+                          for run in block.runs) * len(task.fold_list)
+            if setting.cv_folds and with_cv < task.n_samples:
+                plain = replace(setting, cv_folds=0, cv_runs=None)
+                plain_key = _group(plain, kind, attrs["n_samples"], attrs["n_features"])
+                groups.setdefault(plain_key, [plain, kind, 0, 0])
+                groups[plain_key][2] += task.n_samples - with_cv
+                groups[key][2] += with_cv
+            else:
+                groups[key][2] += task.n_samples
     ordered = sorted(spec.percentages)
     percents = tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
-    order = sorted(groups, key=lambda key: -groups[key][2])
+    order = sorted((key for key in groups if groups[key][2]), key=lambda key: -groups[key][2])
     start = time.perf_counter()
     samples = {}
     for round_, key in ((r, key) for r in range(MAX_ROUNDS) for key in order):
         if time.perf_counter() - start > budget_seconds:
             break
         setting, kind = groups[key][:2]
+        runs = spec.n_runs if setting.cv_runs is None else min(setting.cv_runs, spec.n_runs)
         samples.setdefault(key, []).append(
-            _probe(setting, kind, percents, run=round_ % spec.n_runs, warm=round_ == 0))
+            _probe(setting, kind, percents, run=round_ % runs, warm=round_ == 0))
     probe_seconds = time.perf_counter() - start
     costs = {key: _Cost(*(_trimmed_mean([getattr(c, field) for c in probes])
                           for field in ("per_cell", "per_task", "sampling", "nulls")))

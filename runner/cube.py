@@ -105,7 +105,7 @@ _FIT_VARIABLES = {  # name: (dtype, fill value, attributes)
 # them on: the bit of each kind in the ``scored`` markers, the spec keys that set them, and
 # the variables of each kind, name: (bit, dims, dtype, fill value, attributes).
 CV_SCORES, GAP_SCORES = 1, 2
-SCORE_SETTINGS = ("cv_folds", "gap_permutations", "cv_algorithms")
+SCORE_SETTINGS = ("cv_folds", "gap_permutations", "cv_algorithms", "cv_runs")
 SCORE_VARIABLES = {
     "cv_score": (CV_SCORES, FIT_DIMS, "f4", np.nan, {
         "long_name": "constraint cross-validation score: mean held-out CVCP F-measure over "
@@ -456,8 +456,9 @@ def merge_layouts(old, new, store="the store"):
 def _merge_scores(old, new, store, problems):
     """The selection-score settings covering both (appending to ``problems``): a store
     without a kind of score takes the spec's; a store with it keeps it, and the spec must
-    have the same number of folds or permutations; ``cv_algorithms`` grows, but an
-    algorithm of the spec that has CV scores in the store must keep them."""
+    have the same number of folds or permutations, and the same ``cv_runs`` for CV;
+    ``cv_algorithms`` grows, but an algorithm of the spec that has CV scores in the store
+    must keep them."""
     merged = {}
     for key in ("cv_folds", "gap_permutations"):
         before, wanted = old.fixed.get(key, 0), new.fixed.get(key, 0)
@@ -465,6 +466,11 @@ def _merge_scores(old, new, store, problems):
         if before and wanted != before:
             problems.append(f"{key} is {before!r} in {store} but {wanted!r} in this spec (a "
                             "store keeps the selection scores it has, with their settings)")
+    before, wanted = old.fixed.get("cv_runs"), new.fixed.get("cv_runs")
+    merged["cv_runs"] = before if old.fixed.get("cv_folds", 0) else wanted
+    if old.fixed.get("cv_folds", 0) and new.fixed.get("cv_folds", 0) and wanted != before:
+        problems.append(f"cv_runs is {before!r} in {store} but {wanted!r} in this spec (a "
+                        "store keeps the selection scores it has, with their settings)")
     before, wanted = old.fixed.get("cv_algorithms", []), new.fixed.get("cv_algorithms", [])
     dropped = [name for name in before if name in new.algorithms and name not in wanted]
     if dropped and new.fixed.get("cv_folds", 0):

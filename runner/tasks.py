@@ -148,8 +148,9 @@ def _split(blocks, parts):
 
 def _work_per_run(group, n_samples):
     """Units of work of one run (all folds) of one block for the settings ``group`` (the
-    fits of the selection scores included)."""
-    return (sum(s.n_sparsity * (1 + s.n_selection_fits) for s in group) * n_samples
+    fits of the selection scores included, as in run 0: with ``cv_runs`` the later runs
+    may have fewer)."""
+    return (sum(s.n_sparsity * (1 + s.selection_fits(0)) for s in group) * n_samples
             * group[0].n_folds)
 
 

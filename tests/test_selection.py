@@ -18,7 +18,7 @@ from pcskm.algorithms import (
     select_by_satisfaction,
 )
 from pcskm.algorithms._result import EMPTY_CLUSTER
-from pcskm.algorithms.selection import _held_out_f_measure
+from pcskm.algorithms.selection import _fold_f_measures
 
 BARS_GRID = np.array([1.1, 1.2, 1.5])
 
@@ -147,10 +147,11 @@ def test_held_out_f_measure_worked_example():
     labels = np.array([0, 0, 1, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0])
     expected = (4 / 6 + 8 / 10) / 2
     assert plain_f_measure(labels, pairs[is_ml], pairs[~is_ml]) == pytest.approx(expected)
-    score = _held_out_f_measure(labels[None], pairs, is_ml)
-    np.testing.assert_allclose(score, [0.7333333333333333], rtol=1e-15)
-    only_cannot = _held_out_f_measure(labels[None], pairs[3:], is_ml[3:])
-    np.testing.assert_allclose(only_cannot, [8 / 9], rtol=1e-15)  # F_CL: no must-link FP
+    # as one fold, and as fold 1 of two folds whose fold 0 holds the must-links only
+    score = _fold_f_measures(labels[None], pairs, is_ml, np.zeros(8, np.int64), 1)
+    np.testing.assert_allclose(score, [[0.7333333333333333]], rtol=1e-15)
+    two_folds = _fold_f_measures(labels[None], pairs, is_ml, np.where(is_ml, 0, 1), 2)
+    np.testing.assert_allclose(two_folds, [[4 / 5, 8 / 9]], rtol=1e-15)  # no FP of the other class
 
 
 def test_cv_chooses_the_only_s_that_separates_the_held_out_constraints():

@@ -5,6 +5,7 @@ scores whatever the number of workers."""
 
 import shutil
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,6 +17,9 @@ from pcskm.algorithms import PCSKMeans, SparseKMeans, constraint_cv_scores, gap_
 from pcskm.algorithms.constraints import Constraints
 from pcskm.experiments import cells
 from pcskm.experiments.protocol import Protocol
+from pcskm.experiments.report import open_store, selection
+from pcskm.experiments.report.document import _cv_runs_note
+from pcskm.experiments.report.fits import fit_table
 from pcskm.experiments.selection_scores import CellScores
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import IncompatibleStore, run_spec
@@ -213,6 +217,10 @@ def test_a_damaged_score_chunk_is_found_and_its_cells_computed_again(scored, cli
     ('cv_folds = 3\ncv_algorithms = ["LKM"]', "cv_algorithms lists LKM, which fit no s grid; "
                                               "the spec's SKM and PCSKM algorithms are SKM, "
                                               "PCSKM"),
+    ("cv_runs = 1", "cv_runs is set but cv_folds is 0"),
+    ("cv_folds = 3\ncv_runs = 2", r"cv_runs must be an integer from 1 to n_runs \(1\): the "
+                                  "runs that get CV scores; got 2"),
+    ("cv_folds = 3\ncv_runs = 0", "cv_runs must be an integer from 1 .* got 0"),
     ('cv_folds = 3\ncv_algorithms = ["PCSKN"]', "unknown algorithm 'PCSKN' in cv_algorithms; "
                                                 "did you mean 'PCSKM'"),
     ("cv_folds_ = 3", "unknown key 'cv_folds_' in the spec; did you mean 'cv_folds'"),
@@ -238,6 +246,7 @@ def test_scores_need_a_sparse_algorithm_and_keep_the_hash_off():
     ("cv_folds = 8\ngap_permutations = 4", "gap_permutations is 3 in .* but 4 in this spec"),
     ('cv_folds = 8\ngap_permutations = 3\ncv_algorithms = ["PCSKM"]',
      "SKM has CV scores in .* but is not in this spec's cv_algorithms"),
+    ("cv_folds = 8\ngap_permutations = 3\ncv_runs = 1", "cv_runs is None in .* but 1 in this spec"),
 ])
 def test_a_store_keeps_its_scores(scored, tmp_path, keys, message):
     """A spec that turns the scores off or changes their settings is refused, and the store
@@ -247,3 +256,36 @@ def test_a_store_keeps_its_scores(scored, tmp_path, keys, message):
     with pytest.raises(IncompatibleStore, match=message):
         prepare(store, parse_spec(OFF + keys))
     xr.testing.assert_identical(iris_group(store), iris_group(scored))
+
+
+def test_cv_runs_limit_the_cv_scores_to_the_first_runs(scored, client, tmp_path):
+    """With ``cv_runs = 1`` of 2 runs, run 0 carries the CV scores of a spec without the
+    limit (the draws are the cell's) and run 1 none (cv_folds_used -1), while the gap is in
+    both; the report's ``cv`` selection then covers run 0 only, for every algorithm."""
+    text = ON.replace("n_runs = 1", "n_runs = 2") + "cv_runs = 1\n"
+    assert parse_spec(text).hash() != parse_spec(ON.replace("n_runs = 1", "n_runs = 2")).hash()
+    store = tmp_path / "first-run.zarr"
+    summary = run_spec(parse_spec(text), store, client=client, progress=False)
+    assert not summary.errors and summary.complete
+    ds, full = iris_group(store), iris_group(scored)
+    for name in SCORES:
+        xr.testing.assert_identical(ds[name].sel(run=[0]), full[name])
+    later = ds.sel(run=1)
+    assert np.isnan(later.cv_score).all() and (later.cv_folds_used == -1).all()
+    sparse = later.sel(algorithm=["SKM", "PCSKM"])
+    fitted = sparse.isel(sparsity=slice(1, None))
+    xr.testing.assert_equal(fitted.gap.notnull(), fitted.f_score.notnull())  # all but failures
+    assert fitted.gap.notnull().any()
+    # each done block carries every score the spec gives it
+    assert (sparse.scored.where(sparse.done == 1, 3) == 3).all() and (sparse.done == 1).any()
+
+    opened = open_store(store)
+    assert "in runs 0 to 0 only" in _cv_runs_note("cv", SimpleNamespace(store=opened))
+    assert _cv_runs_note("cv", SimpleNamespace(store=open_store(scored))) == ""
+    table = fit_table(opened, "iris")
+    assert table.cv_run.values.tolist() == [True, False]
+    chosen = selection.summaries(selection.select(table, ["cv", "honest"]))
+    cells_per_run = 2 * 2 * 10  # kinds x percentages x folds, for one init
+    n_cells = chosen.n_cells.sel(init="dkm++").sum(["kind", "percent"])
+    assert (n_cells.sel(selection="cv") == cells_per_run).all()
+    assert (n_cells.sel(selection="honest") == 2 * cells_per_run).all()

@@ -220,6 +220,15 @@ EXPLANATIONS = {
 SCORED = ("cv", "gap", "gap-1sd")
 
 
+def _cv_runs_note(name, results):
+    """For ``cv`` in a store whose spec limits the CV scores to the first runs: which."""
+    cv_runs = (results.store.attrs.get("protocol") or {}).get("cv_runs")
+    if name != "cv" or cv_runs is None:
+        return ""
+    return (f" The cube has these scores in runs 0 to {cv_runs - 1} only (the spec's "
+            "`cv_runs`): under cv every algorithm is compared on those runs.")
+
+
 def _choosing_s(doc, results, tests, by_dataset, out, written):
     doc.heading("3. Choosing s")
     doc.paragraph(
@@ -227,7 +236,8 @@ def _choosing_s(doc, results, tests, by_dataset, out, written):
         "is taken. Every selection below is computed for every sparse algorithm; a "
         "non-sparse algorithm has one fit, which every selection takes. Each is stored in "
         f"`{results.sidecar.name}` and shown side by side in the figures and the analyses:")
-    doc.bullets([EXPLANATIONS[name] for name in results.selections])
+    doc.bullets([EXPLANATIONS[name] + _cv_runs_note(name, results)
+                 for name in results.selections])
     absent = [name for name in SCORED if name not in results.selections]
     if absent:
         doc.paragraph(

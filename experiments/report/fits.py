@@ -108,7 +108,8 @@ def fit_table(store, name):
     """The analysis variables of data set ``name`` (loaded into memory): f_score and
     satisfied (float64), the selection scores the store holds (float64), the masks
     ``applies``, ``expected``, ``computed``, ``failed`` and ``sparse`` (algorithm),
-    ``score_bits`` (algorithm), n_constraints, and the data set's attributes with
+    ``score_bits`` (algorithm), ``cv_run`` (run: the runs with CV scores, the spec's
+    ``cv_runs``), n_constraints, and the data set's attributes with
     ``n_features`` (the weights are read by :mod:`.weights`)."""
     ds = store.group(name)
     grid = ds.sparsity.values[~np.isnan(ds.sparsity.values)]
@@ -143,6 +144,8 @@ def fit_table(store, name):
         attrs={**ds.attrs, "n_features": ds.sizes.get("feature", 0)},
     ).load()
     out["n_constraints"] = ds.n_constraints.load()
+    cv_runs = (store.attrs.get("protocol") or {}).get("cv_runs")
+    out["cv_run"] = ds.run < (ds.sizes["run"] if cv_runs is None else cv_runs)
     if "uninformative" in ds.variables:
         out = out.assign_coords(uninformative=ds["uninformative"].load().astype(bool))
     return out

@@ -28,6 +28,8 @@ rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s
 store (docs/reference/cube-schema.md, Selection scores): a cube without them does not have
 these selections. A sparse algorithm whose cells carry no such score (outside the spec's
 ``cv_algorithms``) is not computed under that selection (counted as missing, not failed).
+A store whose spec limits the CV scores to its first runs (``cv_runs``) has the ``cv``
+selection in those runs only, for every algorithm.
 
 Aggregates (§9): Fbar = nanmean over (run, fold) of F at the selected s; the standard
 deviation is over runs of the per-run mean over folds; every aggregate carries its counts of
@@ -158,9 +160,12 @@ FIXED = "fixed-loo"
 
 
 def covers(fits, bit):
-    """Per algorithm: its cells carry the score kind ``bit`` (every algorithm for 0; a
-    non-sparse algorithm always: its only fit needs no score)."""
-    return ~fits.sparse | ((fits.score_bits & bit) == bit)
+    """Per algorithm and run: its cells carry the score kind ``bit`` (every algorithm for 0; a
+    non-sparse algorithm always: its only fit needs no score). CV scores only in the store's
+    ``cv_runs`` (``cv_run``), and there for every algorithm: a selection is compared on the
+    same cells for all."""
+    carried = ~fits.sparse | ((fits.score_bits & bit) == bit)
+    return carried & fits.cv_run if bit == CV_SCORES else carried
 
 
 def available(variables):

@@ -1,0 +1,84 @@
+"""Numba kernels of the selection scores (docs/method/selection.md): the held-out F-measures
+of constraint cross-validation (§2.3) and the observed objective of the gap statistic
+(§3.1), one compiled call per path instead of Python per s."""
+
+import numpy as np
+
+from ._jit import kernel
+from ._sparse import scores_into
+
+
+@kernel
+def fold_f_measures(labels, pairs, is_must_link, fold, n_folds):
+    """(n_s, n_folds) CVCP F-measure (§2.3) of each fold's constraints under each row of
+    ``labels`` (n_s, n); ``fold`` is the fold of each constraint of ``pairs``. With TP_ML the
+    fold's must-links kept together, FP_ML its cannot-links put together, n_ML and n_CL its
+    sizes: F_ML = 2 TP_ML / (n_ML + TP_ML + FP_ML), F_CL = 2 TP_CL / (n_CL + TP_CL + FP_CL)
+    with TP_CL = n_CL - FP_ML and FP_CL = n_ML - TP_ML; the score is the mean over the
+    classes present in the fold."""
+    n_s = labels.shape[0]
+    size = np.zeros((n_folds, 2), dtype=np.int64)
+    for c in range(pairs.shape[0]):
+        size[fold[c], 0 if is_must_link[c] else 1] += 1
+    together = np.empty((n_folds, 2), dtype=np.int64)
+    out = np.empty((n_s, n_folds))
+    for s in range(n_s):
+        together[:] = 0
+        for c in range(pairs.shape[0]):
+            if labels[s, pairs[c, 0]] == labels[s, pairs[c, 1]]:
+                together[fold[c], 0 if is_must_link[c] else 1] += 1
+        for f in range(n_folds):
+            n_must, n_cannot = size[f, 0], size[f, 1]
+            kept_together, put_together = together[f, 0], together[f, 1]
+            kept_apart = n_cannot - put_together
+            total = 0.0
+            present = 0
+            if n_must > 0:
+                total += 2 * kept_together / (n_must + kept_together + put_together)
+                present += 1
+            if n_cannot > 0:
+                total += 2 * kept_apart / (n_cannot + kept_apart + n_must - kept_together)
+                present += 1
+            out[s, f] = total / present
+    return out
+
+
+@kernel
+def weighted_bcss(X, labels, weights, failed, k, tss):
+    """O(s) = sum_j w_j BCSS_j (§3.1) of each row of ``labels`` (n_s, n) with its row of
+    ``weights`` (n_s, p), BCSS_j = TSS_j - WCSS_j (algorithms.md §4.3, ``tss`` = TSS); NaN
+    for a ``failed`` s. BCSS is computed once per distinct row of labels (the s of a path
+    often share them); the sum over j runs in ascending order."""
+    n_s, n = labels.shape
+    p = X.shape[1]
+    no_pairs = np.empty((0, 2), dtype=np.int64)
+    no_links = np.empty(0, dtype=np.bool_)
+    no_box = np.empty(0)
+    bcss = np.empty((n_s, p))
+    first = np.empty(n_s, dtype=np.int64)  # the distinct rows so far, by first appearance
+    n_distinct = 0
+    objective = np.full(n_s, np.nan)
+    for s in range(n_s):
+        if failed[s]:
+            continue
+        match = -1
+        for d in range(n_distinct):
+            row = first[d]
+            same = True
+            for i in range(n):
+                if labels[row, i] != labels[s, i]:
+                    same = False
+                    break
+            if same:
+                match = row
+                break
+        if match < 0:
+            scores_into(bcss[s], X, labels[s], k, tss, no_pairs, no_links, no_box, False)
+            first[n_distinct] = s
+            n_distinct += 1
+            match = s
+        total = 0.0
+        for j in range(p):
+            total += weights[s, j] * bcss[match, j]
+        objective[s] = total
+    return objective
