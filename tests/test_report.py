@@ -387,6 +387,9 @@ def test_smoke_report_files(smoke_report):
     assert "Appendix: performance with ROBIN(D): not computed" in text
     assert "Figure 1: performance (paper)" in text  # the image link
     assert "runs: 2 (the paper: 25)" in text
+    # the store by name (a report is read on other machines), the design it was run with
+    assert str(store.parent) not in text and "store: `smoke.zarr`" in text
+    assert "design: paired (every algorithm and init of a (data set, kind" in text
     claims = pd.read_csv(out / "claims.csv")
     assert len(claims) == len(CLAIMS)
 

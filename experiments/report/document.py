@@ -74,6 +74,15 @@ def _run_lines(runs):
     return lines
 
 
+# What the two designs of docs/method/protocol.md §6 share between the settings of a cell.
+DESIGNS = {
+    "paired": "every algorithm and init of a (data set, kind, percent, run, fold) uses the "
+              "same constraint sample and Seeding draw",
+    "unpaired": "every algorithm and init draws its own constraint sample and Seeding, as "
+                "the authors' script did",
+}
+
+
 def _header(doc, results):
     store, attrs = results.store, results.store.attrs
     doc.heading(f"Report of {store.path.name}", level=1)
@@ -83,14 +92,16 @@ def _header(doc, results):
         total = sum(run.get("wall_seconds", 0) for run in runs)
         doc.paragraph(f"Computed in {len(runs)} run(s), {_duration(total)} of wall time in all:")
         doc.bullets(_run_lines(runs))
+    design = (attrs.get("protocol") or {}).get("design", "paired")
     doc.bullets([
-        f"store: `{store.path.resolve()}`",
+        f"store: `{store.path.name}`",
         f"spec: {attrs.get('spec_name', '?')} (hash {str(attrs.get('spec_hash', '?'))[:12]}; "
         f"{len(attrs.get('spec_hashes') or [])} spec(s) wrote into this store)",
+        f"design: {design} ({DESIGNS[design]}; docs/method/protocol.md §6)",
         "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
-        f"best-s selections stored in `{results.sidecar.resolve()}` (Zarr, one group per data "
-        "set: `<selection>_s` and `<selection>_f` per selection, `fixed_loo_s`, computed, "
-        "expected; section 3)",
+        f"best-s selections stored in `{results.sidecar.name}` beside the store (Zarr, one "
+        "group per data set: `<selection>_s` and `<selection>_f` per selection, "
+        "`fixed_loo_s`, computed, expected; section 3)",
     ])
     description = _spec_description(attrs)
     if description:
