@@ -24,6 +24,8 @@ from pcskm.experiments.report import (
 )
 from pcskm.experiments.report.aggregate import collect
 from pcskm.experiments.report.claims import CLAIMS
+from pcskm.experiments.spec import load_spec
+from pcskm.runner import open_cube
 
 ALGORITHMS = ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
 SPARSE = ("SKM", "PCSKM")
@@ -392,6 +394,20 @@ def test_smoke_report_files(smoke_report):
     assert "design: paired (every algorithm and init of a (data set, kind" in text
     claims = pd.read_csv(out / "claims.csv")
     assert len(claims) == len(CLAIMS)
+
+
+def test_smoke_report_counts(smoke_report):
+    """counts.csv against the spec's grid and the run record of the store."""
+    store, report = smoke_report
+    spec = load_spec("smoke")
+    counts = pd.read_csv(report.parent / "counts.csv").set_index("count").value
+    runs = open_cube(store).attrs["runs"]
+    assert counts["cells"] == counts["computed_cells"] == sum(run["cells"] for run in runs)
+    assert counts["fits"] == sum(run["fits"] for run in runs)
+    assert counts["samples"] == counts["computed_samples"] == (
+        len(spec.datasets) * len(spec.kinds) * len(spec.percentages) * spec.n_runs
+        * spec.n_folds)
+    assert "| samples |" in report.read_text()
 
 
 def test_smoke_selections_match_a_plain_loop(smoke_report):

@@ -39,6 +39,7 @@ class Results:
     best_s: dict = field(default_factory=dict)  # name -> Dataset of best-s summaries
     weight_means: dict = field(default_factory=dict)  # name -> weights.means() Dataset
     coverage: list = field(default_factory=list)  # DataFrames, one per data set
+    samples: list = field(default_factory=list)  # DataFrames (coverage.samples), one per set
     failures: list = field(default_factory=list)  # DataFrames, one per data set
     constraints_used: list = field(default_factory=list)
     families: xr.Dataset | None = None  # (family, selection, algorithm, init, kind, percent)
@@ -161,6 +162,7 @@ def collect(store, sidecar=None):
         if fits.sparse.any():
             results.best_s[name] = _best_s_summary(selected, fits)
         results.coverage.append(coverage.table(name, fits))
+        results.samples.append(coverage.samples(name, fits))
         results.failures.append(failures.table(name, fits))
         results.constraints_used.append(_constraints_used(name, fits))
         results.cell_sample.append(cell_sample.draw(store, name, fits))

@@ -40,6 +40,42 @@ def table(name, fits):
     return frame[frame.cells > 0].reset_index(drop=True)
 
 
+def samples(name, fits):
+    """One row per kind of data set ``name``: its (kind, percent, run, fold) combinations with
+    an expected cell, and those with a computed one."""
+    expected = fits.expected.any(("algorithm", "init"))
+    computed = fits.computed.any(("algorithm", "init"))
+    frame = pd.DataFrame({"samples": expected.sum(CELL).to_series(),
+                          "computed_samples": computed.sum(CELL).to_series()}).reset_index()
+    frame.insert(0, "dataset", name)
+    frame["kind"] = frame["kind"].astype(str)
+    return frame[frame.samples > 0].reset_index(drop=True)
+
+
+# The counts of docs/reference/cube-schema.md ("Counts"), defined once for the report and the
+# prose around it: (name, definition).
+COUNTS = (
+    ("cells", "(data set, algorithm, init, kind, percent, run, fold) entries the spec runs"),
+    ("computed_cells", "cells computed"),
+    ("samples", "(data set, kind, percent, run, fold) combinations: one fold split and one "
+                "constraint draw each, shared by the algorithms and inits of the paired "
+                "design (docs/method/protocol.md §6)"),
+    ("computed_samples", "samples with a computed cell"),
+    ("fits", "(cell, s) entries computed: one per cell for LKM, PCKM and MPCKM, one per s "
+             "of the grid for SKM and PCSKM; a fit shared by several cells counted in each"),
+    ("failed_fits", "fits with status empty_cluster or degenerate_weights (F = NaN)"),
+)
+
+
+def counts(coverage_table, samples_table):
+    """The totals of :data:`COUNTS` over the cube: ``count``, ``value``, ``definition``."""
+    totals = {**coverage_table[["cells", "computed", "fits", "failed_fits"]].sum().rename(
+        {"computed": "computed_cells"}).to_dict(),
+        **samples_table[["samples", "computed_samples"]].sum().to_dict()}
+    return pd.DataFrame([{"count": name, "value": int(totals[name]), "definition": text}
+                         for name, text in COUNTS])
+
+
 def grid_differences(store, results):
     """Sentences naming how the cube's grid differs from the paper's study."""
     notes = []

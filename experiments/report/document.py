@@ -131,6 +131,11 @@ def _coverage(doc, results, out, written):
     _csv(table, out, "coverage.csv", written)
     if table.empty:
         return
+    totals = coverage.counts(table, pd.concat(results.samples, ignore_index=True))
+    _csv(totals, out, "counts.csv", written)
+    doc.paragraph("The counts used throughout (`counts.csv`; docs/reference/cube-schema.md, "
+                  "Counts):")
+    doc.table(totals.assign(value=totals.value.map("{:,}".format)))
     member_of = {name: results.family_labels[label]
                  for label, members in results.family_members.items() for name in members}
     summary = table.assign(dataset=table.dataset.map(member_of)).groupby(
