@@ -28,7 +28,7 @@ from .protocol import DESIGNS, INIT_CODES, KINDS, pct10, sparsity_grid
 
 ESTIMATORS = tuple(ESTIMATOR_CLASSES)
 INITS = tuple(INIT_CODES)  # dkm++, seeding, robin, maximin
-BUNDLED = ("smoke", "quick", "paper", "unpaired", "contamination")
+BUNDLED = ("smoke", "quick", "paper", "unpaired", "paired-subset", "contamination")
 
 _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,

@@ -323,6 +323,14 @@ def test_dry_run_estimate_counts_a_sample_per_setting_in_the_unpaired_design(mon
 
 # --- the spec key and the store -------------------------------------------------------------
 
+def test_the_paired_subset_is_the_unpaired_grid_in_the_paired_design():
+    unpaired, paired = load_spec("unpaired").to_dict(), load_spec("paired-subset").to_dict()
+    assert paired.pop("design") == "paired" and unpaired.pop("design") == "unpaired"
+    for key in ("name", "description", "source_text"):
+        del paired[key], unpaired[key]
+    assert paired == unpaired
+
+
 def test_design_key_defaults_to_paired_and_keeps_older_hashes():
     base = parse_spec(TINY)
     assert base.design == "paired"
