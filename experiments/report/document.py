@@ -141,11 +141,8 @@ def _coverage(doc, results, out, written):
     summary = table.assign(dataset=table.dataset.map(member_of)).groupby(
         ["dataset", "algorithm"], sort=False)[["cells", "computed", "missing", "fits",
                                                "failed_fits"]].sum().reset_index()
-    doc.paragraph("Cells are the (data set, algorithm, init, kind, percent, run, fold) "
-                  "entries the spec runs; fits are one per cell and s (SKM, PCSKM: every s of "
-                  "the data set's grid), a fit shared by several cells counted in each "
-                  "(docs/reference/cube-schema.md, Counts). Per data set (digits: summed over "
-                  "the subsets) and algorithm; details per init and kind in `coverage.csv`.")
+    doc.paragraph("Cells and fits per data set (digits: summed over the subsets) and "
+                  "algorithm; per init and kind in `coverage.csv`.")
     doc.table(summary)
     missing = table[table.missing > 0]
     if missing.empty:
