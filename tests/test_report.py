@@ -408,6 +408,9 @@ def test_smoke_report_counts(smoke_report):
         len(spec.datasets) * len(spec.kinds) * len(spec.percentages) * spec.n_runs
         * spec.n_folds)
     assert "| samples |" in report.read_text()
+    recorded = pd.read_csv(report.parent / "runs.csv")
+    assert recorded.cells.tolist() == [run["cells"] for run in runs]
+    assert recorded.wall_seconds.tolist() == [run["wall_seconds"] for run in runs]
 
 
 def test_smoke_selections_match_a_plain_loop(smoke_report):

@@ -83,7 +83,7 @@ DESIGNS = {
 }
 
 
-def _header(doc, results):
+def _header(doc, results, out, written):
     store, attrs = results.store, results.store.attrs
     doc.heading(f"Report of {store.path.name}", level=1)
     versions = attrs.get("versions") or {}
@@ -92,6 +92,8 @@ def _header(doc, results):
         total = sum(run.get("wall_seconds", 0) for run in runs)
         doc.paragraph(f"Computed in {len(runs)} run(s), {_duration(total)} of wall time in all:")
         doc.bullets(_run_lines(runs))
+        _csv(pd.DataFrame(runs), out, "runs.csv", written)
+        doc.paragraph("The same records, one row per run: `runs.csv`.")
     design = (attrs.get("protocol") or {}).get("design", "paired")
     doc.bullets([
         f"store: `{store.path.name}`",
@@ -589,7 +591,7 @@ def write_document(results, out):
     path of report.md."""
     written = []
     doc = Document()
-    _header(doc, results)
+    _header(doc, results, out, written)
     _coverage(doc, results, out, written)
     _failures(doc, results, out, written)
     table1 = _table1(doc, results, out, written)
