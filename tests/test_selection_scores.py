@@ -287,5 +287,8 @@ def test_cv_runs_limit_the_cv_scores_to_the_first_runs(scored, client, tmp_path)
     chosen = selection.summaries(selection.select(table, ["cv", "honest"]))
     cells_per_run = 2 * 2 * 10  # kinds x percentages x folds, for one init
     n_cells = chosen.n_cells.sel(init="dkm++").sum(["kind", "percent"])
+    n_expected = chosen.n_expected.sel(init="dkm++").sum(["kind", "percent"])
     assert (n_cells.sel(selection="cv") == cells_per_run).all()
+    assert (n_expected.sel(selection="cv") == cells_per_run).all()  # complete: run 0 only
     assert (n_cells.sel(selection="honest") == 2 * cells_per_run).all()
+    assert (n_expected.sel(selection="honest") == 2 * cells_per_run).all()

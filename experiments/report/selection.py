@@ -215,14 +215,16 @@ def summarise(f_score, computed, expected):
 
 def summaries(selected):
     """``summarise`` for every selection of ``selected`` (:func:`select`), stacked along a
-    ``selection`` dim; a cell not covered by a selection's score is not computed under it."""
+    ``selection`` dim; a cell not covered by a selection's score (by the store's design: an
+    algorithm without the score, a run after ``cv_runs``) is neither computed nor expected
+    under it."""
     names = selected_names(selected)
     frames = []
     for name in names:
         variable = BY_NAME[name].variable
         covered = selected.get(f"{variable}_covered", True)
         frames.append(summarise(selected[f"{variable}_f"], selected.computed & covered,
-                                selected.expected))
+                                selected.expected & covered))
     return xr.concat(frames, dim=xr.DataArray(list(names), dims="selection", name="selection"))
 
 
