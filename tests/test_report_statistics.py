@@ -307,6 +307,14 @@ def test_failures_in_the_figure_data_and_the_failure_table(failing_cube):
     text = report.read_text()
     assert "paper: iris (= fisheriris) / PCSKM / dkm++ / random: 1" in text
     assert "| Brodinova 5+5 | PCKM | 8 | 1 | 0.125 | dkm++ / random / 10 % | 0.25 | 1 |" in text
+    totals = pd.read_csv(out / "failures_summary.csv").set_index(["dataset", "algorithm"])
+    assert totals.loc[("all data sets", "PCSKM"), ["fits", "failed_fits", "failed_share"]
+                      ].tolist() == [48, 24, 0.5]  # 2 data sets x 8 cells x 3 s; 1 % failed
+    assert totals.loc[("all data sets", "PCKM"), ["fits", "failed_fits", "cells_all_failed"]
+                      ].tolist() == [16, 2, 2]
+    gaps = pd.read_csv(out / "failure_gaps.csv")
+    assert set(gaps.algorithm) == {"PCSKM"} and set(gaps.percentages.astype(str)) == {"1"}
+    assert set(gaps.selection) >= {"paper", "honest"}
 
 
 def test_failed_points_are_drawn(failing_cube, tmp_path):

@@ -174,17 +174,21 @@ def _failures(doc, results, out, written):
         "(`cells_all_failed`), and per selection the failed share of the cells behind the "
         "plotted point, at the selected s (`failed_fraction_<selection>`, the same as in the "
         "figures' CSVs). Below: per data set and algorithm with failures, pooled over inits, "
-        "kinds and percentages, with the setting of the largest share.")
+        "kinds and percentages, with the setting of the largest share, then per algorithm "
+        "over all data sets (`failures_summary.csv`).")
     if table.empty or not (table.failed_fits > 0).any():
         doc.paragraph("No computed fit failed.")
         return
-    doc.table(failures.summary(table), digits=4)
+    summary = failures.summary(table)
+    _csv(summary, out, "failures_summary.csv", written)
+    doc.table(summary, digits=4)
     gaps = failures.gaps(results.families)
     if gaps.empty:
         doc.paragraph("No plotted point has every cell failed.")
         return
+    _csv(gaps, out, "failure_gaps.csv", written)
     doc.paragraph("**Points where every cell failed** (no value: drawn as a gap with an x on "
-                  "the x axis; percentages):")
+                  "the x axis; percentages; `failure_gaps.csv`):")
     doc.bullets([f"{g.selection}: {results.family_labels.get(g.family, g.family)} / "
                  f"{g.algorithm} / {g.init} / {g.kind}: {g.percentages}"
                  for g in gaps.itertuples()])

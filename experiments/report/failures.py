@@ -67,24 +67,37 @@ def family_table(results):
     return frame.drop(columns="family")
 
 
+ALL_DATASETS = "all data sets"
+
+
 def summary(table):
-    """Per (data set, algorithm) with failures: fits, failed fits and their share, the
-    setting (init, kind, percentage) with the largest share, and the cells with no
-    successful fit at any s."""
+    """Per (data set, algorithm) with failures, then per algorithm over every data set
+    (``dataset`` = "all data sets"): fits, failed fits and their share, the setting (init,
+    kind, percentage; and data set in the totals) with the largest share, and the cells
+    with no successful fit at any s."""
     failed = table[table.failed_fits > 0]
     rows = []
     for (dataset, algorithm), group in failed.groupby(["dataset", "algorithm"], sort=False):
-        worst = group.loc[group.failed_fit_rate.idxmax()]
-        everything = table[(table.dataset == dataset) & (table.algorithm == algorithm)]
-        rows.append({
-            "dataset": dataset, "algorithm": algorithm,
-            "fits": int(everything.fits.sum()), "failed_fits": int(group.failed_fits.sum()),
-            "failed_share": group.failed_fits.sum() / everything.fits.sum(),
-            "worst_setting": f"{worst.init} / {worst.kind} / {worst.percent:g} %",
-            "worst_share": float(worst.failed_fit_rate),
-            "cells_all_failed": int(group.cells_all_failed.sum()),
-        })
+        rows.append(_summary_row(dataset, algorithm, group,
+                                 table[(table.dataset == dataset)
+                                       & (table.algorithm == algorithm)]))
+    for algorithm, group in failed.groupby("algorithm", sort=False):
+        rows.append(_summary_row(ALL_DATASETS, algorithm, group,
+                                 table[table.algorithm == algorithm]))
     return pd.DataFrame(rows)
+
+
+def _summary_row(dataset, algorithm, failed, everything):
+    worst = failed.loc[failed.failed_fit_rate.idxmax()]
+    where = f"{worst.dataset} / " if dataset == ALL_DATASETS else ""
+    return {
+        "dataset": dataset, "algorithm": algorithm,
+        "fits": int(everything.fits.sum()), "failed_fits": int(failed.failed_fits.sum()),
+        "failed_share": failed.failed_fits.sum() / everything.fits.sum(),
+        "worst_setting": f"{where}{worst.init} / {worst.kind} / {worst.percent:g} %",
+        "worst_share": float(worst.failed_fit_rate),
+        "cells_all_failed": int(failed.cells_all_failed.sum()),
+    }
 
 
 def gaps(data):
