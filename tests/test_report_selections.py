@@ -559,3 +559,19 @@ def test_a_cube_computed_with_the_scores(tmp_path):
                                                   kind="random", percent=10.0, run=0,
                                                   fold=fold))
                 assert got == pytest.approx(sparsity[best]), (score, algorithm, fold)
+
+
+def test_tie_summary_pools_each_data_set_then_all():
+    rows = [("iris", "PCSKM", "satisfied", 4, 3, 1, 10, 12),
+            ("iris", "PCSKM", "satisfied", 6, 6, 6, 30, 30),
+            ("TT-SC-ST", "PCSKM", "satisfied", 10, 1, 0, 2, 160),
+            ("TT-SC-ST", "SKM", "gap", 10, 10, 0, 100, 160)]
+    tied = pd.DataFrame(rows, columns=["dataset", "algorithm", "score", *ties.COUNTS])
+    table = ties.summary(tied).set_index(["dataset", "algorithm", "score"])
+    iris = table.loc[("iris", "PCSKM", "satisfied")]
+    assert (iris.cells, iris.tied_share, iris.all_tied_share) == (10, 0.9, 0.7)
+    assert (iris.mean_tied_s, iris.mean_scored_s) == (4.0, 4.2)
+    pooled = table.loc[(ties.ALL_DATASETS, "PCSKM", "satisfied")]
+    assert (pooled.cells, pooled.tied_share, pooled.mean_tied_s) == (20, 10 / 20, 42 / 20)
+    assert table.loc[(ties.ALL_DATASETS, "SKM", "gap"), "tied_share"] == 1
+    assert len(table) == 5

@@ -292,9 +292,12 @@ def _ties(doc, results, out, written):
         "decides alone. Per data set (digits: summed over the subsets), sparse algorithm and "
         "score, pooled over inits, kinds and percentages: the computed cells with a score, "
         "the share of them that tie, the mean number of tied s and of s with a score per "
-        "cell, and the share of cells where every s ties (per setting: "
+        "cell, and the share of cells where every s ties; last, each algorithm and score over "
+        "every data set of the cube (this table: `selection_ties_summary.csv`; per setting: "
         "`selection_ties.csv`).")
-    doc.table(_in_family_order(ties.summary(tied), results), digits=3)
+    pooled = _in_family_order(ties.summary(tied), results)
+    _csv(pooled, out, "selection_ties_summary.csv", written)
+    doc.table(pooled, digits=3)
     doc.paragraph(
         "The s each selection picks most often, with its share of the computed cells (every "
         "s chosen and its count: `selection_choices.csv`).")

@@ -154,14 +154,19 @@ def most_chosen(choices):
         ["dataset", "algorithm", "selection", "s", "share"]]
 
 
+ALL_DATASETS = "all data sets"
+
+
 def summary(ties):
-    """Per (data set, algorithm, score), pooled over inits, kinds and percentages: the cells,
-    the share tied, the mean tied and scored s per cell and the share tied over every scored
-    s."""
+    """Per (data set, algorithm, score), pooled over inits, kinds and percentages, then per
+    (algorithm, score) pooled over every data set too (``dataset`` = "all data sets"): the
+    cells, the share tied, the mean tied and scored s per cell and the share tied over every
+    scored s."""
     if ties.empty:
         return ties
     keys = ["dataset", "algorithm", "score"]
-    frame = ties.groupby(keys, sort=False)[COUNTS].sum().reset_index()
+    pooled = ties.assign(dataset=ALL_DATASETS)
+    frame = pd.concat([ties, pooled]).groupby(keys, sort=False)[COUNTS].sum().reset_index()
     frame = frame.assign(**shares(frame))
     return frame[[*keys, "cells", "tied_share", "mean_tied_s", "mean_scored_s",
                   "all_tied_share"]]
