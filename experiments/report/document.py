@@ -442,7 +442,7 @@ def _added_features(doc, long, number, out, written):
         "the mean F over the (init, kind, percentage) settings computed in both, the mean and "
         "the largest absolute difference (added - clean), and the settings whose mean F "
         "differs at 4 decimals. The main selections below; all in `added_features.csv`.")
-    main = [name for name in table.selection.unique() if name in BY_NAME and BY_NAME[name].main]
+    main = [name for name in table.selection.unique() if BY_NAME[name].main]
     doc.table(table[table.selection.isin(main)])
 
 

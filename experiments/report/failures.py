@@ -6,6 +6,7 @@ plotted point (at the selected s, per selection)."""
 import pandas as pd
 import xarray as xr
 
+from .families import ALL_DATASETS
 from .fits import quiet
 
 CELL = ("run", "fold")
@@ -65,9 +66,6 @@ def family_table(results):
         frame = frame.merge(points, on=["family", *KEYS], how="left")
     frame.insert(0, "dataset", frame.family.map(results.family_labels))
     return frame.drop(columns="family")
-
-
-ALL_DATASETS = "all data sets"
 
 
 def summary(table):

@@ -64,6 +64,10 @@ ALL = (*PAPER_STUDY, *SHUFFLED)
 WEIGHT_FAMILIES = (*BRODINOVA, PAPER_SIX[4], PAPER_SIX[5])
 
 
+# The label of a row pooled over every data set of a table (failures, ties).
+ALL_DATASETS = "all data sets"
+
+
 def family_of(name):
     """The family a cube group belongs to (ValueError for an unknown name)."""
     for family in ALL:

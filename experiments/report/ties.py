@@ -16,6 +16,7 @@ import xarray as xr
 
 from pcskm.runner.cube import CV_SCORES, GAP_SCORES
 
+from .families import ALL_DATASETS
 from .fits import CELL_DIMS
 from .selection import BY_NAME, covers, selected_names
 
@@ -152,9 +153,6 @@ def most_chosen(choices):
     order = choices.sort_values(["share", "s"], ascending=[False, True], kind="stable")
     return order.groupby(["dataset", "algorithm", "selection"], sort=False).head(1)[
         ["dataset", "algorithm", "selection", "s", "share"]]
-
-
-ALL_DATASETS = "all data sets"
 
 
 def summary(ties):
