@@ -20,10 +20,8 @@ CODE = re.compile(r"`[^`]*`|\]\([^)]*\)|https?://\S+")
 # 5+5, §10.1, 3.11.7, 00:55)
 NUMBER = re.compile(r"(?<![\w§.+/:-])([-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-−]?\d+)?)"
                     r"(\s?%)?(?![\w+/:]|-\d|\.\d)")
-
-
-# a number inside a table's text field
-IN_TEXT = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# a number in a table's field, alone or inside text ("LKM 0.946, MPCKM 0.789")
+IN_FIELD = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def paragraphs(path):
@@ -44,8 +42,8 @@ def paragraphs(path):
 
 def stated_numbers(paragraph):
     """The numbers a paragraph states (thousands separators removed), as ``(text, value,
-    decimals, percent)``: integers below 10 and numbers in code spans and links are left out
-    (counts of things, section numbers)."""
+    decimals)``, ``text`` with its % sign if any: integers below 10 and numbers in code spans
+    and links are left out (counts of things, section numbers)."""
     plain = CODE.sub(" ", paragraph)
     found = []
     for match in NUMBER.finditer(plain):
@@ -55,7 +53,7 @@ def stated_numbers(paragraph):
         decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
         if "e" not in text and decimals == 0 and abs(value) < 10:
             continue
-        found.append((match.group(0).strip(), value, decimals, bool(match.group(2))))
+        found.append((match.group(0).strip(), value, decimals))
     return found
 
 
@@ -89,8 +87,7 @@ def table_values(path):
         with path.open(newline="") as handle:
             for row in csv.reader(handle):
                 for field in row:
-                    add(field)
-                    for number in IN_TEXT.findall(field):  # "LKM 0.946, MPCKM 0.789"
+                    for number in IN_FIELD.findall(field):
                         add(number)
     return values
 
@@ -98,8 +95,7 @@ def table_values(path):
 def matches(stated, values):
     """True when some value, rounded as the number is written (or times 100), equals it;
     scientific notation compares the written significant digits."""
-    _, number, decimals, _ = stated
-    text = stated[0]
+    text, number, decimals = stated
     # a fraction written in % or as a number ("41 % of the weight"), or a value that is
     # itself a percentage (a spec's or table's `percent`)
     candidates = list(values) + [v * 100 for v in values]

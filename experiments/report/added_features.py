@@ -18,8 +18,10 @@ def table(long):
     mean F in both versions, the mean over them of the clean and the added version's mean F,
     the mean and largest absolute difference (added - clean), and the settings whose mean F
     differs at 4 decimals."""
+    if long.empty:
+        return pd.DataFrame(columns=COLUMNS)
     rows = []
-    for version in VERSIONS if not long.empty else ():
+    for version in VERSIONS:
         added = long[long.dataset.str.endswith(" " + version)]
         for label, part in added.groupby("dataset", sort=True):
             clean = long[long.dataset == label.removesuffix(" " + version)]
