@@ -19,7 +19,9 @@ bits as that literal computation. The speed comes from:
   reference, which computes the full Z);
 * pair distances four constraints at a time (``_kernels.pair_sq_distances_into``, same sums);
 * the runs of the large s values that never use s (every weight update in the Delta = 0
-  branch of §4.5) computed once and copied (see ``sparse_path``).
+  branch of §4.5) computed once and copied (see ``sparse_path``);
+* a run whose labels come back to those of an earlier weight iteration is periodic from
+  there on, and its remaining iterations are copied, not recomputed (see ``sparse_path``).
 """
 
 import math
@@ -211,6 +213,22 @@ def box_of_scaled(low, high, active, root_w, q):
 
 
 @kernel
+def repeated_state(seen_labels, seen_hash, r):
+    """The earliest iteration j < r whose labels (``seen_labels[j]``, hash ``seen_hash[j]``)
+    equal those of iteration r, or 0 if none does."""
+    for j in range(1, r):
+        if seen_hash[j] == seen_hash[r]:
+            same = True
+            for i in range(seen_labels.shape[1]):
+                if seen_labels[j, i] != seen_labels[r, i]:
+                    same = False
+                    break
+            if same:
+                return j
+    return 0
+
+
+@kernel
 def sparse_path(
     X, C0, pairs, is_must_link, indptr, partner, link, sparsities, paper,
     max_iter, inner_max_iter, tol, policy,
@@ -277,6 +295,13 @@ def sparse_path(
     centers_buffer = np.empty(k * p)
     counts = np.empty(k, dtype=np.int64)
     pair_dist = np.empty(pairs.shape[0])
+    # The state after weight iteration r, for the cycle test below (index r, 1..max_iter).
+    seen_labels = np.empty((max_iter + 1, n), dtype=np.int64)
+    seen_hash = np.empty(max_iter + 1, dtype=np.uint64)
+    seen_weights = np.empty((max_iter + 1, p))
+    seen_centers = np.empty((max_iter + 1, k, p))
+    seen_objective = np.empty(max_iter + 1)
+    seen_empty = np.zeros(max_iter + 1, dtype=np.int64)
     # A run whose every weight update had l1_l2_ratio(g) <= its s never used s: for any
     # s' >= the largest of those ratios each update takes the same Delta = 0 branch, so the
     # run for s' is the same run, bit for bit (a run that failed before any update never
@@ -310,6 +335,7 @@ def sparse_path(
         n_iter = max_iter
         objective = np.nan
         for r in range(1, max_iter + 1):
+            inner_empty = 0
             if r >= 2:
                 # Step 3a: recluster Z = X * sqrt(w) from the means of Z under l, on the
                 # q features with w_m > 0 (the others add exact zeros, see the module doc).
@@ -371,6 +397,38 @@ def sparse_path(
             if change / size <= tol:
                 status = CONVERGED
                 n_iter = r
+                break
+            # The weights after iteration r are a function of its labels alone (the scores
+            # gamma depend on X and the labels only), and iteration r + 1 is a function of
+            # those labels and weights. So if the labels of iteration r equal those of an
+            # earlier iteration j, iteration r + m repeats iteration j + m for every m >= 1:
+            # the run is periodic with period r - j, every remaining iteration (its
+            # convergence test included, which failed throughout the period) is one already
+            # computed, and the run ends at max_iter in the state of the iteration of the
+            # period that max_iter falls on. The outputs are copies of that state's values.
+            if r == max_iter:
+                break
+            state = np.uint64(14695981039346656037)
+            for i in range(n):
+                state = (state ^ np.uint64(labels[i])) * np.uint64(1099511628211)
+                seen_labels[r, i] = labels[i]
+            seen_hash[r] = state
+            seen_weights[r] = w
+            seen_centers[r] = centers
+            seen_objective[r] = objective
+            seen_empty[r] = inner_empty
+            j = repeated_state(seen_labels, seen_hash, r)
+            if j > 0:
+                period = r - j
+                for t in range(r + 1, max_iter + 1):
+                    mirror = j + 1 + (t - r - 1) % period
+                    out_inner[si, t - 1] = out_inner[si, mirror - 1]
+                    n_empty += seen_empty[mirror]
+                last = j + 1 + (max_iter - r - 1) % period
+                labels[:] = seen_labels[last]
+                w[:] = seen_weights[last]
+                centers[:] = seen_centers[last]
+                objective = seen_objective[last]
                 break
         out_labels[si] = labels
         final_centers, _ = cluster_means(X, labels, k)

@@ -102,7 +102,8 @@ def new_weights(g, s):
 def sparse_kmeans(X, C0, s, must_link=None, cannot_link=None, *, weight_update="code",
                   max_iter=25, inner_max_iter=25, tol=1e-4, empty_cluster="fail"):
     """§4.2 for one s. Returns a dict of labels, centers (means of X), weighted_centers,
-    weights, n_iter, status, objective, inner_n_iter (list) and n_empty."""
+    weights, n_iter, status, objective, inner_n_iter (list), n_empty and label_history (the
+    labels after each weight iteration, as tuples)."""
     X = [[float(v) for v in row] for row in np.asarray(X)]
     n, p, k = len(X), len(X[0]), len(C0)
     w = [1.0 / math.sqrt(p)] * p
@@ -113,6 +114,7 @@ def sparse_kmeans(X, C0, s, must_link=None, cannot_link=None, *, weight_update="
     inner = [first["n_iter"]]
     n_empty = first["n_empty"]
     status, n_iter, objective = "max_iter", max_iter, math.nan
+    history = []
     if first["status"] == "empty_cluster":
         status, n_iter = "empty_cluster", 0
     else:
@@ -144,6 +146,7 @@ def sparse_kmeans(X, C0, s, must_link=None, cannot_link=None, *, weight_update="
             objective = 0.0
             for a, b in zip(w, gamma, strict=True):
                 objective += a * b
+            history.append(tuple(labels))
             if change / size <= tol:
                 status, n_iter = "converged", r
                 break
@@ -154,6 +157,7 @@ def sparse_kmeans(X, C0, s, must_link=None, cannot_link=None, *, weight_update="
         weighted_centers=np.array(weighted),
         weights=np.full(p, np.nan) if failed else np.array(w), n_iter=n_iter, status=status,
         objective=math.nan if failed else objective, inner_n_iter=inner, n_empty=n_empty,
+        label_history=history,
     )
 
 
