@@ -1,6 +1,7 @@
 """Running tasks on a Dask cluster and writing the results as they arrive.
 
-The client submits every task (largest first), then hands results to the writer in completion
+The client submits every task in the plan's order (data set by data set,
+:func:`pcskm.runner.tasks.in_writing_order`), then hands results to the writer in completion
 order; the client is the only writer (:mod:`pcskm.runner.writer`, which writes each chunk of the
 cube once it is complete, and everything it holds when the run ends). SIGINT and SIGTERM
 received during a write are held until the write and its completion markers are on disk.

@@ -12,6 +12,7 @@ stay small against the compute.
 """
 
 import fnmatch
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -235,9 +236,26 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
         min_work = max(1, min(MIN_WORK, total_work // MIN_TASKS))
     for (name, group), blocks in groups.items():
         tasks.extend(_batches(group, blocks, n_samples[name], min_work))
-    tasks.sort(key=lambda t: -work(t, cube))  # largest first: better load balance at the end
+    tasks = in_writing_order(tasks, cube, spec.kinds)
     return Plan(tasks=tasks, n_cells_total=total, n_cells_done=0 if force else done,
                 n_cells_spec=spec_cells(spec), selection=selection)
+
+
+def in_writing_order(tasks, cube, kinds):
+    """``tasks`` ordered so that the cube's chunks fill one after the other: data set by
+    data set, the one with the most work first, then constraint kind by kind (a chunk holds
+    one kind of one data set, :mod:`pcskm.runner.writer`), the largest task first within a
+    kind. The writer then writes each chunk about once, when it is complete, instead of
+    holding the chunks of every data set open for the whole run and rewriting them at every
+    periodic flush. The last tasks are those of the data set with the least work, so the
+    workers still finish close together."""
+    dataset_work = Counter()
+    for task in tasks:
+        dataset_work[task.dataset] += work(task, cube)
+    kind_order = {kind: i for i, kind in enumerate(kinds)}
+    return sorted(tasks, key=lambda t: (-dataset_work[t.dataset], t.dataset,
+                                        kind_order.get(t.blocks[0].kind, len(kinds)),
+                                        -work(t, cube)))
 
 
 def task_key(task, index, token):

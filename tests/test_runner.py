@@ -18,8 +18,8 @@ from pcskm.experiments.protocol import Protocol
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import IncompatibleStore, open_cube, run_spec
 from pcskm.runner.cube import CubeView, prepare
-from pcskm.runner.tasks import plan
-from pcskm.runner.writer import CubeWriter
+from pcskm.runner.tasks import plan, work
+from pcskm.runner.writer import CubeWriter, chunks_of
 
 SMOKE = load_spec("smoke")
 FAILED_FLAGS = [3, 4]  # empty_cluster, degenerate_weights (attrs flag_meanings)
@@ -253,6 +253,27 @@ def test_not_applicable_cells_become_missing_when_the_spec_runs_them(client, tmp
     assert summary.n_cells == len(wider.algorithms) * wider.n_runs * wider.n_folds
     status = xr.open_zarr(store, group="iris").status.sel(init="seeding", kind="must-link")
     assert not status.isin([0]).any() and (status != NOT_APPLICABLE).any()
+
+
+def test_plan_fills_the_chunks_one_after_the_other(tmp_path):
+    """Data set by data set (most work first), kind by kind in spec order, largest task first
+    within a kind: the tasks touching any one chunk are consecutive in the plan, so the
+    writer completes each chunk soon after its first task arrives."""
+    spec = parse_spec(EXTENDED.replace("percentages = [1, 5.5]", "percentages = [1, 2, 5.5, 10]")
+                      .replace("n_runs = 2", "n_runs = 6"))
+    view = CubeView.planned(tmp_path / "never.zarr", spec)
+    tasks = plan(spec, view, min_work=1).tasks
+    units = [work(task, view) for task in tasks]
+    dataset_work = {}
+    for task, unit in zip(tasks, units, strict=True):
+        dataset_work[task.dataset] = dataset_work.get(task.dataset, 0) + unit
+    keys = [(-dataset_work[t.dataset], t.dataset, spec.kinds.index(t.blocks[0].kind), -unit)
+            for t, unit in zip(tasks, units, strict=True)]
+    assert len(dataset_work) == 2 and len({k[:3] for k in keys}) == 4 and len(tasks) > 8
+    assert keys == sorted(keys)
+    for chunk in {c for task in tasks for c in chunks_of(task, view)}:
+        touching = [i for i, task in enumerate(tasks) if chunk in chunks_of(task, view)]
+        assert touching == list(range(touching[0], touching[-1] + 1)), chunk
 
 
 @pytest.fixture(scope="module")
