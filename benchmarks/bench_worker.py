@@ -4,6 +4,7 @@ workload to profile it on.
 Run by hand from the repository root:
 
     python benchmarks/bench_worker.py [--repeat 3] [--datasets digits048-1 ionosphere ...]
+                                      [--runs 0]
 
     py-spy record --native -r 50 -f raw -o worker.txt -- python benchmarks/bench_worker.py
     python benchmarks/profile_summary.py worker.txt
@@ -13,7 +14,8 @@ it falls behind on a loaded 2-core machine, which skews the sample.)
 
 The workload of a data set: its tasks as the runner builds them (one per constraint kind,
 every (algorithm, init) that runs the kind in the task, so that they share each cell's
-constraint sample), with 1 %, 5.5 % and 10 % of the constraints, run 0 and all ten folds.
+constraint sample), with 1 %, 5.5 % and 10 % of the constraints, run 0 (``--runs``) and all
+ten folds.
 Each data set's tasks are evaluated once untimed (data loading, the Numba caches, the
 deterministic centres), then ``--repeat`` times inside :func:`measure`; the table shows the
 median CPU seconds of this process (``time.process_time``, the engines being single-threaded:
@@ -51,12 +53,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    parser.add_argument("--runs", nargs="*", type=int, default=list(RUNS),
+                        help="runs 0-4 carry the paper spec's CV scores, the later ones not")
     args = parser.parse_args()
     print(machine())
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     rows = []
     for name in args.datasets:
-        tasks = paper_tasks(name, KINDS, PERCENTS, RUNS)
+        tasks = paper_tasks(name, KINDS, PERCENTS, tuple(args.runs))
         for task in tasks:
             cells.evaluate(task)
         seconds = measure(tasks, args.repeat)
