@@ -92,16 +92,17 @@ def import_peers():
     return PCKMeans, MPCKMeans
 
 
-def paper_tasks(dataset, kinds, percents, runs):
-    """Tasks of the paper spec on ``dataset`` grouped as the runner groups them: one per
-    constraint kind, holding every (algorithm, init) that runs the kind (Seeding only with
-    the seeding kinds) and its blocks of ``percents`` with ``runs``, all folds."""
+def paper_tasks(dataset, kinds, percents, runs, spec="paper"):
+    """Tasks of the paper spec (or ``spec``, a name or TOML file) on ``dataset`` grouped as
+    the runner groups them: one per constraint kind, holding every (algorithm, init) that
+    runs the kind (Seeding only with the seeding kinds) and its blocks of ``percents`` with
+    ``runs``, all folds."""
     from pcskm.experiments.cells import Block, Task
     from pcskm.experiments.spec import load_spec
     from pcskm.runner.cube import CubeView, applicable
     from pcskm.runner.tasks import settings
 
-    spec = load_spec("paper")
+    spec = load_spec(spec)
     view = CubeView.planned(Path("never-created.zarr"), spec)
     ours = [s for s in settings(spec, view) if s.dataset == dataset]
     return [Task(tuple(s for s in ours if applicable(spec, s.init, kind)),

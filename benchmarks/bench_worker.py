@@ -4,7 +4,7 @@ workload to profile it on.
 Run by hand from the repository root:
 
     python benchmarks/bench_worker.py [--repeat 3] [--datasets digits048-1 ionosphere ...]
-                                      [--runs 0]
+                                      [--runs 0] [--spec paper]
 
     py-spy record --native -r 50 -f raw -o worker.txt -- python benchmarks/bench_worker.py
     python benchmarks/profile_summary.py worker.txt
@@ -55,12 +55,14 @@ def main():
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
     parser.add_argument("--runs", nargs="*", type=int, default=list(RUNS),
                         help="runs 0-4 carry the paper spec's CV scores, the later ones not")
+    parser.add_argument("--spec", default="paper",
+                        help="a spec name or TOML file with the paper spec's data sets")
     args = parser.parse_args()
     print(machine())
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     rows = []
     for name in args.datasets:
-        tasks = paper_tasks(name, KINDS, PERCENTS, tuple(args.runs))
+        tasks = paper_tasks(name, KINDS, PERCENTS, tuple(args.runs), args.spec)
         for task in tasks:
             cells.evaluate(task)
         seconds = measure(tasks, args.repeat)
