@@ -213,6 +213,17 @@ def box_of_scaled(low, high, active, root_w, q):
 
 
 @kernel
+def record_labels(seen_labels, seen_hash, r, labels):
+    """Keep ``labels`` as those of weight iteration r, with a hash (FNV-1a over the labels)
+    that :func:`repeated_state` compares first."""
+    state = np.uint64(14695981039346656037)
+    for i in range(labels.shape[0]):
+        state = (state ^ np.uint64(labels[i])) * np.uint64(1099511628211)
+        seen_labels[r, i] = labels[i]
+    seen_hash[r] = state
+
+
+@kernel
 def repeated_state(seen_labels, seen_hash, r):
     """The earliest iteration j < r whose labels (``seen_labels[j]``, hash ``seen_hash[j]``)
     equal those of iteration r, or 0 if none does."""
@@ -302,6 +313,7 @@ def sparse_path(
     seen_centers = np.empty((max_iter + 1, k, p))
     seen_objective = np.empty(max_iter + 1)
     seen_empty = np.zeros(max_iter + 1, dtype=np.int64)
+    record_labels(seen_labels, seen_hash, 1, first_labels)
     # A run whose every weight update had l1_l2_ratio(g) <= its s never used s: for any
     # s' >= the largest of those ratios each update takes the same Delta = 0 branch, so the
     # run for s' is the same run, bit for bit (a run that failed before any update never
@@ -406,13 +418,11 @@ def sparse_path(
             # convergence test included, which failed throughout the period) is one already
             # computed, and the run ends at max_iter in the state of the iteration of the
             # period that max_iter falls on. The outputs are copies of that state's values.
-            if r == max_iter:
-                break
-            state = np.uint64(14695981039346656037)
-            for i in range(n):
-                state = (state ^ np.uint64(labels[i])) * np.uint64(1099511628211)
-                seen_labels[r, i] = labels[i]
-            seen_hash[r] = state
+            # (Iteration 1's labels, the first clustering's, are recorded once per path; a
+            # copied iteration is always a later one.)
+            if r == max_iter or r == 1:
+                continue
+            record_labels(seen_labels, seen_hash, r, labels)
             seen_weights[r] = w
             seen_centers[r] = centers
             seen_objective[r] = objective
