@@ -22,8 +22,8 @@ setting of the study), DKM++ centres, the data set's s grid. Two tables:
    weight, and the constraint distances of every iteration r >= 2), priced at the C unit
    costs of table 1. The rest of the path (feature scores, the weight update, building Z)
    is in the ratio too: the floor counts only the four steps above. The s values whose run
-   the path copies from another s (module docstring of ``algorithms/_sparse.py``) are not
-   counted: they cost nothing.
+   the path copies from another s, and the iterations it copies within a periodic run
+   (module docstring of ``algorithms/_sparse.py``), are not counted: they cost nothing.
 
 The C loop is compiled with ``-O3 -march=native`` and without ``-ffast-math`` (which would
 reorder the sums); Numba compiles for the host CPU as well.
@@ -261,6 +261,7 @@ def path_work(cell):
                 weights[si], weights[si - 1], equal_nan=True) and np.array_equal(
                 inner[si], inner[si - 1]):
             continue  # a copied run
+        history = []  # the labels after iterations 1, 2, ...
         for r in range(1, inner.shape[1] + 1):
             passes = int(inner[si, r - 1])
             if passes == 0:
@@ -270,8 +271,11 @@ def path_work(cell):
                 if si > 0:
                     continue
             else:  # q = the features with non-zero weight after iteration r - 1
-                previous = _path(cell, cell.sparsities[si:si + 1], max_iter=r - 1)[1][0]
-                q = int((previous > 0).sum())
+                previous = _path(cell, cell.sparsities[si:si + 1], max_iter=r - 1)
+                history.append(previous[0][0])
+                if r >= 3 and any(np.array_equal(history[-1], h) for h in history[:-1]):
+                    break  # periodic from iteration r - 1 on: the rest is copied
+                q = int((previous[1][0] > 0).sum())
                 totals[3] += n_pairs * q
             totals[0] += passes * n * k * q
             totals[1] += passes * visits
