@@ -97,7 +97,8 @@ def cmd_run(args):
     try:
         summary = run_spec(spec, store, cluster_options=_cluster_options(args),
                            selection=selection, force=args.force,
-                           data_dir=args.data_dir, progress=not args.no_progress)
+                           data_dir=args.data_dir, progress=not args.no_progress,
+                           reuse_from=args.reuse_from)
     except DataNotFoundError:
         raise  # a usage error (fetch the data), not a failed run: main() reports it
     except IncompatibleStore as error:
@@ -260,6 +261,10 @@ def build_parser():
                                     "keys dataset, algorithm, init, kind, percent")
     run.add_argument("--force", action="store_true",
                      help="recompute the selected cells even if done")
+    run.add_argument("--from", dest="reuse_from", metavar="STORE",
+                     help="copy the cells this spec shares with another store (one made with "
+                          "the same seed, design, folds, max_iter, s grids, data and algorithm "
+                          "parameters) instead of computing them")
     run.add_argument("--dry-run", action="store_true",
                      help="print cells, tasks and an estimated run time; compute nothing")
     run.add_argument("--calibration-seconds", type=float, default=60.0,

@@ -396,15 +396,19 @@ def _rounded(values):
     return "[" + ", ".join(f"{v:g}" for v in values) + "]"
 
 
-def merge_layouts(old, new, store="the store"):
+def merge_layouts(old, new, store="the store", scores=True,
+                  advice="Use another --store for this spec, or the settings the store was "
+                         "made with."):
     """The layout covering both; raise :class:`IncompatibleStore` naming every difference
-    that changes results (seed, folds, max_iter, s grid, algorithm parameters, data)."""
+    that changes results (seed, folds, max_iter, s grid, algorithm parameters, data) and,
+    with ``scores``, the selection-score settings that one store cannot hold together; the
+    message ends with ``advice``."""
     problems = []
     for key in sorted((set(old.fixed) | set(new.fixed)) - set(SCORE_SETTINGS)):
         if old.fixed.get(key) != new.fixed.get(key):
             problems.append(f"{key} is {old.fixed.get(key)!r} in {store} but "
                             f"{new.fixed.get(key)!r} in this spec")
-    scores = _merge_scores(old, new, store, problems)
+    scores = _merge_scores(old, new, store, problems) if scores else {}
     for name in sorted(set(old.algorithms) & set(new.algorithms)):
         if old.algorithms[name] != new.algorithms[name]:
             problems.append(f"algorithm {name} is {old.algorithms[name]} in {store} but "
@@ -447,7 +451,7 @@ def merge_layouts(old, new, store="the store"):
         raise IncompatibleStore(
             f"{store} holds results that this spec would compute differently:\n  - "
             + "\n  - ".join(problems)
-            + "\nUse another --store for this spec, or the settings the store was made with."
+            + "\n" + advice
         )
     return Layout(groups=groups, fixed={**old.fixed, **scores},
                   algorithms={**old.algorithms, **new.algorithms})
@@ -954,8 +958,13 @@ class Cube(CubeView):
                     raise ValueError(f"the store has no selection scores for {dataset}")
             else:
                 scored[block] = bits
-        if scored is not None:
-            self.arrays[dataset]["scored"][...] = scored
+        self.write_markers(dataset)
+
+    def write_markers(self, dataset):
+        """Write the in-memory ``scored`` and ``done`` markers of ``dataset`` (in that order;
+        after the chunks they vouch for)."""
+        if self.scored[dataset] is not None:
+            self.arrays[dataset]["scored"][...] = self.scored[dataset]
         self.arrays[dataset]["done"][...] = self.done[dataset]
 
     def done_cells(self):

@@ -193,8 +193,11 @@ class ClusterStartError(RuntimeError):
 
 
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
-             data_dir=None, progress=True, on_result=None, min_work=None):
+             data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None):
     """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
+
+    With ``reuse_from`` (another store), the blocks done there are copied first
+    (:func:`pcskm.runner.reuse.copy_done_blocks`) and only the rest is computed.
 
     Uses ``client`` if given, else opens one with ``runner.clusters.dask_client(
     **cluster_options)`` (only when there is something to compute). Returns the
@@ -206,19 +209,23 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
 
     with store_lock(store):
         return _run_locked(spec, store, client, cluster_options, selection, force, data_dir,
-                           progress, on_result, min_work)
+                           progress, on_result, min_work, reuse_from)
 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
-                on_result, min_work):
+                on_result, min_work, reuse_from):
     from .clusters import is_local
     from .compiling import compile_kernels
     from .cube import prepare
+    from .reuse import copy_done_blocks
     from .tasks import plan
 
     started, clock = datetime.now(UTC), time.perf_counter()
     cube, action = prepare(store, spec, data_dir)
     log.info("store: %s (%s)", cube.path.resolve(), action)
+    if reuse_from is not None:
+        copied = copy_done_blocks(cube, reuse_from)
+        log.info("copied %d done cells from %s", copied, reuse_from)
     the_plan = plan(spec, cube, selection=selection, force=force, data_dir=data_dir,
                     min_work=min_work)
     log.info("spec %s: %d cells %s, %d already done; computing %d cells (%d fits) in %d "

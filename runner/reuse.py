@@ -1,0 +1,109 @@
+"""Cells copied from another store instead of computed (``pcskm run SPEC --from STORE``).
+
+A cell's values follow from its labels (data set, algorithm, init, kind, percent, run, fold)
+and the settings that :func:`pcskm.runner.cube.merge_layouts` compares (seed, design, folds,
+``max_iter``, s grids, the data and the algorithms' parameters): every random draw comes from
+a seed derived from the cell (docs/method/protocol.md §2). Two stores that pass that check
+hold the same values for the same labels, so a run copies the blocks (algorithm, init, kind,
+percent, run; all folds) that the other store has done and this one misses. A block is
+copied only when it carries every selection score this store wants for its algorithm
+(:func:`pcskm.runner.cube.wanted_scores`); the others are computed as usual.
+"""
+
+import numpy as np
+
+from pcskm.experiments.protocol import pct10
+
+from .cube import (
+    SCORE_SETTINGS,
+    SCORE_VARIABLES,
+    check_store,
+    merge_layouts,
+    open_root,
+    read_layout,
+    score_bits,
+    wanted_scores,
+)
+
+
+def _positions(labels, among):
+    """Position in ``among`` of each of ``labels``, -1 where absent."""
+    lookup = {value: i for i, value in enumerate(among)}
+    return np.array([lookup.get(value, -1) for value in labels], dtype=np.int64)
+
+
+def copy_done_blocks(cube, source_path):
+    """Copy into ``cube`` (an open :class:`pcskm.runner.cube.Cube`) every block that is done
+    in the store at ``source_path`` and not complete in ``cube``; returns the cells copied.
+    Raises :class:`pcskm.runner.cube.IncompatibleStore` (nothing copied) if the two stores
+    would compute their common cells differently."""
+    check_store(source_path)
+    source_layout = read_layout(source_path)
+    merge_layouts(source_layout, cube.layout, store=str(source_path), scores=False,
+                  advice="Nothing was copied: run without --from, or copy from a store made "
+                         "with this spec's settings.")
+    root = open_root(source_path)
+    store_bits = np.uint8(score_bits(cube.layout.fixed))
+    # the scores of the other store are this store's only if computed the same way
+    same_scores = all(source_layout.fixed.get(key) == cube.layout.fixed.get(key)
+                      for key in SCORE_SETTINGS if key != "cv_algorithms")
+    copied = 0
+    for name, group in cube.layout.groups.items():
+        if name not in source_layout.groups:
+            continue
+        before, source = source_layout.groups[name], root[name]
+        index = {
+            "algorithm": _positions(group.algorithms, before.algorithms),
+            "init": _positions(group.inits, before.inits),
+            "kind": _positions(group.kinds, before.kinds),
+            "percent": _positions([pct10(p) for p in group.percents],
+                                  [pct10(p) for p in before.percents]),
+        }
+        runs = np.arange(min(group.n_runs, before.n_runs))
+        done = source["done"][:]
+        scored = (source["scored"][:] if same_scores and "scored" in source
+                  else np.zeros_like(done))
+        complete = cube.complete(name)
+        wanted = wanted_scores(cube.layout.fixed, cube.layout.algorithms, group.algorithms)
+        percents = np.flatnonzero(index["percent"] >= 0)
+        take = {}  # (a, i, k) -> boolean (percent, run) mask over `percents` x `runs`
+        for a, i, k in np.ndindex(len(group.algorithms), len(group.inits), len(group.kinds)):
+            sa, si, sk = index["algorithm"][a], index["init"][i], index["kind"][k]
+            if min(sa, si, sk) < 0 or not len(percents) or not len(runs):
+                continue
+            rows = np.ix_(index["percent"][percents], runs)
+            mask = ((done[sa, si, sk][rows] > 0)
+                    & ((scored[sa, si, sk][rows] & wanted[a]) == wanted[a])
+                    & ~complete[a, i, k][np.ix_(percents, runs)])
+            if mask.any():
+                take[a, i, k] = mask
+        if not take:
+            continue
+        arrays = cube.arrays[name]
+        variables = [v for v in arrays if arrays[v].metadata.dimension_names[:3] ==
+                     ("algorithm", "init", "kind") and v not in ("done", "scored")]
+        for (a, i, k), mask in take.items():
+            sa, si, sk = index["algorithm"][a], index["init"][i], index["kind"][k]
+            where = [(p, r) for p, r in zip(*np.nonzero(mask), strict=True)]
+            for variable in variables:
+                if variable not in source or (variable in SCORE_VARIABLES and not same_scores):
+                    continue
+                values = arrays[variable][a, i, k]
+                other = source[variable][sa, si, sk]
+                for p, r in where:
+                    values[percents[p], runs[r]] = other[index["percent"][percents[p]], runs[r]]
+                arrays[variable][a, i, k] = values
+            counts = arrays["n_constraints"][k]
+            other = source["n_constraints"][sk]
+            for p, r in where:
+                counts[percents[p], runs[r]] = other[index["percent"][percents[p]], runs[r]]
+            arrays["n_constraints"][k] = counts
+            block = (a, i, k, *np.ix_(percents, runs))
+            source_block = (sa, si, sk, *np.ix_(index["percent"][percents], runs))
+            cube.done[name][block] = np.where(mask, 1, cube.done[name][block])
+            if cube.scored[name] is not None:
+                cube.scored[name][block] = np.where(mask, scored[source_block] & store_bits,
+                                                    cube.scored[name][block])
+            copied += int(mask.sum()) * group.n_folds
+        cube.write_markers(name)
+    return copied
