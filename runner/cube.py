@@ -396,19 +396,19 @@ def _rounded(values):
     return "[" + ", ".join(f"{v:g}" for v in values) + "]"
 
 
-def merge_layouts(old, new, store="the store", scores=True,
+def merge_layouts(old, new, store="the store", check_scores=True,
                   advice="Use another --store for this spec, or the settings the store was "
                          "made with."):
     """The layout covering both; raise :class:`IncompatibleStore` naming every difference
     that changes results (seed, folds, max_iter, s grid, algorithm parameters, data) and,
-    with ``scores``, the selection-score settings that one store cannot hold together; the
+    with ``check_scores``, the selection-score settings that one store cannot hold together; the
     message ends with ``advice``."""
     problems = []
     for key in sorted((set(old.fixed) | set(new.fixed)) - set(SCORE_SETTINGS)):
         if old.fixed.get(key) != new.fixed.get(key):
             problems.append(f"{key} is {old.fixed.get(key)!r} in {store} but "
                             f"{new.fixed.get(key)!r} in this spec")
-    scores = _merge_scores(old, new, store, problems) if scores else {}
+    scores = _merge_scores(old, new, store, problems) if check_scores else {}
     for name in sorted(set(old.algorithms) & set(new.algorithms)):
         if old.algorithms[name] != new.algorithms[name]:
             problems.append(f"algorithm {name} is {old.algorithms[name]} in {store} but "

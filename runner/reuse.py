@@ -39,7 +39,7 @@ def copy_done_blocks(cube, source_path):
     would compute their common cells differently."""
     check_store(source_path)
     source_layout = read_layout(source_path)
-    merge_layouts(source_layout, cube.layout, store=str(source_path), scores=False,
+    merge_layouts(source_layout, cube.layout, store=str(source_path), check_scores=False,
                   advice="Nothing was copied: run without --from, or copy from a store made "
                          "with this spec's settings.")
     root = open_root(source_path)
