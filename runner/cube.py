@@ -695,17 +695,26 @@ def read_layout(path):
 
 def _positions(old, new):
     lookup = {value: i for i, value in enumerate(new)}
-    return np.array([lookup[value] for value in old], dtype=np.int64)
+    return np.array([lookup.get(value, -1) for value in old], dtype=np.int64)
+
+
+def label_positions(group, among):
+    """Per label dimension (algorithm, init, kind, percent), the position in the group
+    layout ``among`` of each label of the group layout ``group``; -1 where ``among`` lacks
+    it."""
+    return {
+        "algorithm": _positions(group.algorithms, among.algorithms),
+        "init": _positions(group.inits, among.inits),
+        "kind": _positions(group.kinds, among.kinds),
+        "percent": _positions([pct10(p) for p in group.percents],
+                              [pct10(p) for p in among.percents]),
+    }
 
 
 def _copy_group(source, target, old, new):
     """Copy every record of ``old``'s group into ``new``'s (a superset), label by label."""
     index = {
-        "algorithm": _positions(old.algorithms, new.algorithms),
-        "init": _positions(old.inits, new.inits),
-        "kind": _positions(old.kinds, new.kinds),
-        "percent": _positions([pct10(p) for p in old.percents],
-                              [pct10(p) for p in new.percents]),
+        **label_positions(old, new),  # no -1: ``new`` has every label of ``old``
         "run": np.arange(old.n_runs),
         "fold": np.arange(old.n_folds),
         "sparsity": np.arange(1 + len(old.sparsity)),

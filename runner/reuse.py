@@ -12,12 +12,11 @@ copied only when it carries every selection score this store wants for its algor
 
 import numpy as np
 
-from pcskm.experiments.protocol import pct10
-
 from .cube import (
     SCORE_SETTINGS,
     SCORE_VARIABLES,
     check_store,
+    label_positions,
     merge_layouts,
     open_root,
     read_layout,
@@ -26,10 +25,12 @@ from .cube import (
 )
 
 
-def _positions(labels, among):
-    """Position in ``among`` of each of ``labels``, -1 where absent."""
-    lookup = {value: i for i, value in enumerate(among)}
-    return np.array([lookup.get(value, -1) for value in labels], dtype=np.int64)
+def _copy_rows(values, other, mask, here, there):
+    """``values`` (percent, run, ...) with the rows ``here`` that ``mask`` selects taken from
+    the rows ``there`` of ``other``."""
+    rows = mask.reshape(mask.shape + (1,) * (values.ndim - 2))
+    values[here] = np.where(rows, other[there], values[here])
+    return values
 
 
 def copy_done_blocks(cube, source_path):
@@ -52,13 +53,7 @@ def copy_done_blocks(cube, source_path):
         if name not in source_layout.groups:
             continue
         before, source = source_layout.groups[name], root[name]
-        index = {
-            "algorithm": _positions(group.algorithms, before.algorithms),
-            "init": _positions(group.inits, before.inits),
-            "kind": _positions(group.kinds, before.kinds),
-            "percent": _positions([pct10(p) for p in group.percents],
-                                  [pct10(p) for p in before.percents]),
-        }
+        index = label_positions(group, before)
         runs = np.arange(min(group.n_runs, before.n_runs))
         done = source["done"][:]
         scored = (source["scored"][:] if same_scores and "scored" in source
@@ -66,15 +61,18 @@ def copy_done_blocks(cube, source_path):
         complete = cube.complete(name)
         wanted = wanted_scores(cube.layout.fixed, cube.layout.algorithms, group.algorithms)
         percents = np.flatnonzero(index["percent"] >= 0)
-        take = {}  # (a, i, k) -> boolean (percent, run) mask over `percents` x `runs`
+        if not len(percents) or not len(runs):
+            continue
+        here = np.ix_(percents, runs)  # the (percent, run) rows of this store ...
+        there = np.ix_(index["percent"][percents], runs)  # ... and of the other store
+        take = {}  # (a, i, k) -> boolean mask over those rows
         for a, i, k in np.ndindex(len(group.algorithms), len(group.inits), len(group.kinds)):
             sa, si, sk = index["algorithm"][a], index["init"][i], index["kind"][k]
-            if min(sa, si, sk) < 0 or not len(percents) or not len(runs):
+            if min(sa, si, sk) < 0:
                 continue
-            rows = np.ix_(index["percent"][percents], runs)
-            mask = ((done[sa, si, sk][rows] > 0)
-                    & ((scored[sa, si, sk][rows] & wanted[a]) == wanted[a])
-                    & ~complete[a, i, k][np.ix_(percents, runs)])
+            mask = ((done[sa, si, sk][there] > 0)
+                    & ((scored[sa, si, sk][there] & wanted[a]) == wanted[a])
+                    & ~complete[a, i, k][here])
             if mask.any():
                 take[a, i, k] = mask
         if not take:
@@ -82,28 +80,22 @@ def copy_done_blocks(cube, source_path):
         arrays = cube.arrays[name]
         variables = [v for v in arrays if arrays[v].metadata.dimension_names[:3] ==
                      ("algorithm", "init", "kind") and v not in ("done", "scored")]
+        counts, other_counts = arrays["n_constraints"][...], source["n_constraints"][...]
         for (a, i, k), mask in take.items():
             sa, si, sk = index["algorithm"][a], index["init"][i], index["kind"][k]
-            where = [(p, r) for p, r in zip(*np.nonzero(mask), strict=True)]
             for variable in variables:
                 if variable not in source or (variable in SCORE_VARIABLES and not same_scores):
                     continue
-                values = arrays[variable][a, i, k]
-                other = source[variable][sa, si, sk]
-                for p, r in where:
-                    values[percents[p], runs[r]] = other[index["percent"][percents[p]], runs[r]]
-                arrays[variable][a, i, k] = values
-            counts = arrays["n_constraints"][k]
-            other = source["n_constraints"][sk]
-            for p, r in where:
-                counts[percents[p], runs[r]] = other[index["percent"][percents[p]], runs[r]]
-            arrays["n_constraints"][k] = counts
-            block = (a, i, k, *np.ix_(percents, runs))
-            source_block = (sa, si, sk, *np.ix_(index["percent"][percents], runs))
-            cube.done[name][block] = np.where(mask, 1, cube.done[name][block])
+                arrays[variable][a, i, k] = _copy_rows(arrays[variable][a, i, k],
+                                                       source[variable][sa, si, sk],
+                                                       mask, here, there)
+            _copy_rows(counts[k], other_counts[sk], mask, here, there)
+            cube.done[name][a, i, k] = _copy_rows(cube.done[name][a, i, k], done[sa, si, sk],
+                                                  mask, here, there)
             if cube.scored[name] is not None:
-                cube.scored[name][block] = np.where(mask, scored[source_block] & store_bits,
-                                                    cube.scored[name][block])
+                cube.scored[name][a, i, k] = _copy_rows(
+                    cube.scored[name][a, i, k], scored[sa, si, sk] & store_bits, mask, here, there)
             copied += int(mask.sum()) * group.n_folds
+        arrays["n_constraints"][...] = counts
         cube.write_markers(name)
     return copied

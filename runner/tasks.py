@@ -249,13 +249,15 @@ def in_writing_order(tasks, cube, kinds):
     holding the chunks of every data set open for the whole run and rewriting them at every
     periodic flush. The last tasks are those of the data set with the least work, so the
     workers still finish close together."""
+    units = [work(task, cube) for task in tasks]
     dataset_work = Counter()
-    for task in tasks:
-        dataset_work[task.dataset] += work(task, cube)
+    for task, unit in zip(tasks, units, strict=True):
+        dataset_work[task.dataset] += unit
     kind_order = {kind: i for i, kind in enumerate(kinds)}
-    return sorted(tasks, key=lambda t: (-dataset_work[t.dataset], t.dataset,
-                                        kind_order.get(t.blocks[0].kind, len(kinds)),
-                                        -work(t, cube)))
+    order = sorted(range(len(tasks)), key=lambda n: (
+        -dataset_work[tasks[n].dataset], tasks[n].dataset,
+        kind_order.get(tasks[n].blocks[0].kind, len(kinds)), -units[n]))
+    return [tasks[n] for n in order]
 
 
 def task_key(task, index, token):
