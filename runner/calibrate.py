@@ -135,29 +135,58 @@ def _shared_nulls(task, keys, costs):
     return sum((len(nulls) - 1) * statistics.fmean(nulls) for nulls in shared.values())
 
 
-def estimate(tasks, view, spec, budget_seconds=60.0):
-    """Estimated one-core compute time of ``tasks`` (an :class:`Estimate`)."""
-    groups = {}  # group key -> the (setting, kind) of its first member, and its cells
-    keys_of = []  # per task: the group key of each of its settings
+def _parts(task, view):
+    """What each setting of ``task`` adds to a group: ``(key, setting, n_cells, n_tasks)``
+    per group (with ``cv_runs``, the cells of the later runs are those of the setting
+    without CV, a group of their own), and the group key of each setting."""
+    attrs = view.layout.groups[task.dataset].attrs
+    kind = task.blocks[0].kind
+
+    def key_of(setting):
+        return _group(setting, kind, attrs["n_samples"], attrs["n_features"])
+
+    parts, keys = [], []
+    for setting in task.settings:
+        keys.append(key_of(setting))
+        with_cv = sum(setting.has_cv(run) for block in task.blocks
+                      for run in block.runs) * len(task.fold_list)
+        if setting.cv_folds and with_cv < task.n_samples:
+            plain = replace(setting, cv_folds=0, cv_runs=None)
+            parts.append((key_of(plain), plain, task.n_samples - with_cv, 0))
+            parts.append((keys[-1], setting, with_cv, 1))
+        else:
+            parts.append((keys[-1], setting, task.n_samples, 1))
+    return parts, keys
+
+
+def _task_seconds(task, parts, keys, costs, rate):
+    """Estimated compute of ``task`` from the groups' costs (``rate``: seconds per cell and
+    unit of work, for a group without a probe)."""
+    seconds = 0.0
+    for key, _, n_cells, n_tasks in parts:
+        cost = costs.get(key, _Cost(per_cell=rate * _units(key), per_task=0.0, sampling=0.0))
+        seconds += cost.per_cell * n_cells + cost.per_task * n_tasks
+    # one constraint sample per cell in the paired design; one per setting in the unpaired
+    # one, as the probes time them (docs/method/protocol.md §6)
+    sampling = [costs[key].sampling for key in keys if key in costs]
+    if sampling and task.settings[0].design == "paired":
+        seconds -= (len(keys) - 1) * statistics.fmean(sampling) * task.n_samples
+        seconds -= _shared_nulls(task, keys, costs) * task.n_samples
+    return seconds
+
+
+def _units(key):
+    """Points times s entries of a group: its work per cell, for a group without a probe."""
+    return key[0] * max(key[6], 1)
+
+
+def probe_groups(tasks, view, spec, budget_seconds=60.0):
+    """Probe the task groups of ``tasks`` for ``budget_seconds``; returns the :class:`_Cost`
+    of every probed group (by group key), the probes' wall time and the number of groups."""
+    groups = {}  # group key -> [setting, kind, cells]
     for task in tasks:
-        attrs = view.layout.groups[task.dataset].attrs
-        kind = task.blocks[0].kind
-        keys = [_group(s, kind, attrs["n_samples"], attrs["n_features"]) for s in task.settings]
-        keys_of.append(keys)
-        for setting, key in zip(task.settings, keys, strict=True):
-            groups.setdefault(key, [setting, kind, 0, 0])
-            groups[key][3] += 1
-            # with cv_runs, the cells of the later runs are those of the setting without CV
-            with_cv = sum(setting.has_cv(run) for block in task.blocks
-                          for run in block.runs) * len(task.fold_list)
-            if setting.cv_folds and with_cv < task.n_samples:
-                plain = replace(setting, cv_folds=0, cv_runs=None)
-                plain_key = _group(plain, kind, attrs["n_samples"], attrs["n_features"])
-                groups.setdefault(plain_key, [plain, kind, 0, 0])
-                groups[plain_key][2] += task.n_samples - with_cv
-                groups[key][2] += with_cv
-            else:
-                groups[key][2] += task.n_samples
+        for key, setting, n_cells, _ in _parts(task, view)[0]:
+            groups.setdefault(key, [setting, task.blocks[0].kind, 0])[2] += n_cells
     ordered = sorted(spec.percentages)
     percents = tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
     order = sorted((key for key in groups if groups[key][2]), key=lambda key: -groups[key][2])
@@ -170,23 +199,23 @@ def estimate(tasks, view, spec, budget_seconds=60.0):
         runs = spec.n_runs if setting.cv_runs is None else min(setting.cv_runs, spec.n_runs)
         samples.setdefault(key, []).append(
             _probe(setting, kind, percents, run=round_ % runs, warm=round_ == 0))
-    probe_seconds = time.perf_counter() - start
     costs = {key: _Cost(*(_trimmed_mean([getattr(c, field) for c in probes])
                           for field in ("per_cell", "per_task", "sampling", "nulls")))
              for key, probes in samples.items()}
+    return costs, time.perf_counter() - start, len(groups)
+
+
+def task_estimates(tasks, view, costs):
+    """Estimated one-core compute of each of ``tasks`` (seconds), from the probed ``costs``."""
+    parts = [_parts(task, view) for task in tasks]
     # unprobed groups: seconds per (cell x points x s entries) of the probed ones
-    units = {key: key[0] * max(key[6], 1) for key in groups}
-    rate = sum(costs[k].per_cell / units[k] for k in costs) / max(len(costs), 1)
-    total = 0.0
-    for key, (_, _, n_cells, n_tasks) in groups.items():
-        cost = costs.get(key, _Cost(per_cell=rate * units[key], per_task=0.0, sampling=0.0))
-        total += cost.per_cell * n_cells + cost.per_task * n_tasks
-    for task, keys in zip(tasks, keys_of, strict=True):
-        # one constraint sample per cell in the paired design; one per setting in the
-        # unpaired one, as the probes time them (docs/method/protocol.md §6)
-        sampling = [costs[key].sampling for key in keys if key in costs]
-        if sampling and task.settings[0].design == "paired":
-            total -= (len(keys) - 1) * statistics.fmean(sampling) * task.n_samples
-            total -= _shared_nulls(task, keys, costs) * task.n_samples
-    return Estimate(core_seconds=total, n_probes=len(costs), n_groups=len(groups),
-                    probe_seconds=probe_seconds)
+    rate = sum(costs[k].per_cell / _units(k) for k in costs) / max(len(costs), 1)
+    return [_task_seconds(task, *task_parts, costs, rate)
+            for task, task_parts in zip(tasks, parts, strict=True)]
+
+
+def estimate(tasks, view, spec, budget_seconds=60.0):
+    """Estimated one-core compute time of ``tasks`` (an :class:`Estimate`)."""
+    costs, probe_seconds, n_groups = probe_groups(tasks, view, spec, budget_seconds)
+    return Estimate(core_seconds=sum(task_estimates(tasks, view, costs)),
+                    n_probes=len(costs), n_groups=n_groups, probe_seconds=probe_seconds)

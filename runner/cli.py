@@ -59,18 +59,17 @@ def _dry_run(args, spec, store, selection):
           f"{result.probe_seconds:.1f} s on this machine")
     print(f"estimated compute: {duration(result.core_seconds)} on one core "
           f"({result.core_seconds / 3600:.2f} core-hours)")
-    # Calibrated compute over (workers x run time): 0.87, measured on 2 local workers on 2
-    # cores with the paper's cells of kind random at 1 % and 10 % (552,000 cells, every data
-    # set, algorithm and init; 5.4 calibrated core-minutes, 185 s), checked on every cell of
-    # kind must-link (estimated 20.0 min, measured 19.7 min) and on digits048-1 alone
-    # (benchmarks/bench_runner.py). The probes time one (algorithm, init) at a time, and
-    # the cells of a real task, which interleave all of them, cost about 1.14 times more;
-    # workers compute 98-99 % of their time. Remote workers do not share their cores with the
-    # client, so the ratio is at least as good there.
-    ratio = 0.87
+    # Calibrated compute over (workers x run time): 1.08, from the paper run of
+    # docs/guide/paper-study.md (3.77 calibrated core-hours just before it; 6,273 s on 2 local
+    # workers on 2 cores), checked on a partial paper run of three data sets (0.40 core-hours;
+    # 687.6 s, a ratio of 1.05). Above 1 because the probes count a few per cent more compute
+    # per cell than whole tasks take (benchmarks/bench_estimate.py), while the workers compute
+    # 99 % of their time. Remote workers do not share their cores with the client, so there
+    # the estimate errs on the long side.
+    ratio = 1.08
     print(f"estimated run time on {workers} workers: "
           f"{duration(result.core_seconds / workers / ratio)} "
-          f"(calibrated compute / worker time = {ratio:.2f}, measured on a partial paper run)")
+          f"(calibrated compute / worker time = {ratio:.2f}, measured on the paper run)")
     return EXIT_OK
 
 
