@@ -207,11 +207,9 @@ def probe_groups(tasks, view, spec, budget_seconds=60.0):
 
 def task_estimates(tasks, view, costs):
     """Estimated one-core compute of each of ``tasks`` (seconds), from the probed ``costs``."""
-    parts = [_parts(task, view) for task in tasks]
     # unprobed groups: seconds per (cell x points x s entries) of the probed ones
     rate = sum(costs[k].per_cell / _units(k) for k in costs) / max(len(costs), 1)
-    return [_task_seconds(task, *task_parts, costs, rate)
-            for task, task_parts in zip(tasks, parts, strict=True)]
+    return [_task_seconds(task, *_parts(task, view), costs, rate) for task in tasks]
 
 
 def estimate(tasks, view, spec, budget_seconds=60.0):
