@@ -62,10 +62,10 @@ def _dry_run(args, spec, store, selection):
     # Calibrated compute over (workers x run time): 1.08, from the paper run of
     # docs/guide/paper-study.md (3.77 calibrated core-hours just before it; 6,273 s on 2 local
     # workers on 2 cores), checked on a partial paper run of three data sets (0.40 core-hours;
-    # 687.6 s, a ratio of 1.05). Above 1 because the probes count a few per cent more compute
-    # per cell than whole tasks take (benchmarks/bench_estimate.py), while the workers compute
-    # 99 % of their time. Remote workers do not share their cores with the client, so there
-    # the estimate errs on the long side.
+    # 687.6 s, a ratio of 1.05). Above 1 because the probes count more compute than whole
+    # tasks take (8-23 % in two runs of benchmarks/bench_estimate.py), less the client's share
+    # of the cores; the workers compute 99 % of their time. Remote workers do not share their
+    # cores with the client, so there the estimate errs on the long side.
     ratio = 1.08
     print(f"estimated run time on {workers} workers: "
           f"{duration(result.core_seconds / workers / ratio)} "
