@@ -64,8 +64,11 @@ def _dry_run(args, spec, store, selection):
     # workers on 2 cores), checked on a partial paper run of three data sets (0.40 core-hours;
     # 687.6 s, a ratio of 1.05). Above 1 because the probes count more compute than whole
     # tasks take (8-23 % in two runs of benchmarks/bench_estimate.py), less the client's share
-    # of the cores; the workers compute 99 % of their time. Remote workers do not share their
-    # cores with the client, so there the estimate errs on the long side.
+    # of the cores; the workers compute 99 % of their time. The ratio depends on the mix of
+    # cells: the probes over-price the selection scores' work and under-price the rest, so
+    # for the paper spec without scores it is 0.90 (2.11 core-hours, 4,212 s) and the estimate
+    # 17 % short. Remote workers do not share their cores with the client, so there the
+    # estimate errs on the long side.
     ratio = 1.08
     print(f"estimated run time on {workers} workers: "
           f"{duration(result.core_seconds / workers / ratio)} "
