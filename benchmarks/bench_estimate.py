@@ -20,7 +20,7 @@ from bench_runner import spec_tasks
 
 from pcskm.experiments import cells
 from pcskm.experiments.spec import load_spec
-from pcskm.runner.calibrate import probe_groups, task_estimates
+from pcskm.runner.calibrate import estimate
 from pcskm.runner.compiling import compile_kernels
 from pcskm.runner.cube import CubeView
 
@@ -38,10 +38,11 @@ def main():
     tasks = spec_tasks(spec, args.only)
     view = CubeView.planned(Path("never-created.zarr"), spec)
     compile_kernels(tasks)
-    costs, probe_seconds, n_groups = probe_groups(tasks, view, spec, args.calibration_seconds)
-    estimates = task_estimates(tasks, view, costs)
-    print(f"{args.spec}: {len(tasks)} tasks, {len(costs)} of {n_groups} groups probed in "
-          f"{probe_seconds:.1f} s; calibrated compute {sum(estimates) / 3600:.3f} core-hours")
+    calibrated = estimate(tasks, view, spec, budget_seconds=args.calibration_seconds)
+    estimates = calibrated.task_seconds
+    print(f"{args.spec}: {len(tasks)} tasks, {calibrated.n_probes} of {calibrated.n_groups} "
+          f"groups probed in {calibrated.probe_seconds:.1f} s; calibrated compute "
+          f"{calibrated.core_seconds / 3600:.3f} core-hours")
     drawn = random.Random(args.seed).sample(range(len(tasks)), min(args.tasks, len(tasks)))
     total_estimated = total_measured = 0.0
     for index in drawn:

@@ -37,6 +37,7 @@ MAX_ROUNDS = 25  # at most one round per run of the paper spec
 @dataclass
 class Estimate:
     core_seconds: float  # compute time of all tasks on one core
+    task_seconds: list  # compute time of each task on one core, in the order of the tasks
     n_probes: int
     n_groups: int
     probe_seconds: float
@@ -180,12 +181,13 @@ def _units(key):
     return key[0] * max(key[6], 1)
 
 
-def probe_groups(tasks, view, spec, budget_seconds=60.0):
-    """Probe the task groups of ``tasks`` for ``budget_seconds``; returns the :class:`_Cost`
-    of every probed group (by group key), the probes' wall time and the number of groups."""
+def _probe_groups(tasks, parts, spec, budget_seconds):
+    """Probe the task groups of ``tasks`` (``parts``: their :func:`_parts`) for
+    ``budget_seconds``; returns the :class:`_Cost` of every probed group (by group key), the
+    probes' wall time and the number of groups."""
     groups = {}  # group key -> [setting, kind, cells]
-    for task in tasks:
-        for key, setting, n_cells, _ in _parts(task, view)[0]:
+    for task, (task_parts, _) in zip(tasks, parts, strict=True):
+        for key, setting, n_cells, _ in task_parts:
             groups.setdefault(key, [setting, task.blocks[0].kind, 0])[2] += n_cells
     ordered = sorted(spec.percentages)
     percents = tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
@@ -205,15 +207,14 @@ def probe_groups(tasks, view, spec, budget_seconds=60.0):
     return costs, time.perf_counter() - start, len(groups)
 
 
-def task_estimates(tasks, view, costs):
-    """Estimated one-core compute of each of ``tasks`` (seconds), from the probed ``costs``."""
+def estimate(tasks, view, spec, budget_seconds=60.0):
+    """Estimated one-core compute time of ``tasks``, in all and task by task (an
+    :class:`Estimate`)."""
+    parts = [_parts(task, view) for task in tasks]
+    costs, probe_seconds, n_groups = _probe_groups(tasks, parts, spec, budget_seconds)
     # unprobed groups: seconds per (cell x points x s entries) of the probed ones
     rate = sum(costs[k].per_cell / _units(k) for k in costs) / max(len(costs), 1)
-    return [_task_seconds(task, *_parts(task, view), costs, rate) for task in tasks]
-
-
-def estimate(tasks, view, spec, budget_seconds=60.0):
-    """Estimated one-core compute time of ``tasks`` (an :class:`Estimate`)."""
-    costs, probe_seconds, n_groups = probe_groups(tasks, view, spec, budget_seconds)
-    return Estimate(core_seconds=sum(task_estimates(tasks, view, costs)),
-                    n_probes=len(costs), n_groups=n_groups, probe_seconds=probe_seconds)
+    seconds = [_task_seconds(task, *task_parts, costs, rate)
+               for task, task_parts in zip(tasks, parts, strict=True)]
+    return Estimate(core_seconds=sum(seconds), task_seconds=seconds, n_probes=len(costs),
+                    n_groups=n_groups, probe_seconds=probe_seconds)

@@ -315,10 +315,13 @@ def test_dry_run_estimate_counts_a_sample_per_setting_in_the_unpaired_design(mon
         tasks = plan(spec, view).tasks
         n_cells = sum(task.n_cells for task in tasks)
         assert n_cells == 2 * 2 * 10  # algorithms x runs x folds
-        shared = sum((len(task.settings) - 1) * 0.25 * task.n_samples for task in tasks)
-        expected = n_cells - (shared if design == "paired" else 0)
-        assert shared > 0
-        assert calibrate.estimate(tasks, view, spec).core_seconds == pytest.approx(expected)
+        shared = [(len(task.settings) - 1) * 0.25 * task.n_samples for task in tasks]
+        assert sum(shared) > 0
+        expected = [task.n_cells - (taken if design == "paired" else 0)
+                    for task, taken in zip(tasks, shared, strict=True)]
+        found = calibrate.estimate(tasks, view, spec)
+        assert found.task_seconds == pytest.approx(expected)
+        assert found.core_seconds == pytest.approx(sum(expected))
 
 
 # --- the spec key and the store -------------------------------------------------------------
