@@ -38,7 +38,7 @@ from ._kernels import (
     constraint_costs_into,
     pair_sq_distances_into,
 )
-from ._pckm import constraint_costs, pckm_loop
+from ._pckm import pckm_fit, pckm_loop
 from ._result import (
     CONVERGED,
     DEGENERATE_WEIGHTS,
@@ -244,16 +244,39 @@ def sparse_path(
     X, C0, pairs, is_must_link, indptr, partner, link, sparsities, paper,
     max_iter, inner_max_iter, tol, policy,
 ):
-    """§4.2 for every s in ``sparsities``; steps 1-2 once, step 3 per s.
+    """§4.2 for every s in ``sparsities``: step 2 (the first PCKM clustering on the unweighted
+    X, from ``C0``) once, then :func:`sparse_path_from`."""
+    first_labels, first_centers, first_iter, first_status, _, first_empty = pckm_fit(
+        X, C0, pairs, is_must_link, indptr, partner, link, inner_max_iter, policy,
+    )
+    return sparse_path_from(
+        X, first_labels, first_centers, first_iter, first_status, first_empty, pairs,
+        is_must_link, indptr, partner, link, sparsities, paper, max_iter, inner_max_iter, tol,
+        policy,
+    )
+
+
+@kernel
+def sparse_path_from(
+    X, first_labels, first_centers, first_iter, first_status, first_empty, pairs,
+    is_must_link, indptr, partner, link, sparsities, paper, max_iter, inner_max_iter, tol,
+    policy,
+):
+    """§4.2 step 3 for every s in ``sparsities``, from the first clustering of step 2 (its
+    labels, final centres, pass count, status and empty-cluster events, :func:`pckm_fit`).
 
     Returns per-s arrays ``(labels, weights, centers, weighted_centers, n_iter, status,
     objective, inner_n_iter, n_empty)``; ``inner_n_iter[s, r - 1]`` is the pass count of the
     PCKM run of weight iteration r (0 where no run happened). A failed s has NaN weights and
     objective; ``n_iter`` is the iteration r in which it failed (0 if the first clustering,
     which is shared by all s, failed).
+
+    The first clustering enters the outputs through its labels, centres and status, except
+    for ``inner_n_iter[:, 0]`` (its pass count, in every row) and ``n_empty`` (its events,
+    added to every row): :class:`PathCache` relies on this.
     """
     n, p = X.shape
-    k = C0.shape[0]
+    k = first_centers.shape[0]
     n_s = sparsities.shape[0]
     out_labels = np.empty((n_s, n), dtype=np.int64)
     out_weights = np.empty((n_s, p))
@@ -265,14 +288,6 @@ def sparse_path(
     out_inner = np.zeros((n_s, max_iter), dtype=np.int64)
     out_empty = np.zeros(n_s, dtype=np.int64)
 
-    # Step 2 (shared): the first PCKM clustering on the unweighted X.
-    costs = constraint_costs(X, pairs, is_must_link, link)
-    first_labels = np.full(n, -1, dtype=np.int64)
-    first_centers = C0.copy()
-    first_iter, first_status, _, first_empty = pckm_loop(
-        X, np.ascontiguousarray(X.T), first_centers, first_labels, costs, indptr, partner,
-        inner_max_iter, policy,
-    )
     if first_status == EMPTY_CLUSTER:
         final_centers, _ = cluster_means(X, first_labels, k)
         for si in range(n_s):
@@ -285,6 +300,7 @@ def sparse_path(
             out_empty[si] = first_empty
         return (out_labels, out_weights, out_centers, out_weighted, out_n_iter, out_status,
                 out_objective, out_inner, out_empty)
+    costs = np.empty((link.shape[0], 2))
     tss = total_sum_of_squares(X)
     box = box_diameters(X)
     low, high = box_corners(X)
@@ -473,32 +489,81 @@ class PathArrays(NamedTuple):
     n_empty_events: np.ndarray  # (n_s,)
 
 
+class PathCache:
+    """The s paths fitted on one data set with one :class:`Constraints` object, by the first
+    clustering they start from (§4.2 step 2), for the initialisations and score variants of
+    one cell.
+
+    From step 2 on, a path depends on the initial centres only through the first
+    clustering's labels, final centres and status, and on its pass count and empty-cluster
+    events only in ``inner_n_iter[:, 0]`` and ``n_empty_events`` (:func:`sparse_path_from`).
+    Different initial centres often converge to the same first clustering (on the paper's
+    data sets, 5-30 % of a cell's paths), and the two score variants share it from the same
+    centres; a later path then reuses step 2 or step 3 of an earlier one, bit for bit, with
+    those two fields made its own. The cache serves only fits whose engine constraints are
+    ``constraints`` itself (not SKM's empty list) and must not outlive the data set it was
+    filled on; the arrays it returns must not be written.
+    """
+
+    def __init__(self, constraints):
+        self.constraints = constraints
+        self._firsts = {}  # (C0, inner_max_iter, policy) -> what pckm_fit returns
+        self._paths = {}  # (first clustering, path options) -> (PathArrays, its n_empty)
+
+    def path(self, X, C0, options):
+        """:class:`PathArrays` from initial centres ``C0`` for the path ``options``
+        (sparsities, paper, max_iter, inner_max_iter, tol, policy), reusing what it can."""
+        inner_max_iter, policy = options[3], options[5]
+        first_key = (C0.tobytes(), inner_max_iter, policy)
+        if first_key not in self._firsts:
+            self._firsts[first_key] = pckm_fit(
+                X, C0, *self.constraints.kernel_arrays, inner_max_iter, policy)
+        labels, centers, n_passes, status, _, n_empty = self._firsts[first_key]
+        key = (labels.tobytes(), centers.tobytes(), status, options[0].tobytes(), *options[1:])
+        if key not in self._paths:
+            arrays = PathArrays(*sparse_path_from(
+                X, labels, centers, n_passes, status, n_empty,
+                *self.constraints.kernel_arrays, *options,
+            ))
+            self._paths[key] = (arrays, n_empty)
+            return arrays
+        arrays, cached_empty = self._paths[key]
+        own = PathArrays(*(field.copy() for field in arrays))
+        own.inner_n_iter[:, 0] = n_passes
+        own.n_empty_events[:] += n_empty - cached_empty
+        return own
+
+
 def sparse_engine(
     X, centers, constraints, sparsities, *, weight_update="code", max_iter=25,
-    inner_max_iter=25, tol=1e-4, empty_cluster="fail",
+    inner_max_iter=25, tol=1e-4, empty_cluster="fail", cache=None,
 ):
     """SKM / PCSKM (§4.2) from initial centres ``centers`` for every s in ``sparsities``.
 
     ``X`` (n, p) float64, ``constraints`` a validated
     :class:`~pcskm.algorithms.constraints.Constraints` (empty for SKM); the sparsities must already
-    be checked (1 < s <= sqrt(p)). Returns :class:`PathArrays`.
+    be checked (1 < s <= sqrt(p)). ``cache``: a :class:`PathCache` of this ``X`` that the
+    paths of other initial centres with the same ``constraints`` may share. Returns
+    :class:`PathArrays`.
     """
     check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
     policy = empty_cluster_code(empty_cluster)
     tol = float(tol)
     if not (math.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite non-negative number; got {tol!r}")
-    return PathArrays(*sparse_path(
-        np.ascontiguousarray(X, dtype=np.float64),
-        np.array(centers, dtype=np.float64, order="C"),  # writable: one compiled signature
-        *constraints.kernel_arrays,
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    C0 = np.array(centers, dtype=np.float64, order="C")  # writable: one compiled signature
+    options = (
         np.ascontiguousarray(sparsities, dtype=np.float64),
         weight_update == "paper",
         check_positive_int(max_iter, "max_iter"),
         check_positive_int(inner_max_iter, "inner_max_iter"),
         tol,
         policy,
-    ))
+    )
+    if cache is None or cache.constraints is not constraints:
+        return PathArrays(*sparse_path(X, C0, *constraints.kernel_arrays, *options))
+    return cache.path(X, C0, options)
 
 
 def _check_scores(scores):

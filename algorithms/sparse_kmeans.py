@@ -98,12 +98,14 @@ class PCSKMeans(ConstrainedClusteringBase):
         self.empty_cluster = empty_cluster
         self.random_state = random_state
 
-    def _path(self, X, constraints, centers, sparsities):
-        """The sparse engine on validated input and s grid (a ``_sparse.PathArrays``)."""
+    def _path(self, X, constraints, centers, sparsities, cache=None):
+        """The sparse engine on validated input and s grid (a ``_sparse.PathArrays``);
+        ``cache``, a ``_sparse.PathCache`` of ``X`` and ``constraints``, or None."""
         return sparse_engine(
             X, centers, self._engine_constraints(constraints), sparsities,
             weight_update=getattr(self, "weight_update", "code"), max_iter=self.max_iter,
             inner_max_iter=self.inner_max_iter, tol=self.tol, empty_cluster=self.empty_cluster,
+            cache=cache,
         )
 
     def _run_engine(self, X, constraints, centers, seed_labels):

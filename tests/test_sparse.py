@@ -8,8 +8,15 @@ import pytest
 from reference.pckm import random_problem
 from reference.sparse import sparse_kmeans as reference_sparse
 
+from pcskm.algorithms._pckm import pckm_fit
 from pcskm.algorithms._result import STATUS_NAMES
-from pcskm.algorithms._sparse import feature_scores, solve_delta, sparse_engine, sparse_weights
+from pcskm.algorithms._sparse import (
+    PathCache,
+    feature_scores,
+    solve_delta,
+    sparse_engine,
+    sparse_weights,
+)
 from pcskm.algorithms.constraints import Constraints
 
 N_PROBLEMS = 80
@@ -199,6 +206,57 @@ def test_path_equals_single_fits():
             for name in path._fields:
                 np.testing.assert_array_equal(getattr(path, name)[i], getattr(single, name)[0],
                                               err_msg=f"trial {trial}, s={s}: {name}")
+
+
+@pytest.mark.parametrize("empty_cluster", ["fail", "zero", "relocate"])
+def test_path_cache_changes_nothing(empty_cluster):
+    """Paths from several initial centres and both score variants through one PathCache
+    equal the paths computed alone, field for field, bit for bit; the cache is used."""
+    rng = np.random.default_rng([21, len(empty_cluster)])
+    policy = {"fail": 0, "zero": 1, "relocate": 2}[empty_cluster]
+    n_paths = n_computed = n_patched = 0
+    for trial in range(60):
+        X, C0, ml, cl, inner_max_iter = random_problem(rng, min_features=2)
+        constraints = Constraints.from_pairs(ml, cl, n_samples=len(X))
+        grid = np.sort([random_sparsity(rng, X.shape[1]) for _ in range(4)])
+        # the final centres of the first clustering from C0 reach the same labels in fewer
+        # passes; a jittered C0 often reaches them too
+        first = pckm_fit(X, C0.copy(), *constraints.kernel_arrays, inner_max_iter, policy)
+        starts = [C0, first[1], C0 + rng.normal(scale=1e-3, size=C0.shape),
+                  X[rng.choice(len(X), size=len(C0), replace=False)]]
+        cache = PathCache(constraints)
+        passes = {}  # first clustering -> the pass counts and event counts reaching it
+        for start in starts:
+            for update in ("code", "paper"):
+                kwargs = dict(weight_update=update, inner_max_iter=inner_max_iter,
+                              empty_cluster=empty_cluster)
+                got = sparse_engine(X, start, constraints, grid, cache=cache, **kwargs)
+                want = sparse_engine(X, start, constraints, grid, **kwargs)
+                for name in want._fields:
+                    np.testing.assert_array_equal(getattr(got, name), getattr(want, name),
+                                                  err_msg=f"trial {trial}: {name}")
+                n_paths += 1
+            labels, centers, n_passes, status, _, n_empty = pckm_fit(
+                X, np.array(start, float), *constraints.kernel_arrays, inner_max_iter, policy)
+            passes.setdefault((labels.tobytes(), centers.tobytes(), status), set()).add(
+                (n_passes, n_empty))
+        n_computed += len(cache._paths)
+        n_patched += sum(len(counts) > 1 for counts in passes.values())
+    # paths were reused, and some by a start whose first clustering took other passes
+    assert n_computed < 0.8 * n_paths and n_patched > 0
+
+
+def test_path_cache_serves_only_its_constraints():
+    """SKM's engine constraints are an empty list, not the cell's: no path is cached."""
+    rng = np.random.default_rng(5)
+    X, C0, ml, cl, _ = random_problem(rng, min_features=2)
+    constraints = Constraints.from_pairs(ml, cl, n_samples=len(X))
+    cache = PathCache(constraints)
+    empty = Constraints.empty(len(X))
+    got = sparse_engine(X, C0, empty, np.array([1.2]), cache=cache)
+    want = sparse_engine(X, C0, empty, np.array([1.2]))
+    assert len(cache._paths) == 0
+    np.testing.assert_array_equal(got.labels, want.labels)
 
 
 def test_tied_top_features_take_the_limit_weights():
