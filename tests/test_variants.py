@@ -302,23 +302,37 @@ def test_settings_carry_the_spec_design_and_a_task_refuses_mixed_designs(tmp_pat
              (Block("random", 1.0, (0,)),))
 
 
-def test_dry_run_estimate_counts_a_sample_per_setting_in_the_unpaired_design(monkeypatch,
-                                                                              tmp_path):
-    """With every cell probed at 1 s, 0.25 s of it drawing the sample: the paired estimate
-    takes the sample off every setting but one of a task, the unpaired estimate keeps it."""
-    monkeypatch.setattr(calibrate, "_probe", lambda *args, **kwargs: calibrate._Cost(
-        per_cell=1.0, per_task=0.0, sampling=0.25))
-    text = TINY.replace('["PCKM"]', '["PCKM", "MPCKM"]').replace("n_runs = 1", "n_runs = 2")
+def test_dry_run_estimate_counts_every_sample_of_a_task_and_its_shared_fits(monkeypatch,
+                                                                               tmp_path):
+    """With probes that cost (settings + 100 if the run gets CV scores) s per constraint
+    sample and 0.5 s per LKM/SKM fit of a fixed init: every task's estimate is the hand count
+    of its samples, run by run, plus its fits once, in both designs."""
+    def probe(settings, kind, percents, run, warm):
+        cv = any(setting.has_cv(run) for setting in settings)
+        return calibrate._Cost(per_sample=len(settings) + 100.0 * cv,
+                               per_task=0.5 * sum(s.shares_fits for s in settings))
+
+    monkeypatch.setattr(calibrate, "_probe", probe)
+    text = (TINY.replace('["PCKM"]', '["LKM", "PCKM", "PCSKM"]').replace("n_runs = 1", "n_runs = 3")
+            + 'cv_folds = 2\ncv_runs = 2\nsparsity_max_values = 2\n')
     for design in ("paired", "unpaired"):
         spec = parse_spec(text + f'design = "{design}"\n')
         view = CubeView.planned(tmp_path / f"{design}.zarr", spec)
         tasks = plan(spec, view).tasks
-        n_cells = sum(task.n_cells for task in tasks)
-        assert n_cells == 2 * 2 * 10  # algorithms x runs x folds
-        shared = [(len(task.settings) - 1) * 0.25 * task.n_samples for task in tasks]
-        assert sum(shared) > 0
-        expected = [task.n_cells - (taken if design == "paired" else 0)
-                    for task, taken in zip(tasks, shared, strict=True)]
+        assert sum(task.n_samples for task in tasks) == 3 * 10  # runs x folds
+        # and a task of runs with and without CV scores (two groups, its fits counted once)
+        whole = Task(tuple(s for task in tasks for s in task.settings),
+                     (Block("random", 1.0, (0, 1, 2)),))
+        assert any(s.shares_fits for s in whole.settings)
+        tasks = [*tasks, whole]
+        expected = []
+        for task in tasks:
+            settings = task.settings
+            samples = sum(len(settings) + 100.0 * any(s.has_cv(run) for s in settings)
+                          for block in task.blocks for run in block.runs
+                          for _ in task.fold_list)
+            expected.append(samples + 0.5 * sum(s.shares_fits for s in settings))
+        assert any(s.has_cv(0) for task in tasks for s in task.settings)
         found = calibrate.estimate(tasks, view, spec)
         assert found.task_seconds == pytest.approx(expected)
         assert found.core_seconds == pytest.approx(sum(expected))
