@@ -301,6 +301,7 @@ def sparse_path_from(
         return (out_labels, out_weights, out_centers, out_weighted, out_n_iter, out_status,
                 out_objective, out_inner, out_empty)
     costs = np.empty((link.shape[0], 2))
+    XT = np.ascontiguousarray(X.T)
     tss = total_sum_of_squares(X)
     box = box_diameters(X)
     low, high = box_corners(X)
@@ -375,9 +376,13 @@ def sparse_path_from(
                         q += 1
                 Z = z_buffer[:n * q].reshape((n, q))
                 ZT = zt_buffer[:n * q].reshape((q, n))
-                for i in range(n):
+                for i in range(n):  # the same products, written row by row into each
                     for j in range(q):
-                        Z[i, j] = ZT[j, i] = X[i, active[j]] * root_w[j]
+                        Z[i, j] = X[i, active[j]] * root_w[j]
+                for j in range(q):
+                    column = XT[active[j]]
+                    for i in range(n):
+                        ZT[j, i] = column[i] * root_w[j]
                 active_centers = centers_buffer[:k * q].reshape((k, q))
                 cluster_means_into(active_centers, counts, Z, labels)
                 labels[:] = -1
