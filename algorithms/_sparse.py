@@ -3,8 +3,9 @@ clipping (§4.4), the exact L1 threshold Delta (§4.5), and the weight / cluster
 run over a grid of sparsity values.
 
 Steps 1-2 of §4.2 (the uniform weights and the first PCKM clustering on X) do not depend on
-s, so ``sparse_path`` does them once; step 3 runs for every s inside one compiled loop. A
-single fit is the path with one s, so a path and separate fits give identical results.
+s, so ``sparse_path`` does them once; step 3 runs for every s inside one compiled loop
+(``sparse_path_from``). A single fit is the path with one s, so a path and separate fits
+give identical results.
 
 Arithmetic follows the spec literally (Z = X * sqrt(w) and squared distances from coordinate
 differences in Z, the box on Z, scores from the unweighted X), and the results are the same
@@ -19,9 +20,11 @@ bits as that literal computation. The speed comes from:
   reference, which computes the full Z);
 * pair distances four constraints at a time (``_kernels.pair_sq_distances_into``, same sums);
 * the runs of the large s values that never use s (every weight update in the Delta = 0
-  branch of §4.5) computed once and copied (see ``sparse_path``);
+  branch of §4.5) computed once and copied (see ``sparse_path_from``);
 * a run whose labels come back to those of an earlier weight iteration is periodic from
-  there on, and its remaining iterations are copied, not recomputed (see ``sparse_path``).
+  there on, and its remaining iterations are copied, not recomputed (see ``sparse_path_from``);
+* the paths of one cell (its inits, both score variants) share their first clusterings, and
+  a path whose first clustering an earlier one reached is copied from it (:class:`PathCache`).
 """
 
 import math
@@ -502,12 +505,11 @@ class PathCache:
     From step 2 on, a path depends on the initial centres only through the first
     clustering's labels, final centres and status, and on its pass count and empty-cluster
     events only in ``inner_n_iter[:, 0]`` and ``n_empty_events`` (:func:`sparse_path_from`).
-    Different initial centres often converge to the same first clustering (on the paper's
-    data sets, 5-30 % of a cell's paths), and the two score variants share it from the same
-    centres; a later path then reuses step 2 or step 3 of an earlier one, bit for bit, with
-    those two fields made its own. The cache serves only fits whose engine constraints are
-    ``constraints`` itself (not SKM's empty list) and must not outlive the data set it was
-    filled on; the arrays it returns must not be written.
+    Different initial centres often converge to the same first clustering, and the two score
+    variants share it from the same centres; a later path then reuses step 2 or step 3 of an
+    earlier one, bit for bit, with those two fields made its own. The cache serves only fits
+    whose engine constraints are ``constraints`` itself (not SKM's empty list) and must not
+    outlive the data set it was filled on; the arrays it returns must not be written.
     """
 
     def __init__(self, constraints):

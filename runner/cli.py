@@ -59,20 +59,19 @@ def _dry_run(args, spec, store, selection):
           f"{result.probe_seconds:.1f} s on this machine")
     print(f"estimated compute: {duration(result.core_seconds)} on one core "
           f"({result.core_seconds / 3600:.2f} core-hours)")
-    # Calibrated compute over (workers x run time): 1.08, from the paper run of
-    # docs/guide/paper-study.md (3.77 calibrated core-hours just before it; 6,273 s on 2 local
-    # workers on 2 cores), checked on a partial paper run of three data sets (0.40 core-hours;
-    # 687.6 s, a ratio of 1.05). Above 1 because the probes count more compute than whole
-    # tasks take (8-23 % in two runs of benchmarks/bench_estimate.py), less the client's share
-    # of the cores; the workers compute 99 % of their time. The ratio depends on the mix of
-    # cells: the probes over-price the selection scores' work and under-price the rest, so
-    # for the paper spec without scores it is 0.90 (2.11 core-hours, 4,212 s) and the estimate
-    # 17 % short. Remote workers do not share their cores with the client, so there the
-    # estimate errs on the long side.
-    ratio = 1.08
+    # Calibrated compute over (workers x run time): 0.88, from two runs on 2 local workers on
+    # 2 cores, each from an empty store just after its dry run (docs/guide/paper-study.md,
+    # Measured): the paper spec without selection scores, 2.06 calibrated core-hours in
+    # 4,555.6 s (0.81), and the paper spec's cells of three data sets, with their scores,
+    # 0.36 core-hours in 677.4 s (0.95); at 0.88 the first estimate is 8 % short and the
+    # second 8 % long. Below 1 because two workers computing side by side each take more CPU
+    # per cell than the calibration alone on the machine, plus the client's share. Remote
+    # workers do not share their cores with the client, so there the estimate errs on the
+    # long side.
+    ratio = 0.88
     print(f"estimated run time on {workers} workers: "
           f"{duration(result.core_seconds / workers / ratio)} "
-          f"(calibrated compute / worker time = {ratio:.2f}, measured on the paper run)")
+          f"(calibrated compute / worker time = {ratio:.2f}, measured on paper runs)")
     return EXIT_OK
 
 
