@@ -64,10 +64,11 @@ def _dry_run(args, spec, store, selection):
     # Measured): the paper spec without selection scores, 2.06 calibrated core-hours in
     # 4,555.6 s (0.81), and the paper spec's cells of three data sets, with their scores,
     # 0.36 core-hours in 677.4 s (0.95); at 0.88 the first estimate is 8 % short and the
-    # second 8 % long. Below 1 because two workers computing side by side each take more CPU
-    # per cell than the calibration alone on the machine, plus the client's share. Remote
-    # workers do not share their cores with the client, so there the estimate errs on the
-    # long side.
+    # second 8 % long. Below 1 because the workers took more CPU than the calibration
+    # counted (22 % and 5 % more; two workers computing side by side on the two cores, and
+    # the VM's speed moving during a run, are likely causes, not separated), and the client
+    # takes its share of the cores. Remote workers do not share their cores with the client,
+    # so there the estimate errs on the long side.
     ratio = 0.88
     print(f"estimated run time on {workers} workers: "
           f"{duration(result.core_seconds / workers / ratio)} "
