@@ -27,6 +27,7 @@ otherwise idle core.
 import statistics
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
@@ -50,10 +51,30 @@ class _Cost:
     per_task: float  # seconds per task: the one fit of each LKM/SKM with a fixed init
 
 
+class _SettingKey(NamedTuple):
+    estimator: str
+    params: tuple
+    seeded: bool
+    shares_fits: bool
+    n_sparsity: int  # s values of the grid, 0 for an algorithm without one
+    cv_folds: int
+    gap_permutations: int
+    design: str
+
+
+class _GroupKey(NamedTuple):
+    n_points: int
+    n_features: int
+    kind: str
+    settings: tuple  # a _SettingKey per setting of the task
+    with_cv: bool  # the samples of runs with CV scores
+
+
 def _setting_key(setting):
-    return (setting.estimator, setting.params, setting.init == cells.SEEDING,
-            setting.shares_fits, len(setting.sparsities) if setting.is_sparse else 0,
-            setting.cv_folds, setting.gap_permutations, setting.design)
+    return _SettingKey(setting.estimator, setting.params, setting.init == cells.SEEDING,
+                       setting.shares_fits,
+                       len(setting.sparsities) if setting.is_sparse else 0,
+                       setting.cv_folds, setting.gap_permutations, setting.design)
 
 
 def _has_cv(settings, run):
@@ -62,12 +83,13 @@ def _has_cv(settings, run):
 
 def _parts(task, view):
     """The groups of ``task``: ``(key, n_samples)`` for its constraint samples in runs with
-    CV scores and in runs without (the group key ends with that flag)."""
+    CV scores and in runs without."""
     attrs = view.layout.groups[task.dataset].attrs
     settings = tuple(_setting_key(setting) for setting in task.settings)
     runs = [run for block in task.blocks for run in block.runs]
     with_cv = sum(_has_cv(task.settings, run) for run in runs) * len(task.fold_list)
-    return [((attrs["n_samples"], attrs["n_features"], task.blocks[0].kind, settings, cv), n)
+    return [(_GroupKey(attrs["n_samples"], attrs["n_features"], task.blocks[0].kind, settings,
+                       cv), n)
             for cv, n in ((True, with_cv), (False, task.n_samples - with_cv)) if n]
 
 
@@ -98,7 +120,7 @@ def _trimmed_mean(values):
 def _units(key):
     """Points times s entries of every setting of a group: its work per sample, for a group
     without a probe."""
-    return key[0] * sum(max(setting[4], 1) for setting in key[3])
+    return key.n_points * sum(max(setting.n_sparsity, 1) for setting in key.settings)
 
 
 def _task_seconds(parts, costs, rate):
@@ -121,7 +143,7 @@ def _probe_groups(tasks, parts, spec, budget_seconds):
         for key, n_samples in task_parts:
             if key not in groups:
                 runs = [run for run in range(spec.n_runs)
-                        if _has_cv(task.settings, run) == key[-1]]
+                        if _has_cv(task.settings, run) == key.with_cv]
                 groups[key] = [task.settings, task.blocks[0].kind, runs, 0]
             groups[key][3] += n_samples * len(task.settings)
     ordered = sorted(spec.percentages)

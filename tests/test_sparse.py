@@ -9,7 +9,7 @@ from reference.pckm import random_problem
 from reference.sparse import sparse_kmeans as reference_sparse
 
 from pcskm.algorithms._pckm import pckm_fit
-from pcskm.algorithms._result import STATUS_NAMES
+from pcskm.algorithms._result import STATUS_NAMES, empty_cluster_code
 from pcskm.algorithms._sparse import (
     PathCache,
     feature_scores,
@@ -213,7 +213,7 @@ def test_path_cache_changes_nothing(empty_cluster):
     """Paths from several initial centres and both score variants through one PathCache
     equal the paths computed alone, field for field, bit for bit; the cache is used."""
     rng = np.random.default_rng([21, len(empty_cluster)])
-    policy = {"fail": 0, "zero": 1, "relocate": 2}[empty_cluster]
+    policy = empty_cluster_code(empty_cluster)
     n_paths = n_computed = n_patched = 0
     for trial in range(60):
         X, C0, ml, cl, inner_max_iter = random_problem(rng, min_features=2)
