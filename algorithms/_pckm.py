@@ -108,23 +108,25 @@ def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy
     return labels, centers, n_iter, status, objective, n_empty
 
 
-def pckm_engine(X, centers, constraints, *, max_iter=25, empty_cluster="fail"):
+def pckm_engine(X, centers, constraints, *, max_iter=25, empty_cluster="fail", cache=None):
     """PCKM (LKM when ``constraints`` is empty) from initial centres (§2.2).
 
     ``X`` (n, p) float64 C-contiguous, ``centers`` (k, p) float64, ``constraints`` a
-    validated :class:`~pcskm.algorithms.constraints.Constraints`. Returns an
+    validated :class:`~pcskm.algorithms.constraints.Constraints`. ``cache``: a
+    ``_sparse.FitCache`` of this ``X`` that may hold this clustering (the first clustering
+    of a PCSKM path from the same centres), or None. Returns an
     :class:`~pcskm.algorithms._result.EngineResult` whose ``weights`` are ones (NaN on failure) and
     whose ``objective`` is the sum of the winning penalties of the last pass (NaN on failure).
     """
     policy = empty_cluster_code(empty_cluster)
     max_iter = check_positive_int(max_iter, "max_iter")
-    labels, final_centers, n_iter, status, objective, n_empty = pckm_fit(
-        np.ascontiguousarray(X, dtype=np.float64),
-        np.array(centers, dtype=np.float64, order="C"),  # writable: one compiled signature
-        *constraints.kernel_arrays,
-        max_iter,
-        policy,
-    )
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    C0 = np.array(centers, dtype=np.float64, order="C")  # writable: one compiled signature
+    if cache is not None and cache.serves(constraints):
+        fitted = cache.clustering(X, C0, max_iter, policy)
+    else:
+        fitted = pckm_fit(X, C0, *constraints.kernel_arrays, max_iter, policy)
+    labels, final_centers, n_iter, status, objective, n_empty = fitted
     failed = status == EMPTY_CLUSTER
     weights = np.full(X.shape[1], np.nan if failed else 1.0)
     return EngineResult(

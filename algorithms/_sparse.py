@@ -23,8 +23,9 @@ bits as that literal computation. The speed comes from:
   branch of §4.5) computed once and copied (see ``sparse_path_from``);
 * a run whose labels come back to those of an earlier weight iteration is periodic from
   there on, and its remaining iterations are copied, not recomputed (see ``sparse_path_from``);
-* the paths of one cell (its inits, both score variants) share their first clusterings, and
-  a path whose first clustering an earlier one reached is copied from it (:class:`PathCache`).
+* the paths of one cell (its inits, both score variants) and its PCKM fits share their first
+  clusterings, and a path whose first clustering an earlier one reached is copied from it
+  (:class:`FitCache`).
 """
 
 import math
@@ -276,7 +277,7 @@ def sparse_path_from(
 
     The first clustering enters the outputs through its labels, centres and status, except
     for ``inner_n_iter[:, 0]`` (its pass count, in every row) and ``n_empty`` (its events,
-    added to every row): :class:`PathCache` relies on this.
+    added to every row): :class:`FitCache` relies on this.
     """
     n, p = X.shape
     k = first_centers.shape[0]
@@ -497,35 +498,44 @@ class PathArrays(NamedTuple):
     n_empty_events: np.ndarray  # (n_s,)
 
 
-class PathCache:
-    """The s paths fitted on one data set with one :class:`Constraints` object, by the first
-    clustering they start from (§4.2 step 2), for the initialisations and score variants of
-    one cell.
+class FitCache:
+    """The PCKM clusterings and s paths fitted on one data set with one :class:`Constraints`
+    object, for the settings of one cell (its inits, PCKM and both score variants of PCSKM).
 
-    From step 2 on, a path depends on the initial centres only through the first
-    clustering's labels, final centres and status, and on its pass count and empty-cluster
-    events only in ``inner_n_iter[:, 0]`` and ``n_empty_events`` (:func:`sparse_path_from`).
-    Different initial centres often converge to the same first clustering, and the two score
-    variants share it from the same centres; a later path then reuses step 2 or step 3 of an
-    earlier one, bit for bit, with those two fields made its own. The cache serves only fits
-    whose engine constraints are ``constraints`` itself (not SKM's empty list) and must not
-    outlive the data set it was filled on; the arrays it returns must not be written.
+    A PCKM fit is also the first clustering of a PCSKM path from the same initial centres
+    (§4.2 step 2 is §2.2 on X), with the same pass limit and empty-cluster policy: it is
+    computed once. From step 2 on, a path depends on the initial centres only through the
+    first clustering's labels, final centres and status, and on its pass count and
+    empty-cluster events only in ``inner_n_iter[:, 0]`` and ``n_empty_events``
+    (:func:`sparse_path_from`). Different initial centres often converge to the same first
+    clustering; a later path then reuses step 3 of an earlier one, bit for bit, with those
+    two fields made its own. The cache serves only fits whose engine constraints are
+    ``constraints`` itself (not the empty list of LKM and SKM) and must not outlive the data
+    set it was filled on; the arrays it returns must not be written.
     """
 
     def __init__(self, constraints):
         self.constraints = constraints
-        self._firsts = {}  # (C0, inner_max_iter, policy) -> what pckm_fit returns
+        self._firsts = {}  # (C0, max_iter, policy) -> what pckm_fit returns
         self._paths = {}  # (first clustering, path options) -> (PathArrays, its n_empty)
+
+    def serves(self, constraints):
+        """True when fits with the engine constraints ``constraints`` may use the cache."""
+        return constraints is self.constraints
+
+    def clustering(self, X, C0, max_iter, policy):
+        """What :func:`pckm_fit` returns from initial centres ``C0`` (§2.2), computed once."""
+        key = (C0.tobytes(), max_iter, policy)
+        if key not in self._firsts:
+            self._firsts[key] = pckm_fit(
+                X, C0, *self.constraints.kernel_arrays, max_iter, policy)
+        return self._firsts[key]
 
     def path(self, X, C0, options):
         """:class:`PathArrays` from initial centres ``C0`` for the path ``options``
         (sparsities, paper, max_iter, inner_max_iter, tol, policy), reusing what it can."""
-        inner_max_iter, policy = options[3], options[5]
-        first_key = (C0.tobytes(), inner_max_iter, policy)
-        if first_key not in self._firsts:
-            self._firsts[first_key] = pckm_fit(
-                X, C0, *self.constraints.kernel_arrays, inner_max_iter, policy)
-        labels, centers, n_passes, status, _, n_empty = self._firsts[first_key]
+        labels, centers, n_passes, status, _, n_empty = self.clustering(
+            X, C0, options[3], options[5])
         key = (labels.tobytes(), centers.tobytes(), status, options[0].tobytes(), *options[1:])
         if key not in self._paths:
             arrays = PathArrays(*sparse_path_from(
@@ -549,9 +559,9 @@ def sparse_engine(
 
     ``X`` (n, p) float64, ``constraints`` a validated
     :class:`~pcskm.algorithms.constraints.Constraints` (empty for SKM); the sparsities must already
-    be checked (1 < s <= sqrt(p)). ``cache``: a :class:`PathCache` of this ``X`` that the
-    paths of other initial centres with the same ``constraints`` may share. Returns
-    :class:`PathArrays`.
+    be checked (1 < s <= sqrt(p)). ``cache``: a :class:`FitCache` of this ``X`` whose
+    clusterings and paths the fits of other initial centres with the same ``constraints``
+    may share. Returns :class:`PathArrays`.
     """
     check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
     policy = empty_cluster_code(empty_cluster)
@@ -568,7 +578,7 @@ def sparse_engine(
         tol,
         policy,
     )
-    if cache is None or cache.constraints is not constraints:
+    if cache is None or not cache.serves(constraints):
         return PathArrays(*sparse_path(X, C0, *constraints.kernel_arrays, *options))
     return cache.path(X, C0, options)
 

@@ -42,8 +42,10 @@ class MPCKMeans(ConstrainedClusteringBase):
         self.empty_cluster = empty_cluster
         self.random_state = random_state
 
-    def _engine(self, X, constraints, centers, seed_labels):
-        """The MPCKM engine on validated input (an ``EngineResult``)."""
+    def _engine(self, X, constraints, centers, seed_labels, cache=None):
+        """The MPCKM engine on validated input (an ``EngineResult``). ``cache`` (the cell's
+        ``_sparse.FitCache``, as the other estimators take it) is unused: no other fit of a
+        cell computes an MPCKM clustering."""
         return mpckm_engine(X, centers, seed_labels, self._engine_constraints(constraints),
                             max_iter=self.max_iter, empty_cluster=self.empty_cluster)
 

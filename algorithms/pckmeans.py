@@ -42,10 +42,12 @@ class PCKMeans(ConstrainedClusteringBase):
         self.empty_cluster = empty_cluster
         self.random_state = random_state
 
-    def _engine(self, X, constraints, centers, seed_labels):
-        """The PCKM engine on validated input (an ``EngineResult``)."""
+    def _engine(self, X, constraints, centers, seed_labels, cache=None):
+        """The PCKM engine on validated input (an ``EngineResult``); ``cache``, a
+        ``_sparse.FitCache`` of ``X`` and ``constraints``, or None."""
         return pckm_engine(X, centers, self._engine_constraints(constraints),
-                           max_iter=self.max_iter, empty_cluster=self.empty_cluster)
+                           max_iter=self.max_iter, empty_cluster=self.empty_cluster,
+                           cache=cache)
 
     def _run_engine(self, X, constraints, centers, seed_labels):
         result = self._engine(X, constraints, centers, seed_labels)

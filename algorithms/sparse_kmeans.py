@@ -100,7 +100,7 @@ class PCSKMeans(ConstrainedClusteringBase):
 
     def _path(self, X, constraints, centers, sparsities, cache=None):
         """The sparse engine on validated input and s grid (a ``_sparse.PathArrays``);
-        ``cache``, a ``_sparse.PathCache`` of ``X`` and ``constraints``, or None."""
+        ``cache``, a ``_sparse.FitCache`` of ``X`` and ``constraints``, or None."""
         return sparse_engine(
             X, centers, self._engine_constraints(constraints), sparsities,
             weight_update=getattr(self, "weight_update", "code"), max_iter=self.max_iter,

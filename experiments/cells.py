@@ -31,7 +31,7 @@ import numpy as np
 from pcskm import algorithms
 from pcskm.algorithms._jit import kernel
 from pcskm.algorithms._result import FAILED, STATUS_NAMES
-from pcskm.algorithms._sparse import PathCache
+from pcskm.algorithms._sparse import FitCache
 from pcskm.algorithms._validation import check_sparsity
 from pcskm.algorithms.constraints import Constraints, _satisfied_rows
 from pcskm.algorithms.metrics import _f_score_rows
@@ -319,19 +319,19 @@ class Fitter:
         # a deterministic init reads neither the constraints nor a random state
         self.start = None if seeded else self.estimator._initial_state(self.X, None, None)
 
-    def __call__(self, constraints, seeding_seed=None, seedings=None, paths=None):
+    def __call__(self, constraints, seeding_seed=None, seedings=None, cache=None):
         """Fit with the cell's :class:`Constraints` (over the data set's rows) and, for
         Seeding, the cell's Seeding SeedSequence; returns a :class:`_Fit`. A failed fit is
         recorded in its status (no warning). ``seedings``, if given, is a dict shared by the
         fits of one cell: the Seeding centres and seed labels by fill, computed at the first
-        fit that needs them (the engines copy them, never write them). ``paths``, if given,
-        is the cell's ``PathCache`` (:meth:`fit_from`)."""
+        fit that needs them (the engines copy them, never write them). ``cache``, if given,
+        is the cell's ``FitCache`` (:meth:`fit_from`)."""
         if constraints.n_samples != self.X.shape[0]:
             raise ValueError(f"constraints are over {constraints.n_samples} points but the "
                              f"data set has {self.X.shape[0]}")
         return self.fit_from(constraints,
                              *self.initial_state(constraints, seeding_seed, seedings),
-                             paths=paths)
+                             cache=cache)
 
     def initial_state(self, constraints, seeding_seed=None, seedings=None):
         """The cell's initial centres and seed labels: the data set's for a deterministic
@@ -345,16 +345,17 @@ class Fitter:
             seedings[fill] = self.estimator._initial_state(self.X, constraints, seeding_seed)
         return seedings[fill]
 
-    def fit_from(self, constraints, centres, seed_labels=None, paths=None):
+    def fit_from(self, constraints, centres, seed_labels=None, cache=None):
         """The engine from ``centres`` (seed labels: MPCKM's, from Seeding) with
         ``constraints``: the whole s grid for the sparse estimators; a :class:`_Fit`.
-        ``paths``: a ``PathCache`` of ``constraints`` on this data set, which the sparse
-        fits of the cell's other inits share (an s path is a function of its first
-        clustering, which different inits often reach)."""
+        ``cache``: a ``FitCache`` of ``constraints`` on this data set, which the PCKM and
+        PCSKM fits of the cell share (a PCKM fit is the first clustering of the PCSKM path
+        from the same centres, and an s path is a function of its first clustering, which
+        different inits often reach)."""
         if self.sparsities is not None:
-            path = self.estimator._path(self.X, constraints, centres, self.sparsities, paths)
+            path = self.estimator._path(self.X, constraints, centres, self.sparsities, cache)
             return _Fit(path.labels, path.weights, path.n_iter, path.status)
-        result = self.estimator._engine(self.X, constraints, centres, seed_labels)
+        result = self.estimator._engine(self.X, constraints, centres, seed_labels, cache)
         return _Fit(result.labels[None], result.weights[None],
                     np.array([result.n_iter], dtype=np.int64),
                     np.array([result.status], dtype=np.int64))
@@ -460,9 +461,9 @@ def evaluate(task):
                         samples[draws[index]] = _sample(cv, data.n_samples, block, run, fold,
                                                         task.settings[index],
                                                         draws[index] in seeded)
-                    constraints, seeding_seed, seedings, paths, scores = samples[draws[index]]
+                    constraints, seeding_seed, seedings, cache, scores = samples[draws[index]]
                     fitted = (shared[index] if index in shared
-                              else fitter(constraints, seeding_seed, seedings, paths))
+                              else fitter(constraints, seeding_seed, seedings, cache))
                     _record(block_results[index], r, f, fitted, test, test_classes[f],
                             n_classes, constraints)
                     if scorers[index] is not None:
@@ -478,11 +479,11 @@ def _sample(cv, n_samples, block, run, fold, setting, seeded):
     """The draws of cell (``block``, ``run``, ``fold``) for ``setting`` and every setting that
     shares them: its :class:`Constraints`, its Seeding SeedSequence (None unless ``seeded``;
     a SeedSequence is only read by the generators made from it), an empty dict for the
-    Seeding fills computed from them (:class:`Fitter`), an empty ``PathCache`` for their
-    sparse paths and the :class:`CellScores` of their selection scores (its CV folds drawn
-    from the cell's key, when first needed)."""
+    Seeding fills computed from them (:class:`Fitter`), an empty ``FitCache`` for their
+    PCKM clusterings and s paths, and the :class:`CellScores` of their selection scores
+    (its CV folds drawn from the cell's key, when first needed)."""
     cell = (block.kind, block.percent, run, fold, setting.algorithm, setting.init)
     must_link, cannot_link = cv.constraints(*cell)
     constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=n_samples)
     return (constraints, cv.seeding_seed(*cell) if seeded else None, {},
-            PathCache(constraints), CellScores(constraints, lambda: cv.cv_fold_seed(*cell)))
+            FitCache(constraints), CellScores(constraints, lambda: cv.cv_fold_seed(*cell)))

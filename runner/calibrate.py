@@ -5,7 +5,7 @@ settings the task evaluates together (estimator, parameters, Seeding or a fixed 
 grid, the selection scores) and whether its runs get CV scores. A probe evaluates a group's
 settings together on real cells, as a worker evaluates a task, so everything the settings of
 a cell share is counted once, as in a run: the constraint sample, Seeding's centres and null
-fits, the first clusterings and s paths of the sparse fits (``algorithms._sparse.PathCache``).
+fits, the PCKM clusterings and s paths (``algorithms._sparse.FitCache``).
 Timing settings one by one and taking the sharing off afterwards priced the shared work in
 one mix of cells and not another (docs/guide/paper-study.md, Estimating).
 

@@ -5,13 +5,14 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from reference.pckm import pckm as reference_pckm
 from reference.pckm import random_problem
 from reference.sparse import sparse_kmeans as reference_sparse
 
-from pcskm.algorithms._pckm import pckm_fit
+from pcskm.algorithms._pckm import pckm_engine, pckm_fit
 from pcskm.algorithms._result import STATUS_NAMES, empty_cluster_code
 from pcskm.algorithms._sparse import (
-    PathCache,
+    FitCache,
     feature_scores,
     solve_delta,
     sparse_engine,
@@ -210,7 +211,7 @@ def test_path_equals_single_fits():
 
 @pytest.mark.parametrize("empty_cluster", ["fail", "zero", "relocate"])
 def test_path_cache_changes_nothing(empty_cluster):
-    """Paths from several initial centres and both score variants through one PathCache
+    """Paths from several initial centres and both score variants through one FitCache
     equal the paths computed alone, field for field, bit for bit; the cache is used."""
     rng = np.random.default_rng([21, len(empty_cluster)])
     policy = empty_cluster_code(empty_cluster)
@@ -224,7 +225,7 @@ def test_path_cache_changes_nothing(empty_cluster):
         first = pckm_fit(X, C0.copy(), *constraints.kernel_arrays, inner_max_iter, policy)
         starts = [C0, first[1], C0 + rng.normal(scale=1e-3, size=C0.shape),
                   X[rng.choice(len(X), size=len(C0), replace=False)]]
-        cache = PathCache(constraints)
+        cache = FitCache(constraints)
         passes = {}  # first clustering -> the pass counts and event counts reaching it
         for start in starts:
             for update in ("code", "paper"):
@@ -246,17 +247,58 @@ def test_path_cache_changes_nothing(empty_cluster):
     assert n_computed < 0.8 * n_paths and n_patched > 0
 
 
-def test_path_cache_serves_only_its_constraints():
-    """SKM's engine constraints are an empty list, not the cell's: no path is cached."""
+@pytest.mark.parametrize("pckm_first", [True, False])
+@pytest.mark.parametrize("empty_cluster", ["fail", "zero", "relocate"])
+def test_pckm_fit_is_the_first_clustering_of_the_cell(empty_cluster, pckm_first):
+    """A PCKM fit through the cell's FitCache, before or after a PCSKM path from the same
+    centres, equals the plain reference PCKM and the engine alone in every field; with the
+    same pass limit the two share one clustering, with another they do not."""
+    rng = np.random.default_rng([22, len(empty_cluster), pckm_first])
+    n_shared = 0
+    for trial in range(40):
+        X, C0, ml, cl, inner_max_iter = random_problem(rng, min_features=2)
+        constraints = Constraints.from_pairs(ml, cl, n_samples=len(X))
+        grid = np.array([random_sparsity(rng, X.shape[1])])
+        path_options = dict(inner_max_iter=inner_max_iter, empty_cluster=empty_cluster)
+        for pckm_max_iter in (inner_max_iter, inner_max_iter + 1):
+            pckm_options = dict(max_iter=pckm_max_iter, empty_cluster=empty_cluster)
+            cache = FitCache(constraints)
+            if pckm_first:
+                got = pckm_engine(X, C0, constraints, cache=cache, **pckm_options)
+            path = sparse_engine(X, C0, constraints, grid, cache=cache, **path_options)
+            if not pckm_first:
+                got = pckm_engine(X, C0, constraints, cache=cache, **pckm_options)
+            path_alone = sparse_engine(X, C0, constraints, grid, **path_options)
+            for name in path._fields:
+                np.testing.assert_array_equal(getattr(path, name), getattr(path_alone, name))
+            want = pckm_engine(X, C0, constraints, **pckm_options)
+            for name in want._fields:
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name),
+                                              err_msg=f"trial {trial}: {name}")
+            reference = reference_pckm(X, C0, ml, cl, max_iter=pckm_max_iter,
+                                       empty_cluster=empty_cluster)
+            np.testing.assert_array_equal(got.labels, reference["labels"])
+            assert got.n_iter == reference["n_iter"]
+            shared = len(cache._firsts) == 1
+            assert shared == (pckm_max_iter == inner_max_iter)
+            n_shared += shared
+    assert n_shared == 40
+
+
+def test_fit_cache_serves_only_its_constraints():
+    """SKM's and LKM's engine constraints are an empty list, not the cell's: nothing is
+    cached for them."""
     rng = np.random.default_rng(5)
     X, C0, ml, cl, _ = random_problem(rng, min_features=2)
     constraints = Constraints.from_pairs(ml, cl, n_samples=len(X))
-    cache = PathCache(constraints)
+    cache = FitCache(constraints)
     empty = Constraints.empty(len(X))
     got = sparse_engine(X, C0, empty, np.array([1.2]), cache=cache)
     want = sparse_engine(X, C0, empty, np.array([1.2]))
-    assert len(cache._paths) == 0
+    got_lkm = pckm_engine(X, C0, empty, cache=cache)
+    assert len(cache._paths) == 0 and len(cache._firsts) == 0
     np.testing.assert_array_equal(got.labels, want.labels)
+    np.testing.assert_array_equal(got_lkm.labels, pckm_engine(X, C0, empty).labels)
 
 
 def test_tied_top_features_take_the_limit_weights():
