@@ -23,6 +23,8 @@ bits as that literal computation. The speed comes from:
   branch of §4.5) computed once and copied (see ``sparse_path_from``);
 * a run whose labels come back to those of an earlier weight iteration is periodic from
   there on, and its remaining iterations are copied, not recomputed (see ``sparse_path_from``);
+* the feature scores of a labeling met again in the path (often the previous iteration's or
+  the first clustering's) are copied, not recomputed (``SCORE_MEMO``);
 * the paths of one cell (its inits, both score variants) and its PCKM fits share their first
   clusterings, and a path whose first clustering an earlier one reached is copied from it
   (:class:`FitCache`).
@@ -53,6 +55,7 @@ from ._result import (
 from ._validation import check_choice, check_data, check_positive_int, plain
 
 WEIGHT_UPDATES = ("code", "paper")
+SCORE_MEMO = 8  # labelings whose feature scores a path keeps (sparse_path_from)
 
 
 @kernel
@@ -217,30 +220,28 @@ def box_of_scaled(low, high, active, root_w, q):
 
 
 @kernel
-def record_labels(seen_labels, seen_hash, r, labels):
-    """Keep ``labels`` as those of weight iteration r, with a hash (FNV-1a over the labels)
-    that :func:`repeated_state` compares first."""
+def labels_hash(labels):
+    """FNV-1a over the labels: what :func:`find_labels` compares before the labels."""
     state = np.uint64(14695981039346656037)
     for i in range(labels.shape[0]):
         state = (state ^ np.uint64(labels[i])) * np.uint64(1099511628211)
-        seen_labels[r, i] = labels[i]
-    seen_hash[r] = state
+    return state
 
 
 @kernel
-def repeated_state(seen_labels, seen_hash, r):
-    """The earliest iteration j < r whose labels (``seen_labels[j]``, hash ``seen_hash[j]``)
-    equal those of iteration r, or 0 if none does."""
-    for j in range(1, r):
-        if seen_hash[j] == seen_hash[r]:
+def find_labels(table, hashes, start, stop, labels, h):
+    """The first row j in [start, stop) of ``table`` equal to ``labels``, or -1; the hashes
+    (``hashes[j]``, ``h``: :func:`labels_hash`) are compared first."""
+    for j in range(start, stop):
+        if hashes[j] == h:
             same = True
-            for i in range(seen_labels.shape[1]):
-                if seen_labels[j, i] != seen_labels[r, i]:
+            for i in range(labels.shape[0]):
+                if table[j, i] != labels[i]:
                     same = False
                     break
             if same:
                 return j
-    return 0
+    return -1
 
 
 @kernel
@@ -309,8 +310,20 @@ def sparse_path_from(
     tss = total_sum_of_squares(X)
     box = box_diameters(X)
     low, high = box_corners(X)
-    first_scores = np.empty(p)
-    scores_into(first_scores, X, first_labels, k, tss, pairs, is_must_link, box, paper)
+    # The scores are a function of the labels alone within a path (§4.3), and the labels of
+    # a weight iteration often equal the first clustering's or those of an iteration just
+    # before (of this s or the last): row 0 of the memo keeps the first clustering's
+    # scores, rows 1.. those of the last SCORE_MEMO - 1 other labelings scored (a ring),
+    # and a repeat is copied, bit for bit.
+    memo_labels = np.empty((SCORE_MEMO, n), dtype=np.int64)
+    memo_hash = np.empty(SCORE_MEMO, dtype=np.uint64)
+    memo_scores = np.empty((SCORE_MEMO, p))
+    first_hash = labels_hash(first_labels)
+    memo_labels[0] = first_labels
+    memo_hash[0] = first_hash
+    scores_into(memo_scores[0], X, first_labels, k, tss, pairs, is_must_link, box, paper)
+    n_memo = 1  # rows filled
+    next_slot = 1
 
     labels = np.empty(n, dtype=np.int64)
     centers = np.empty((k, p))
@@ -334,7 +347,8 @@ def sparse_path_from(
     seen_centers = np.empty((max_iter + 1, k, p))
     seen_objective = np.empty(max_iter + 1)
     seen_empty = np.zeros(max_iter + 1, dtype=np.int64)
-    record_labels(seen_labels, seen_hash, 1, first_labels)
+    seen_labels[1] = first_labels
+    seen_hash[1] = first_hash
     # A run whose every weight update had l1_l2_ratio(g) <= its s never used s: for any
     # s' >= the largest of those ratios each update takes the same Delta = 0 branch, so the
     # run for s' is the same run, bit for bit (a run that failed before any update never
@@ -361,7 +375,8 @@ def sparse_path_from(
         labels[:] = first_labels
         centers[:] = first_centers
         w[:] = 1.0 / np.sqrt(p)
-        gamma[:] = first_scores
+        gamma[:] = memo_scores[0]
+        h = first_hash  # of the labels of iteration r
         n_empty = first_empty
         out_inner[si, 0] = first_iter
         status = MAX_ITER
@@ -407,7 +422,17 @@ def sparse_path_from(
                     status = EMPTY_CLUSTER
                     n_iter = r
                     break
-                scores_into(gamma, X, labels, k, tss, pairs, is_must_link, box, paper)
+                h = labels_hash(labels)
+                j = find_labels(memo_labels, memo_hash, 0, n_memo, labels, h)
+                if j < 0:
+                    j = next_slot
+                    memo_labels[j] = labels
+                    memo_hash[j] = h
+                    scores_into(memo_scores[j], X, labels, k, tss, pairs, is_must_link, box,
+                                paper)
+                    n_memo = max(n_memo, j + 1)
+                    next_slot = 1 + j % (SCORE_MEMO - 1)
+                gamma[:] = memo_scores[j]
             # Steps 3b-3f.
             positive = False
             for m in range(p):
@@ -447,12 +472,13 @@ def sparse_path_from(
             # copied iteration is always a later one.)
             if r == max_iter or r == 1:
                 continue
-            record_labels(seen_labels, seen_hash, r, labels)
+            seen_labels[r] = labels
+            seen_hash[r] = h
             seen_weights[r] = w
             seen_centers[r] = centers
             seen_objective[r] = objective
             seen_empty[r] = inner_empty
-            j = repeated_state(seen_labels, seen_hash, r)
+            j = find_labels(seen_labels, seen_hash, 1, r, labels, h)
             if j > 0:
                 period = r - j
                 for t in range(r + 1, max_iter + 1):

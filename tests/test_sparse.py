@@ -12,6 +12,7 @@ from reference.sparse import sparse_kmeans as reference_sparse
 from pcskm.algorithms._pckm import pckm_engine, pckm_fit
 from pcskm.algorithms._result import STATUS_NAMES, empty_cluster_code
 from pcskm.algorithms._sparse import (
+    SCORE_MEMO,
     FitCache,
     feature_scores,
     solve_delta,
@@ -207,6 +208,36 @@ def test_path_equals_single_fits():
             for name in path._fields:
                 np.testing.assert_array_equal(getattr(path, name)[i], getattr(single, name)[0],
                                               err_msg=f"trial {trial}, s={s}: {name}")
+
+
+@pytest.mark.parametrize("weight_update", ["code", "paper"])
+def test_path_scores_memo_against_plain_reference(weight_update):
+    """Every s of a path equals the plain reference run alone, on paths that score more
+    distinct labelings than the path's memo of feature scores holds (its ring of
+    SCORE_MEMO - 1 rows wraps) and that meet a labeling of another s again (the memo serves
+    it across s)."""
+    rng = np.random.default_rng([23, len(weight_update)])
+    n_wrapped = n_shared = 0
+    for trial in range(30):
+        X, C0, ml, cl, inner_max_iter = random_problem(rng, min_features=2)
+        grid = np.sort([random_sparsity(rng, X.shape[1]) for _ in range(6)])
+        kwargs = dict(weight_update=weight_update, inner_max_iter=inner_max_iter,
+                      empty_cluster="zero")
+        path = engine(X, C0, grid, ml, cl, **kwargs)
+        scored = set()  # labelings of iterations r >= 2 (the first clustering's: row 0)
+        for i, s in enumerate(grid):
+            want = reference_sparse(X, C0, s, ml, cl, **kwargs)
+            where = f"trial {trial}, s={s}"
+            assert path.n_iter[i] == want["n_iter"], where
+            assert STATUS_NAMES[path.status[i]] == want["status"], where
+            np.testing.assert_array_equal(path.labels[i], want["labels"], err_msg=where)
+            np.testing.assert_allclose(path.weights[i], want["weights"], rtol=0, atol=1e-10,
+                                       err_msg=where)
+            history = set(want["label_history"][1:])
+            n_shared += bool(scored & history)
+            scored |= history
+        n_wrapped += len(scored) >= SCORE_MEMO
+    assert n_wrapped > 0 and n_shared > 0
 
 
 @pytest.mark.parametrize("empty_cluster", ["fail", "zero", "relocate"])
