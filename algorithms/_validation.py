@@ -96,6 +96,8 @@ def check_choice(value, name, options):
 
 
 def check_positive_int(value, name):
+    if type(value) is int and value >= 1:  # the usual case, without the slower ABC check
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer; got {plain(value)!r}")
     return int(value)

@@ -105,7 +105,8 @@ def _partner_lists(pairs, n_samples):
 
 @kernel
 def _neighbourhoods(n_samples, pairs, is_must_link):
-    """Neighbourhood number of every point (-1 outside any) and the neighbourhood count.
+    """Neighbourhood number of every point (-1 outside any), the neighbourhood count, and
+    the first cannot-link row of ``pairs`` whose points share a neighbourhood (-1 if none).
 
     Neighbourhoods are the connected components of the must-link graph (cannot-link pairs
     are skipped) with >= 2 points, numbered by their smallest point index
@@ -138,7 +139,11 @@ def _neighbourhoods(n_samples, pairs, is_must_link):
             count += 1
     for i in range(n_samples):
         number[i] = number[parent[i]]
-    return number, count
+    for e in range(pairs.shape[0]):
+        group = number[pairs[e, 0]]
+        if not is_must_link[e] and group >= 0 and group == number[pairs[e, 1]]:
+            return number, count, e
+    return number, count, -1
 
 
 def _must_link_chain(indptr, partner, link, is_must_link, start, end):
@@ -222,7 +227,7 @@ class Constraints:
         ml = _as_pairs(must_link, "must_link", n_samples)
         cl = _as_pairs(cannot_link, "cannot_link", n_samples)
         pairs = np.concatenate([ml, cl])
-        is_ml = np.concatenate([np.ones(len(ml), bool), np.zeros(len(cl), bool)])
+        is_ml = np.arange(len(pairs)) < len(ml)
         indptr, partner, link, duplicate = _partner_lists(pairs, n_samples)
         if duplicate[0] >= 0:
             first, second = duplicate
@@ -231,11 +236,9 @@ class Constraints:
                 raise ValueError(f"the pair ({a}, {b}) is both must-link and cannot-link")
             kind = "must_link" if is_ml[first] else "cannot_link"
             raise ValueError(f"{kind} contains the pair ({a}, {b}) more than once")
-        neighbourhood, n_neighbourhoods = _neighbourhoods(n_samples, pairs, is_ml)
-        group_a, group_b = neighbourhood[cl[:, 0]], neighbourhood[cl[:, 1]]
-        joined = np.flatnonzero((group_a == group_b) & (group_a >= 0))
-        if joined.size:
-            a, b = (int(v) for v in cl[joined[0]])
+        neighbourhood, n_neighbourhoods, joined = _neighbourhoods(n_samples, pairs, is_ml)
+        if joined >= 0:
+            a, b = (int(v) for v in pairs[joined])
             chain = _must_link_chain(indptr, partner, link, is_ml, a, b)
             raise ValueError(
                 f"the pair ({a}, {b}) is cannot-link but the must-link chain "
