@@ -12,9 +12,12 @@ import numbers
 
 import numpy as np
 
+from pcskm.algorithms._jit import kernel
 from pcskm.algorithms._validation import plain
 from pcskm.algorithms.constraints import constraints_from_labels
 
+from . import _random_kernels as draws
+from ._random_kernels import entropy_words
 from ._seeds import generator, seed_sequence
 from .datasets import Dataset
 
@@ -214,7 +217,8 @@ class Protocol:
         """``(must_link, cannot_link)`` of the cell: (m, 2) int64 arrays of 0-based rows
         sampled as in docs/method/protocol.md §5 from key (2, ds, sub, kind, pct10, run, fold)
         (unpaired design: followed by :meth:`draw_key`), each in the order of the final
-        permutation."""
+        permutation. The draws are those of NumPy's ``default_rng`` from
+        :meth:`constraint_seed`, computed in compiled code (:mod:`._random_kernels`)."""
         key = self._key(kind, percent, run, fold, algorithm, init)
         code, m = key[2], self.count(percent)
         must_link, cannot_link = self.pool(fold)
@@ -225,21 +229,8 @@ class Protocol:
                 f"{KINDS[code - 1]} at {percent}% needs {m} pairs but fold {fold} has only "
                 f"{n_ml} must-link and {n_cl} cannot-link pairs"
             )
-        rng = generator(self.seed, (2, *key))
-        if code == 1:
-            chosen_ml = rng.choice(n_ml, m // 2, replace=False)
-            chosen_cl = rng.choice(n_cl, m // 2, replace=False)
-            chosen = np.concatenate([chosen_ml, n_ml + chosen_cl])
-        elif code == 2:
-            chosen = rng.choice(n_ml, m, replace=False)
-        elif code == 3:
-            chosen = n_ml + rng.choice(n_cl, m, replace=False)
-        else:
-            chosen = rng.choice(n_ml + n_cl, m, replace=False)  # U = ML_f followed by CL_f
-        chosen = chosen[rng.permutation(m)]
-        is_ml = chosen < n_ml
-        return (np.take(must_link, chosen[is_ml], axis=0),
-                np.take(cannot_link, chosen[~is_ml] - n_ml, axis=0))
+        return _sample_pairs(entropy_words(self.seed, (2, *key)), code, m, must_link,
+                             cannot_link)
 
     def seeding_seed(self, kind, percent, run, fold, algorithm=None, init=None):
         """The SeedSequence of the cell's Seeding draws: key (3, ds, sub, kind, pct10, run,
@@ -265,3 +256,34 @@ class Protocol:
         data set's gap statistic (docs/method/selection.md §3.2, §5): key (9, ds, sub), so
         that permutation b has key (9, ds, sub, b) and is the same for every cell."""
         return seed_sequence(self.seed, (9, self.code, self.subset))
+
+
+@kernel
+def _sample_pairs(entropy, code, m, must_link, cannot_link):
+    """The constraint sample of §5 from the generator of the entropy words (``code``: 1
+    balanced, 2 must-link, 3 cannot-link, 4 random): the chosen indices into U = ML_f followed
+    by CL_f, permuted, then split into the must-link and cannot-link pairs in that order."""
+    state = draws.pcg64(entropy)
+    n_ml, n_cl = must_link.shape[0], cannot_link.shape[0]
+    if code == 1:
+        chosen = np.concatenate((draws.choice(state, n_ml, m // 2),
+                                 n_ml + draws.choice(state, n_cl, m // 2)))
+    elif code == 2:
+        chosen = draws.choice(state, n_ml, m)
+    elif code == 3:
+        chosen = n_ml + draws.choice(state, n_cl, m)
+    else:
+        chosen = draws.choice(state, n_ml + n_cl, m)
+    chosen = chosen[draws.permutation(state, m)]
+    n_chosen_ml = np.count_nonzero(chosen < n_ml)
+    ml = np.empty((n_chosen_ml, 2), dtype=np.int64)
+    cl = np.empty((m - n_chosen_ml, 2), dtype=np.int64)
+    i_ml = i_cl = 0
+    for index in chosen:
+        if index < n_ml:
+            ml[i_ml] = must_link[index]
+            i_ml += 1
+        else:
+            cl[i_cl] = cannot_link[index - n_ml]
+            i_cl += 1
+    return ml, cl

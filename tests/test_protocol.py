@@ -46,8 +46,9 @@ def _crossvalind(y, code, subset, seed=0, K=10):
     return np.array(fold)
 
 
-def _sample(y, fold_of, code, subset, kind, percent, run, fold, seed=0):
-    """protocol.md §4-§5 with a plain double loop for the pool."""
+def _sample(y, fold_of, code, subset, kind, percent, run, fold, seed=0, draw_key=()):
+    """protocol.md §4-§5 with a plain double loop for the pool and NumPy's Generator
+    (``draw_key``: the unpaired design's key parts after the fold)."""
     train = [i for i in range(len(y)) if fold_of[i] != fold]
     ML, CL = [], []
     for ia, a in enumerate(train):
@@ -58,7 +59,8 @@ def _sample(y, fold_of, code, subset, kind, percent, run, fold, seed=0):
     m = int((Decimal(P1) * Decimal(str(percent)) / 100).quantize(0, ROUND_HALF_UP))
     m += m % 2
     kind_code = KINDS.index(kind) + 1
-    rng = _rng((2, code, subset, kind_code, round(percent * 10), run, fold), seed)
+    rng = _rng((2, code, subset, kind_code, round(percent * 10), run, fold, *draw_key),
+               seed)
     if kind == "balanced":
         iML = rng.choice(len(ML), m // 2, replace=False)
         iCL = rng.choice(len(CL), m // 2, replace=False)
@@ -111,17 +113,31 @@ def test_crossvalind_handles_small_classes():
     assert sorted(np.bincount(protocol.fold_of[y == 1], minlength=10)) == [1] * 8 + [2] * 2
 
 
+@pytest.mark.parametrize("name", ["fisheriris", "ionosphere", "digits048-1"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("cell", [(1, 0, 0), (10, 3, 7), (5.5, 24, 9)])
-def test_constraints_equal_the_literal_sampling(protocols, kind, cell):
+def test_constraints_equal_the_literal_sampling(protocols, name, kind, cell):
+    """The compiled draws against NumPy's Generator: fisheriris's pools (9,045 pairs) take
+    Floyd's branch of choice, ionosphere's (about 50,000) the tail shuffle as well."""
     percent, run, fold = cell
-    protocol = protocols["fisheriris"]
+    protocol = protocols[name]
     ml, cl = protocol.constraints(kind, percent, run, fold)
-    expected_ml, expected_cl = _sample(protocol.y, protocol.fold_of, 1, 0, kind, percent, run,
-                                       fold)
+    expected_ml, expected_cl = _sample(protocol.y, protocol.fold_of, protocol.code,
+                                       protocol.subset, kind, percent, run, fold)
     np.testing.assert_array_equal(ml, expected_ml)
     np.testing.assert_array_equal(cl, expected_cl)
     assert ml.dtype == cl.dtype == np.int64
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unpaired_constraints_equal_the_literal_sampling(data_dir, kind):
+    dataset = load("ionosphere", data_dir)
+    protocol = Protocol(dataset, seed=5, design="unpaired")
+    ml, cl = protocol.constraints(kind, 2.5, 4, 3, "PCKM", "seeding")
+    expected = _sample(protocol.y, protocol.fold_of, protocol.code, protocol.subset, kind, 2.5,
+                       4, 3, seed=5, draw_key=(2, 80, 67, 75, 77))
+    np.testing.assert_array_equal(ml, expected[0])
+    np.testing.assert_array_equal(cl, expected[1])
 
 
 @pytest.mark.parametrize("name", ["ionosphere", "mwm-ttscst", "digits389-10"])
