@@ -190,6 +190,21 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
     return centers, metric, n_iter, status, objective, n_empty_events
 
 
+def mpckm_options(max_iter=100, empty_cluster="zero", regularisation=0.01):
+    """The MPCKM loop's options ``(max_iter, policy, regularisation)``, validated, for
+    :func:`mpckm_run`."""
+    policy = empty_cluster_code(empty_cluster)
+    max_iter = check_positive_int(max_iter, "max_iter")
+    if (
+        isinstance(regularisation, bool)
+        or not isinstance(regularisation, numbers.Real)
+        or not (0.0 < regularisation < math.inf)
+    ):
+        raise ValueError("regularisation must be a positive finite number; got "
+                         f"{plain(regularisation)!r}")
+    return max_iter, policy, float(regularisation)
+
+
 def mpckm_engine(X, centers, labels, constraints, *, max_iter=100, empty_cluster="zero",
                  regularisation=0.01):
     """Run MPCKM (§3) from initial ``centers`` (k, p) and initial ``labels`` (n,).
@@ -204,19 +219,11 @@ def mpckm_engine(X, centers, labels, constraints, *, max_iter=100, empty_cluster
     ``n_empty_events`` the number of empty clusters found, summed over the checks, under
     ``"zero"`` and ``"relocate"`` (0 under ``"fail"``, as in the PCKM engine).
     """
-    policy = empty_cluster_code(empty_cluster)
-    max_iter = check_positive_int(max_iter, "max_iter")
-    if (
-        isinstance(regularisation, bool)
-        or not isinstance(regularisation, numbers.Real)
-        or not (0.0 < regularisation < math.inf)
-    ):
-        raise ValueError("regularisation must be a positive finite number; got "
-                         f"{plain(regularisation)!r}")
+    options = mpckm_options(max_iter, empty_cluster, regularisation)
     X = np.ascontiguousarray(X, dtype=np.float64)
     n = X.shape[0]
-    centers = np.array(centers, dtype=np.float64, order="C")  # a copy: the loop writes it
-    labels = np.array(labels, dtype=np.int64, order="C")
+    centers = np.asarray(centers, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
     if centers.ndim != 2 or centers.shape[1] != X.shape[1]:
         raise ValueError(
             f"centers must have shape (n_clusters, {X.shape[1]}); got {centers.shape}"
@@ -230,9 +237,18 @@ def mpckm_engine(X, centers, labels, constraints, *, max_iter=100, empty_cluster
         raise ValueError(
             f"constraints are over {constraints.n_samples} points but X has {n} rows"
         )
+    return mpckm_run(X, centers, labels, constraints, options)
+
+
+def mpckm_run(X, centers, labels, constraints, options):
+    """:func:`mpckm_engine` with the ``options`` of :func:`mpckm_options` on input its caller
+    checked once for many fits (the runner: once per task): ``X`` C-contiguous float64,
+    ``centers`` (k, p), ``labels`` (n,) in -1..k-1 from an init and ``constraints`` over the
+    n points. Neither input array is modified."""
+    centers = np.array(centers, dtype=np.float64, order="C")  # a copy: the loop writes it
+    labels = np.array(labels, dtype=np.int64, order="C")
     centers, metric, n_iter, status, objective, n_empty_events = _mpckm_loop(
-        X, centers, labels, *constraints.kernel_arrays, max_iter, policy,
-        float(regularisation),
+        X, centers, labels, *constraints.kernel_arrays, *options,
     )
     return EngineResult(
         labels=labels,

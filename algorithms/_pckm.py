@@ -108,6 +108,11 @@ def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy
     return labels, centers, n_iter, status, objective, n_empty
 
 
+def pckm_options(max_iter=25, empty_cluster="fail"):
+    """The PCKM kernels' options ``(max_iter, policy)``, validated, for :func:`pckm_run`."""
+    return check_positive_int(max_iter, "max_iter"), empty_cluster_code(empty_cluster)
+
+
 def pckm_engine(X, centers, constraints, *, max_iter=25, empty_cluster="fail", cache=None):
     """PCKM (LKM when ``constraints`` is empty) from initial centres (§2.2).
 
@@ -118,9 +123,14 @@ def pckm_engine(X, centers, constraints, *, max_iter=25, empty_cluster="fail", c
     :class:`~pcskm.algorithms._result.EngineResult` whose ``weights`` are ones (NaN on failure) and
     whose ``objective`` is the sum of the winning penalties of the last pass (NaN on failure).
     """
-    policy = empty_cluster_code(empty_cluster)
-    max_iter = check_positive_int(max_iter, "max_iter")
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    return pckm_run(np.ascontiguousarray(X, dtype=np.float64), centers, constraints,
+                    pckm_options(max_iter, empty_cluster), cache)
+
+
+def pckm_run(X, centers, constraints, options, cache=None):
+    """:func:`pckm_engine` with the ``options`` of :func:`pckm_options` and ``X`` C-contiguous
+    float64: what its caller checked once for many fits (the runner: once per task)."""
+    max_iter, policy = options
     C0 = np.array(centers, dtype=np.float64, order="C")  # writable: one compiled signature
     if cache is not None and cache.serves(constraints):
         fitted = cache.clustering(X, C0, max_iter, policy)

@@ -577,6 +577,26 @@ class FitCache:
         return own
 
 
+def path_options(sparsities, *, weight_update="code", max_iter=25, inner_max_iter=25,
+                 tol=1e-4, empty_cluster="fail"):
+    """The s-path kernels' options ``(sparsities, paper, max_iter, inner_max_iter, tol,
+    policy)``, validated (the sparsities must already be checked: 1 < s <= sqrt(p)), for
+    :func:`path_engine`."""
+    check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
+    policy = empty_cluster_code(empty_cluster)
+    tol = float(tol)
+    if not (math.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite non-negative number; got {tol!r}")
+    return (
+        np.ascontiguousarray(sparsities, dtype=np.float64),
+        weight_update == "paper",
+        check_positive_int(max_iter, "max_iter"),
+        check_positive_int(inner_max_iter, "inner_max_iter"),
+        tol,
+        policy,
+    )
+
+
 def sparse_engine(
     X, centers, constraints, sparsities, *, weight_update="code", max_iter=25,
     inner_max_iter=25, tol=1e-4, empty_cluster="fail", cache=None,
@@ -589,21 +609,17 @@ def sparse_engine(
     clusterings and paths the fits of other initial centres with the same ``constraints``
     may share. Returns :class:`PathArrays`.
     """
-    check_choice(weight_update, "weight_update", WEIGHT_UPDATES)
-    policy = empty_cluster_code(empty_cluster)
-    tol = float(tol)
-    if not (math.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol must be a finite non-negative number; got {tol!r}")
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    options = path_options(sparsities, weight_update=weight_update, max_iter=max_iter,
+                           inner_max_iter=inner_max_iter, tol=tol, empty_cluster=empty_cluster)
+    return path_engine(np.ascontiguousarray(X, dtype=np.float64), centers, constraints,
+                       options, cache)
+
+
+def path_engine(X, centers, constraints, options, cache=None):
+    """:func:`sparse_engine` with the ``options`` of :func:`path_options` and ``X``
+    C-contiguous float64: what its caller checked once for many fits (the runner: once per
+    task)."""
     C0 = np.array(centers, dtype=np.float64, order="C")  # writable: one compiled signature
-    options = (
-        np.ascontiguousarray(sparsities, dtype=np.float64),
-        weight_update == "paper",
-        check_positive_int(max_iter, "max_iter"),
-        check_positive_int(inner_max_iter, "inner_max_iter"),
-        tol,
-        policy,
-    )
     if cache is None or not cache.serves(constraints):
         return PathArrays(*sparse_path(X, C0, *constraints.kernel_arrays, *options))
     return cache.path(X, C0, options)

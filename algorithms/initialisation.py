@@ -13,6 +13,7 @@ therefore computed here rather than with ``scipy.spatial.distance.pdist``, whose
 not promise a summation order.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -67,6 +68,23 @@ def _dkmpp_radius(mst_weights):
     return min(float(np.max(mst_weights)), float(3 * (q75 - q25) + q75))
 
 
+@kernel
+def _dkmpp_density(normalised, eps):
+    """rho_i = sum over j != i with d_ij <= eps of exp(-d_ij / eps), in index order. The
+    exponential is the C library's (as Python's ``math.exp``): NumPy's vectorised ``exp``
+    differs from it in the last bit for some arguments on some CPUs (AVX-512), which moved the
+    choice between exactly tied densities from one machine to another."""
+    n = normalised.shape[0]
+    density = np.zeros(n)
+    for i in range(n):
+        total = 0.0
+        for j in range(n):
+            if j != i and normalised[i, j] <= eps:
+                total += math.exp(-normalised[i, j] / eps)
+        density[i] = total
+    return density
+
+
 def _dkmpp(X, n_clusters):
     """DKM++ on validated input: ``(indices in selection order, eps)``."""
     n = X.shape[0]
@@ -76,9 +94,7 @@ def _dkmpp(X, n_clusters):
     mst_weights = minimum_spanning_tree(normalised).data
     eps = _dkmpp_radius(mst_weights)
 
-    kernel = np.where(normalised <= eps, np.exp(-normalised / eps), 0.0)
-    np.fill_diagonal(kernel, 0.0)
-    density = _sequential_sum(kernel, axis=1)
+    density = _dkmpp_density(normalised, eps)
     low, high = density.min(), density.max()
     if low == high:
         raise ValueError(

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ._base import ConstrainedClusteringBase
-from ._mpckm import mpckm_engine
+from ._mpckm import mpckm_options, mpckm_run
 
 
 class MPCKMeans(ConstrainedClusteringBase):
@@ -42,15 +42,19 @@ class MPCKMeans(ConstrainedClusteringBase):
         self.empty_cluster = empty_cluster
         self.random_state = random_state
 
-    def _engine(self, X, constraints, centers, seed_labels, cache=None):
-        """The MPCKM engine on validated input (an ``EngineResult``). ``cache`` (the cell's
-        ``_sparse.FitCache``, as the other estimators take it) is unused: no other fit of a
-        cell computes an MPCKM clustering."""
-        return mpckm_engine(X, centers, seed_labels, self._engine_constraints(constraints),
-                            max_iter=self.max_iter, empty_cluster=self.empty_cluster)
+    def _engine_options(self, sparsities=None):
+        """The engine's options from the validated parameters (for :meth:`_engine`)."""
+        return mpckm_options(self.max_iter, self.empty_cluster)
+
+    def _engine(self, X, constraints, centers, seed_labels, options, cache=None):
+        """The MPCKM engine on validated input and ``options`` (an ``EngineResult``).
+        ``cache`` (the cell's ``_sparse.FitCache``, as the other estimators take it) is
+        unused: no other fit of a cell computes an MPCKM clustering."""
+        return mpckm_run(X, centers, seed_labels, self._engine_constraints(constraints),
+                         options)
 
     def _run_engine(self, X, constraints, centers, seed_labels):
-        result = self._engine(X, constraints, centers, seed_labels)
+        result = self._engine(X, constraints, centers, seed_labels, self._engine_options())
         self.initial_labels_ = np.asarray(seed_labels, dtype=np.int64)
         self._store(labels=result.labels, centers=result.centers, weights=result.weights,
                     n_iter=result.n_iter, status=result.status, objective=result.objective,

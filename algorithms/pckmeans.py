@@ -2,7 +2,7 @@
 (docs/method/algorithms.md §2)."""
 
 from ._base import ConstrainedClusteringBase
-from ._pckm import pckm_engine
+from ._pckm import pckm_options, pckm_run
 
 
 class PCKMeans(ConstrainedClusteringBase):
@@ -42,15 +42,17 @@ class PCKMeans(ConstrainedClusteringBase):
         self.empty_cluster = empty_cluster
         self.random_state = random_state
 
-    def _engine(self, X, constraints, centers, seed_labels, cache=None):
-        """The PCKM engine on validated input (an ``EngineResult``); ``cache``, a
-        ``_sparse.FitCache`` of ``X`` and ``constraints``, or None."""
-        return pckm_engine(X, centers, self._engine_constraints(constraints),
-                           max_iter=self.max_iter, empty_cluster=self.empty_cluster,
-                           cache=cache)
+    def _engine_options(self, sparsities=None):
+        """The engine's options from the validated parameters (for :meth:`_engine`)."""
+        return pckm_options(self.max_iter, self.empty_cluster)
+
+    def _engine(self, X, constraints, centers, seed_labels, options, cache=None):
+        """The PCKM engine on validated input and ``options`` (an ``EngineResult``);
+        ``cache``, a ``_sparse.FitCache`` of ``X`` and ``constraints``, or None."""
+        return pckm_run(X, centers, self._engine_constraints(constraints), options, cache)
 
     def _run_engine(self, X, constraints, centers, seed_labels):
-        result = self._engine(X, constraints, centers, seed_labels)
+        result = self._engine(X, constraints, centers, seed_labels, self._engine_options())
         self._store(labels=result.labels, centers=result.centers, weights=result.weights,
                     n_iter=result.n_iter, status=result.status, objective=result.objective,
                     initial_centers=centers, n_empty_events=result.n_empty_events)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._base import ConstrainedClusteringBase
 from ._result import STATUS_NAMES
-from ._sparse import sparse_engine
+from ._sparse import path_engine, path_options
 from ._validation import check_sparsity
 
 
@@ -98,19 +98,23 @@ class PCSKMeans(ConstrainedClusteringBase):
         self.empty_cluster = empty_cluster
         self.random_state = random_state
 
-    def _path(self, X, constraints, centers, sparsities, cache=None):
-        """The sparse engine on validated input and s grid (a ``_sparse.PathArrays``);
-        ``cache``, a ``_sparse.FitCache`` of ``X`` and ``constraints``, or None."""
-        return sparse_engine(
-            X, centers, self._engine_constraints(constraints), sparsities,
-            weight_update=getattr(self, "weight_update", "code"), max_iter=self.max_iter,
-            inner_max_iter=self.inner_max_iter, tol=self.tol, empty_cluster=self.empty_cluster,
-            cache=cache,
+    def _engine_options(self, sparsities):
+        """The engine's options for the (checked) s grid ``sparsities`` from the validated
+        parameters (for :meth:`_path`)."""
+        return path_options(
+            sparsities, weight_update=getattr(self, "weight_update", "code"),
+            max_iter=self.max_iter, inner_max_iter=self.inner_max_iter, tol=self.tol,
+            empty_cluster=self.empty_cluster,
         )
+
+    def _path(self, X, constraints, centers, options, cache=None):
+        """The sparse engine on validated input and ``options`` (a ``_sparse.PathArrays``);
+        ``cache``, a ``_sparse.FitCache`` of ``X`` and ``constraints``, or None."""
+        return path_engine(X, centers, self._engine_constraints(constraints), options, cache)
 
     def _run_engine(self, X, constraints, centers, seed_labels):
         sparsities = check_sparsity(self.sparsity, X.shape[1])
-        path = self._path(X, constraints, centers, sparsities)
+        path = self._path(X, constraints, centers, self._engine_options(sparsities))
         n_runs = max(int(path.n_iter[0]), 1)
         self.weighted_centers_ = path.weighted_centers[0]
         self.inner_n_iter_ = path.inner_n_iter[0, :n_runs].copy()
@@ -131,7 +135,7 @@ class PCSKMeans(ConstrainedClusteringBase):
 
     def _fit_path(self, sparsities, X, constraints, centers, seed_labels):
         grid = check_sparsity(sparsities, X.shape[1], name="sparsities")
-        path = self._path(X, constraints, centers, grid)
+        path = self._path(X, constraints, centers, self._engine_options(grid))
         return SparsityPath(
             sparsity=grid, labels=path.labels, weights=path.weights,
             cluster_centers=path.centers, weighted_centers=path.weighted_centers,

@@ -297,8 +297,9 @@ class Fitter:
 
     What every fit of the setting shares is validated once, by the estimator's own checks
     (as its ``fit`` does): its parameters, the data set (float64 without NaN or inf, at least
-    k distinct rows), the s grid and the DKM++, ROBIN(D) or Maximin(D) centres (computed once
-    per process). A call then only resolves Seeding (from the cell's constraints and
+    k distinct rows), the s grid, the engine's options (pass limits, policy, score variant)
+    and the DKM++, ROBIN(D) or Maximin(D) centres (computed once per process). A call then
+    only resolves Seeding (from the cell's constraints and
     Seeding key, docs/method/initialisations.md §4) and runs the engine: the sparse
     estimators over the whole s grid from that one init (``fit_path``), the others once.
     Seeding depends on the setting only through its fill (in the paired design the data set,
@@ -316,6 +317,7 @@ class Fitter:
         self.sparsities = (check_sparsity(setting.sparsities, data.n_features,
                                           name="sparsities")
                            if setting.is_sparse else None)
+        self.options = self.estimator._engine_options(self.sparsities)
         # a deterministic init reads neither the constraints nor a random state
         self.start = None if seeded else self.estimator._initial_state(self.X, None, None)
 
@@ -353,9 +355,10 @@ class Fitter:
         from the same centres, and an s path is a function of its first clustering, which
         different inits often reach)."""
         if self.sparsities is not None:
-            path = self.estimator._path(self.X, constraints, centres, self.sparsities, cache)
+            path = self.estimator._path(self.X, constraints, centres, self.options, cache)
             return _Fit(path.labels, path.weights, path.n_iter, path.status)
-        result = self.estimator._engine(self.X, constraints, centres, seed_labels, cache)
+        result = self.estimator._engine(self.X, constraints, centres, seed_labels,
+                                        self.options, cache)
         return _Fit(result.labels[None], result.weights[None],
                     np.array([result.n_iter], dtype=np.int64),
                     np.array([result.status], dtype=np.int64))

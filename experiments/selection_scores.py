@@ -81,6 +81,7 @@ class SelectionScorer:
         self.permutation_seed = permutation_seed
         self.n_clusters = fitter.estimator.n_clusters
         self.null = null_estimator(fitter.estimator)
+        self.null_options = self.null._engine_options(fitter.sparsities)
         self.null_key = null_key(fitter.estimator)
         self.no_constraints = Constraints.empty(fitter.X.shape[0])
         self._shared_gap = None  # (fit, gap and gap_sd) of a fit shared by the task's cells
@@ -146,7 +147,7 @@ class SelectionScorer:
         """A null fit: SKM's engine over the grid on a permuted data set from ``centres``."""
         def fit_null(permuted):
             path = self.null._path(permuted, self.no_constraints, centres,
-                                   self.fitter.sparsities)
+                                   self.null_options)
             return path.labels, path.weights, failed_rows(path.status)
 
         return fit_null
