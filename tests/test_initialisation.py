@@ -510,3 +510,26 @@ def test_robin_no_progress():
 def test_seeding_bad_fill():
     with pytest.raises(ValueError, match="fill"):
         init.seeding_init(SPEC_X, 2, SPEC_ML, fill="mean")
+
+
+def test_dkmpp_centres_of_the_paper_do_not_depend_on_the_exponential(data_dir):
+    """The density with NumPy's vectorised exp (which differs from the C library's in the
+    last bit for some arguments on AVX-512 CPUs) gives the same centres on every data set of
+    the paper spec (docs/method/initialisations.md §1)."""
+    from pcskm.experiments.datasets import load
+    from pcskm.experiments.spec import load_spec
+
+    def numpy_density(normalised, eps):
+        terms = np.where(normalised <= eps, np.exp(-normalised / eps), 0.0)
+        np.fill_diagonal(terms, 0.0)
+        return np.cumsum(terms, axis=1)[:, -1]
+
+    names = load_spec("paper").datasets
+    assert len(names) >= 46
+    for name in names:
+        data = load(name, data_dir)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(init, "_dkmpp_density", numpy_density)
+            expected = init.dkmpp_init(data.X, data.n_clusters)
+        np.testing.assert_array_equal(init.dkmpp_init(data.X, data.n_clusters), expected,
+                                      err_msg=name)
