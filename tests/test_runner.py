@@ -173,7 +173,9 @@ def test_extended_spec_computes_only_the_new_cells(client, tmp_path):
                                                     second.n_written)]
     for run, summary in zip(runs, (first, second), strict=True):
         assert run["started"] <= run["finished"] and not run["interrupted"]
-        assert run["wall_seconds"] >= run["compute_wall_seconds"] > 0
+        # recorded to 0.1 s: an extension of a few cells can round to 0.0 on a fast machine
+        assert run["wall_seconds"] >= run["compute_wall_seconds"] >= 0
+        assert summary.wall_seconds > 0
         assert run["compute_wall_seconds"] == pytest.approx(summary.wall_seconds, abs=0.1)
     direct = tmp_path / "direct.zarr"
     run_spec(extended, direct, client=client, progress=False)
