@@ -25,24 +25,17 @@ import numpy as np
 
 from pcskm.algorithms._jit import kernel
 
+# Numba keeps integer arithmetic unsigned only between unsigned operands: every constant
+# is a uint64 (the 32-bit words of SeedSequence are held in uint64 and masked)
 _M32 = np.uint64(0xFFFFFFFF)
-_U1 = np.uint64(1)
-_U16 = np.uint64(16)
-_U32 = np.uint64(32)
-_U58 = np.uint64(58)
-_U63 = np.uint64(63)
-_U64_MASK = np.uint64(63)
-# SeedSequence (a pool of 4 words, hashed with these multipliers; mixing shift 16)
+_U1, _U16, _U32, _U58, _U63, _U64 = (np.uint64(v) for v in (1, 16, 32, 58, 63, 64))
+# SeedSequence: a pool of 4 words; the hash constants and multipliers of the pool (A) and of
+# the generated state (B), and the two multipliers of the mixing function
 _POOL_SIZE = 4
-_INIT_A = np.uint64(0x43B0D7E5)
-_MULT_A = np.uint64(0x931E8875)
-_INIT_B = np.uint64(0x8B51F9DD)
-_MULT_B = np.uint64(0x58F38DED)
-_MIX_MULT_L = np.uint64(0xCA01F9DD)
-_MIX_MULT_R = np.uint64(0x4973F715)
+_INIT_A, _MULT_A, _INIT_B, _MULT_B, _MIX_MULT_L, _MIX_MULT_R = (
+    np.uint64(v) for v in (0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED, 0xCA01F9DD, 0x4973F715))
 # PCG's default 128-bit multiplier, high and low words
-_PCG_MULT_HIGH = np.uint64(2549297995355413924)
-_PCG_MULT_LOW = np.uint64(4865540595714422341)
+_PCG_MULT_HIGH, _PCG_MULT_LOW = np.uint64(2549297995355413924), np.uint64(4865540595714422341)
 # the generator's state: the LCG state and increment (high, low words), then the kept half
 # of the last 64-bit output (flag, value)
 _STATE_HIGH, _STATE_LOW, _INC_HIGH, _INC_LOW, _HAS_HALF, _HALF = range(6)
@@ -168,7 +161,7 @@ def next_uint64(state):
     _step(state)
     xored = state[_STATE_HIGH] ^ state[_STATE_LOW]
     rotation = state[_STATE_HIGH] >> _U58
-    return (xored >> rotation) | (xored << ((np.uint64(64) - rotation) & _U64_MASK))
+    return (xored >> rotation) | (xored << ((_U64 - rotation) & _U63))
 
 
 @kernel
