@@ -299,9 +299,9 @@ class Fitter:
     (as its ``fit`` does): its parameters, the data set (float64 without NaN or inf, at least
     k distinct rows), the s grid, the engine's options (pass limits, policy, score variant)
     and the DKM++, ROBIN(D) or Maximin(D) centres (computed once per process). A call then
-    only resolves Seeding (from the cell's constraints and
-    Seeding key, docs/method/initialisations.md §4) and runs the engine: the sparse
-    estimators over the whole s grid from that one init (``fit_path``), the others once.
+    only resolves Seeding (from the cell's constraints and Seeding key,
+    docs/method/initialisations.md §4) and runs the engine: the sparse estimators over the
+    whole s grid from that one init (``fit_path``), the others once.
     Seeding depends on the setting only through its fill (in the paired design the data set,
     the cell's constraints and key are the same for every setting of a cell), so the settings
     of a cell that share its draws can share each fill's centres.

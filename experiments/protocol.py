@@ -17,7 +17,6 @@ from pcskm.algorithms._validation import plain
 from pcskm.algorithms.constraints import constraints_from_labels
 
 from . import _random_kernels as draws
-from ._random_kernels import entropy_words
 from ._seeds import generator, seed_sequence
 from .datasets import Dataset
 
@@ -229,7 +228,7 @@ class Protocol:
                 f"{KINDS[code - 1]} at {percent}% needs {m} pairs but fold {fold} has only "
                 f"{n_ml} must-link and {n_cl} cannot-link pairs"
             )
-        return _sample_pairs(entropy_words(self.seed, (2, *key)), code, m, must_link,
+        return _sample_pairs(draws.entropy_words(self.seed, (2, *key)), code, m, must_link,
                              cannot_link)
 
     def seeding_seed(self, kind, percent, run, fold, algorithm=None, init=None):
