@@ -42,14 +42,23 @@ def test_defaults_are_the_quick_spec_and_its_store():
     assert args.spec == "quick" and args.store is None
 
 
-def test_sigint_mid_run_then_rerun_gives_the_same_cube(reference, tmp_path):
+def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path):
     """Ctrl-C (SIGINT to the whole process group, workers included, as a terminal sends it)
     once the progress bar shows computed cells: the results received so far are written and
     marked done (the writer holds them in memory until then), no process prints a traceback,
-    and the rest is computed by the next run."""
+    and the rest is computed by the next run. The smoke grid with 25 runs instead of 2 (12.5
+    times its compute, a few seconds): the smoke spec itself can end on a fast machine before
+    the signal arrives."""
+    spec = tmp_path / "longer.toml"
+    spec.write_text((REPO / "experiments" / "specs" / "smoke.toml").read_text()
+                    .replace("n_runs = 2\n", "n_runs = 25\n"))
+    n_cells = SMOKE_CELLS // SMOKE.n_runs * 25
+    reference = tmp_path / "reference.zarr"
+    assert pcskm("run", spec, "--store", reference, "--workers", 2, "--no-progress"
+                 ).returncode == 0
     store = tmp_path / "interrupted.zarr"
-    command = [sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--store", str(store),
-               "--workers", "2"]
+    command = [sys.executable, "-m", "pcskm.runner.cli", "run", str(spec), "--store",
+               str(store), "--workers", "2"]
     process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE,
                                start_new_session=True)
     progress = Progress(process)
@@ -60,14 +69,14 @@ def test_sigint_mid_run_then_rerun_gives_the_same_cube(reference, tmp_path):
     process.wait(timeout=120)
     stderr = progress.join()
     assert process.returncode == 130, stderr
-    assert "Resume with: pcskm run smoke --store" in stderr
+    assert f"Resume with: pcskm run {spec} --store" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     done = done_cells(store)
-    assert 0 < done < SMOKE_CELLS
+    assert 0 < done < n_cells
     xr.open_datatree(store, engine="zarr").load()  # readable after the interruption
-    resumed = pcskm("run", "smoke", "--store", store, "--workers", 2, "--no-progress")
+    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
     assert resumed.returncode == 0, resumed.stderr
-    assert f"{done} already done; computing {SMOKE_CELLS - done} cells" in resumed.stderr
+    assert f"{done} already done; computing {n_cells - done} cells" in resumed.stderr
     assert_same_cube(reference, store)
 
 
