@@ -125,14 +125,21 @@ def _mul_high(a, b):
 
 
 @kernel
+def _add(state, high, low):
+    """state += (high, low) (mod 2^128)."""
+    summed = state[_STATE_LOW] + low
+    state[_STATE_HIGH] += high + (_U1 if summed < low else np.uint64(0))
+    state[_STATE_LOW] = summed
+
+
+@kernel
 def _step(state):
     """One LCG step: state = state * multiplier + increment (mod 2^128)."""
     high, low = state[_STATE_HIGH], state[_STATE_LOW]
-    new_high = _mul_high(low, _PCG_MULT_LOW) + low * _PCG_MULT_HIGH + high * _PCG_MULT_LOW
-    new_low = low * _PCG_MULT_LOW
-    summed = new_low + state[_INC_LOW]
-    state[_STATE_HIGH] = new_high + state[_INC_HIGH] + (_U1 if summed < new_low else np.uint64(0))
-    state[_STATE_LOW] = summed
+    state[_STATE_HIGH] = (_mul_high(low, _PCG_MULT_LOW) + low * _PCG_MULT_HIGH
+                          + high * _PCG_MULT_LOW)
+    state[_STATE_LOW] = low * _PCG_MULT_LOW
+    _add(state, state[_INC_HIGH], state[_INC_LOW])
 
 
 @kernel
@@ -148,9 +155,7 @@ def pcg64(entropy):
     state[_INC_HIGH] = (sequence_high << _U1) | (sequence_low >> _U63)
     state[_INC_LOW] = (sequence_low << _U1) | _U1
     _step(state)
-    low = state[_STATE_LOW] + seed_low
-    state[_STATE_HIGH] += seed_high + (_U1 if low < seed_low else np.uint64(0))
-    state[_STATE_LOW] = low
+    _add(state, seed_high, seed_low)
     _step(state)
     return state
 
@@ -209,13 +214,20 @@ def bounded_masked(state, upper):
 
 
 @kernel
+def _shuffle_lemire(state, values, first):
+    """Fisher-Yates steps from the last place of ``values`` down to place ``first``, each
+    swapping it with a place drawn by Lemire's method (NumPy's ``_shuffle_int``)."""
+    for i in range(values.shape[0] - 1, first - 1, -1):
+        j = bounded_lemire(state, i)
+        values[i], values[j] = values[j], values[i]
+
+
+@kernel
 def choice(state, n, m):
     """``Generator.choice(n, m, replace=False)``: m distinct integers of [0, n)."""
     if n > 10000 and m > n // 50:
         order = np.arange(n)
-        for i in range(n - 1, max(n - m, 1) - 1, -1):
-            j = bounded_lemire(state, i)
-            order[i], order[j] = order[j], order[i]
+        _shuffle_lemire(state, order, max(n - m, 1))
         return order[n - m:].copy()
     chosen = np.empty(m, dtype=np.int64)
     taken = np.zeros(n, dtype=np.bool_)
@@ -225,9 +237,7 @@ def choice(state, n, m):
             value = j
         taken[value] = True
         chosen[j - n + m] = value
-    for i in range(m - 1, 0, -1):
-        j = bounded_lemire(state, i)
-        chosen[i], chosen[j] = chosen[j], chosen[i]
+    _shuffle_lemire(state, chosen, 1)
     return chosen
 
 
