@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
+from . import _random_kernels as draws
 from ._result import FAILED, STATUS_NAMES
 from ._selection_kernels import fold_f_measures, weighted_bcss
 from ._sparse import total_sum_of_squares
@@ -127,13 +128,6 @@ def _seed_sequence(random_state):
                      f"{plain(random_state)!r}")
 
 
-def _child_seed(seed, number):
-    """The seed of draw ``number``: the parent's key extended by ``(number,)`` (§5), the same
-    whatever else was drawn before, unlike ``SeedSequence.spawn``."""
-    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, number),
-                                  pool_size=seed.pool_size)
-
-
 def _mean_of_computed(values):
     """Mean over axis 0 of the non-NaN entries (NaN where there are none), and their count."""
     computed = ~np.isnan(values)
@@ -196,14 +190,13 @@ def constraint_folds(group, n_folds, seed):
     if n_folds > len(group):
         raise ValueError(f"n_folds={n_folds} is larger than the number of constraints "
                          f"({len(group)})")
-    rng = np.random.default_rng(seed)
     size = np.bincount(group)
     if n_folds > len(size):
         raise ValueError(
             f"n_folds={n_folds} is larger than the number of groups of constraints that can be "
             f"held out without leaking ({len(size)}: must-link components and the cannot-links "
             "between two components, docs/method/selection.md §2.1)")
-    order = rng.permutation(len(size))
+    order = draws.permutation(draws.generator_state(seed), len(size))
     order = order[np.argsort(-size[order], kind="stable")]
     lap, seat = np.divmod(np.arange(len(size)), n_folds)
     fold_of_group = np.empty(len(size), dtype=np.int64)
@@ -305,12 +298,14 @@ def null_estimator(estimator):
 
 def null_log_objectives(X, n_permutations, seed, n_clusters, fit_null):
     """(n_permutations, n_s) log O*_b(s) (§3.2): null data set b permutes every column of X
-    independently, drawn from ``seed``'s key extended by ``(b,)`` (§5);
-    ``fit_null(permuted)`` fits SKM's grid on it and returns labels, weights and failed
-    rows."""
+    independently, ``default_rng(seed').permuted(X, axis=0)`` with ``seed'`` the key of
+    ``seed`` extended by ``(b,)`` (§5), the same whatever else was drawn before, unlike
+    ``SeedSequence.spawn``; ``fit_null(permuted)`` fits SKM's grid on it and returns labels,
+    weights and failed rows. The draws are computed in compiled code
+    (:mod:`._random_kernels`)."""
     rows = []
     for b in range(n_permutations):
-        permuted = np.random.default_rng(_child_seed(seed, b)).permuted(X, axis=0)
+        permuted = draws.permuted(draws.generator_state(seed, (b,)), X)
         rows.append(log_weighted_bcss(permuted, *fit_null(permuted), n_clusters))
     return np.array(rows)
 

@@ -5,6 +5,7 @@ Run by hand from the repository root:
 
     python benchmarks/bench_worker.py [--repeat 3] [--datasets digits048-1 ionosphere ...]
                                       [--runs 0] [--spec paper]
+    python benchmarks/bench_worker.py --sample 40 [--seed 1] [--spec paper]
 
     py-spy record --native -r 50 -f raw -o worker.txt -- python benchmarks/bench_worker.py
     python benchmarks/profile_summary.py worker.txt
@@ -16,6 +17,9 @@ The workload of a data set: its tasks as the runner builds them (one per constra
 every (algorithm, init) that runs the kind in the task, so that they share each cell's
 constraint sample), with 1 %, 5.5 % and 10 % of the constraints, run 0 (``--runs``) and all
 ten folds.
+With ``--sample N``, the workload is instead N tasks drawn at random (uniformly, without
+replacement) from every task the runner plans for the whole spec on an empty store, so a
+profile of it shares the full run's mix of data sets, algorithms and scores in expectation.
 Each data set's tasks are evaluated once untimed (data loading, the Numba caches, the
 deterministic centres), then ``--repeat`` times inside :func:`measure`; the table shows the
 median CPU seconds of this process (``time.process_time``, the engines being single-threaded:
@@ -25,12 +29,15 @@ by 10 % or so; the load average is printed) per cell.
 
 import argparse
 import os
+import random
 import statistics
 import time
 
 from _common import machine, paper_tasks, print_table
+from bench_runner import spec_tasks
 
 from pcskm.experiments import cells
+from pcskm.experiments.spec import load_spec
 
 DATASETS = ("digits048-1", "ionosphere", "mwm-ttscst")
 KINDS = ("random", "must-link", "cannot-link", "balanced")
@@ -57,12 +64,21 @@ def main():
                         help="runs 0-4 carry the paper spec's CV scores, the later ones not")
     parser.add_argument("--spec", default="paper",
                         help="a spec name or TOML file with the paper spec's data sets")
+    parser.add_argument("--sample", type=int,
+                        help="time N tasks drawn at random from the whole spec instead")
+    parser.add_argument("--seed", type=int, default=1, help="of the --sample draw")
     args = parser.parse_args()
     print(machine())
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    if args.sample:
+        every = spec_tasks(load_spec(args.spec))
+        drawn = random.Random(args.seed).sample(every, min(args.sample, len(every)))
+        workloads = [(f"{len(drawn)} of {len(every)} tasks", drawn)]
+    else:
+        workloads = [(name, paper_tasks(name, KINDS, PERCENTS, tuple(args.runs), args.spec))
+                     for name in args.datasets]
     rows = []
-    for name in args.datasets:
-        tasks = paper_tasks(name, KINDS, PERCENTS, tuple(args.runs), args.spec)
+    for name, tasks in workloads:
         for task in tasks:
             cells.evaluate(task)
         seconds = measure(tasks, args.repeat)
@@ -70,7 +86,7 @@ def main():
         rows.append((name, n_cells, round(statistics.median(seconds), 3),
                      round(statistics.median(seconds) / n_cells * 1e3, 4),
                      " ".join(f"{s:.2f}" for s in seconds)))
-    print_table(("data set", "cells", "median CPU s", "ms/cell", "CPU s of each repeat"), rows)
+    print_table(("workload", "cells", "median CPU s", "ms/cell", "CPU s of each repeat"), rows)
     print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -12,11 +12,11 @@ import numbers
 
 import numpy as np
 
+from pcskm.algorithms import _random_kernels as draws
 from pcskm.algorithms._jit import kernel
 from pcskm.algorithms._validation import plain
 from pcskm.algorithms.constraints import constraints_from_labels
 
-from . import _random_kernels as draws
 from ._seeds import generator, seed_sequence
 from .datasets import Dataset
 
@@ -217,7 +217,8 @@ class Protocol:
         sampled as in docs/method/protocol.md §5 from key (2, ds, sub, kind, pct10, run, fold)
         (unpaired design: followed by :meth:`draw_key`), each in the order of the final
         permutation. The draws are those of NumPy's ``default_rng`` from
-        :meth:`constraint_seed`, computed in compiled code (:mod:`._random_kernels`)."""
+        :meth:`constraint_seed`, computed in compiled code
+        (:mod:`pcskm.algorithms._random_kernels`)."""
         key = self._key(kind, percent, run, fold, algorithm, init)
         code, m = key[2], self.count(percent)
         must_link, cannot_link = self.pool(fold)
@@ -262,7 +263,7 @@ def _sample_pairs(entropy, code, m, must_link, cannot_link):
     """The constraint sample of §5 from the generator of the entropy words (``code``: 1
     balanced, 2 must-link, 3 cannot-link, 4 random): the chosen indices into U = ML_f followed
     by CL_f, permuted, then split into the must-link and cannot-link pairs in that order."""
-    state = draws.pcg64(entropy)
+    state = draws.pcg64(entropy, draws.POOL_SIZE)
     n_ml, n_cl = must_link.shape[0], cannot_link.shape[0]
     if code == 1:
         chosen = np.concatenate((draws.choice(state, n_ml, m // 2),

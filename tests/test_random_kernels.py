@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from pcskm.experiments import _random_kernels as draws
+from pcskm.algorithms import _random_kernels as draws
 
 KEYS = [(), (0,), (2, 1, 0, 4, 10, 0, 0), (3, 4, 10, 3, 25, 24, 9, 2, 80, 67, 75, 77),
         (2**32 - 1, 2**32, 5), (2**40 + 3,), (2**70, 1, 2**64 - 1)]
@@ -16,7 +16,7 @@ def _sequence(seed, key):
 
 
 def _state(seed, key):
-    return draws.pcg64(draws.entropy_words(seed, key))
+    return draws.pcg64(draws.entropy_words(seed, key), draws.POOL_SIZE)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -25,7 +25,7 @@ def test_seed_sequence_state(seed, key):
     words = draws.entropy_words(seed, key)
     for n_words in (1, 4, 8, 11):
         expected = _sequence(seed, key).generate_state(n_words, np.uint32)
-        np.testing.assert_array_equal(draws.generate_state(words, n_words),
+        np.testing.assert_array_equal(draws.generate_state(words, n_words, draws.POOL_SIZE),
                                       expected.astype(np.uint64))
 
 
@@ -92,3 +92,39 @@ def test_permutation(n):
     key = (9, n)
     expected = np.random.default_rng(_sequence(4, key)).permutation(n)
     np.testing.assert_array_equal(draws.permutation(_state(4, key), n), expected)
+
+
+@pytest.mark.parametrize("entropy", [0, 2**64 + 5, [1, 2, 3], [2**40, [7, 2**33]],
+                                     np.array([5, 4_000_000_000], dtype=np.uint32)])
+@pytest.mark.parametrize("pool_size", [4, 5, 8])
+@pytest.mark.parametrize("key", [(), (9, 1, 0), (2**33,)])
+def test_generator_state_of_any_seed_sequence(entropy, pool_size, key):
+    """Every entropy a SeedSequence takes (an int, nested sequences, uint32 words), other pool
+    sizes, with and without a key, extended by a further key part or not."""
+    seed = np.random.SeedSequence(entropy, spawn_key=key, pool_size=pool_size)
+    for extra in ((), (0,), (24,)):
+        child = np.random.SeedSequence(entropy, spawn_key=(*key, *extra), pool_size=pool_size)
+        state = draws.generator_state(seed, extra)
+        np.testing.assert_array_equal([draws.next_uint64(state) for _ in range(5)],
+                                      np.random.PCG64(child).random_raw(5))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 4), (2, 1), (7, 3), (150, 16), (351, 34),
+                                   (70_000, 2)])
+@pytest.mark.parametrize("layout", ["C", "F", "reversed"])
+def test_permuted(shape, layout):
+    """Generator.permuted(X, axis=0): every column shuffled, in column order, from one stream
+    that stops where NumPy's does (the kept 32-bit half included)."""
+    X = np.random.default_rng(1).normal(size=shape)
+    X = {"C": X, "F": np.asfortranarray(X), "reversed": X[::-1, ::-1]}[layout]
+    seed = np.random.SeedSequence(3, spawn_key=(9, shape[0]))
+    rng = np.random.default_rng(seed)
+    expected = rng.permuted(X, axis=0)
+    state = draws.generator_state(seed)
+    got = draws.permuted(state, X)
+    np.testing.assert_array_equal(got, expected)
+    assert got.flags.c_contiguous
+    kept = rng.bit_generator.state
+    assert (bool(state[draws._HAS_HALF]), int(state[draws._HALF])) == (
+        bool(kept["has_uint32"]), kept["uinteger"])
+    assert draws.next_uint64(state) == rng.bit_generator.random_raw()

@@ -18,7 +18,7 @@ from pcskm.algorithms import (
     select_by_satisfaction,
 )
 from pcskm.algorithms._result import EMPTY_CLUSTER
-from pcskm.algorithms.selection import _fold_f_measures
+from pcskm.algorithms.selection import _fold_f_measures, constraint_folds
 
 BARS_GRID = np.array([1.1, 1.2, 1.5])
 
@@ -273,6 +273,23 @@ def test_folds_hold_out_no_constraint_the_training_constraints_imply():
                                  random_state=np.random.SeedSequence(7))
     np.testing.assert_array_equal(again.fold, cv.fold)
 
+
+
+@pytest.mark.parametrize("n_groups, n_folds", [(2, 2), (7, 3), (40, 5), (301, 10)])
+def test_folds_deal_the_groups_as_section_5_draws_them(n_groups, n_folds):
+    """§2.1 and §5 literally: NumPy's ``default_rng(seed).permutation`` of the groups, a
+    stable sort by decreasing size, then dealt 0..K-1, K-1..0, ... one group at a time."""
+    rng = np.random.default_rng(n_groups)
+    group = np.concatenate([np.arange(n_groups), rng.integers(0, n_groups, size=3 * n_groups)])
+    seed = np.random.SeedSequence(4, spawn_key=(8, n_groups, n_folds))
+    size = np.bincount(group)
+    order = np.random.default_rng(seed).permutation(n_groups).tolist()
+    order.sort(key=lambda g: -size[g])  # list.sort is stable
+    fold_of_group, seats = {}, list(range(n_folds)) + list(range(n_folds - 1, -1, -1))
+    for position, g in enumerate(order):
+        fold_of_group[g] = seats[position % (2 * n_folds)]
+    expected = [fold_of_group[g] for g in group]
+    np.testing.assert_array_equal(constraint_folds(group, n_folds, seed), expected)
 
 # Gap statistic (§3) ----------------------------------------------------------------------
 

@@ -16,7 +16,9 @@ the algorithms of NumPy's ``numpy.random`` (version 1.19 and later):
   masked rejection of ``random_interval`` (``permutation``);
 * ``choice(n, m, replace=False)``: Floyd's algorithm then a Fisher-Yates shuffle of the m
   values, or, when n > 10000 and m > n // 50, the last m places of a Fisher-Yates shuffle
-  stopped after m steps.
+  stopped after m steps;
+* ``permuted(X, axis=0)`` of a 2-D array: a Fisher-Yates shuffle of each column in turn,
+  by masked rejection.
 
 Each is compared with NumPy itself in ``tests/test_random_kernels.py``.
 """
@@ -29,9 +31,9 @@ from pcskm.algorithms._jit import kernel
 # is a uint64 (the 32-bit words of SeedSequence are held in uint64 and masked)
 _M32 = np.uint64(0xFFFFFFFF)
 _U1, _U16, _U32, _U58, _U63, _U64 = (np.uint64(v) for v in (1, 16, 32, 58, 63, 64))
-# SeedSequence: a pool of 4 words; the hash constants and multipliers of the pool (A) and of
-# the generated state (B), and the two multipliers of the mixing function
-_POOL_SIZE = 4
+# SeedSequence: NumPy's default pool of 4 words; the hash constants and multipliers of the
+# pool (A) and of the generated state (B), and the two multipliers of the mixing function
+POOL_SIZE = 4
 _INIT_A, _MULT_A, _INIT_B, _MULT_B, _MIX_MULT_L, _MIX_MULT_R = (
     np.uint64(v) for v in (0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED, 0xCA01F9DD, 0x4973F715))
 # PCG's default 128-bit multiplier, high and low words
@@ -41,27 +43,39 @@ _PCG_MULT_HIGH, _PCG_MULT_LOW = np.uint64(2549297995355413924), np.uint64(486554
 _STATE_HIGH, _STATE_LOW, _INC_HIGH, _INC_LOW, _HAS_HALF, _HALF = range(6)
 
 
-def _int_words(value):
-    """A non-negative int as little-endian 32-bit words (0 is one word)."""
-    words = [value & 0xFFFFFFFF]
-    value >>= 32
-    while value:
-        words.append(value & 0xFFFFFFFF)
+def _words(value):
+    """An entropy value as SeedSequence reads it, in little-endian 32-bit words: a
+    non-negative int (0 is one word), an array of uint32 words, or a sequence of such values
+    one after the other."""
+    if isinstance(value, np.ndarray) and value.dtype == np.uint32:
+        return [int(word) for word in value]
+    if isinstance(value, (int, np.integer)):
+        value = int(value)
+        words = [value & 0xFFFFFFFF]
         value >>= 32
-    return words
+        while value:
+            words.append(value & 0xFFFFFFFF)
+            value >>= 32
+        return words
+    return [word for part in value for word in _words(part)]
 
 
-def entropy_words(master_seed, key):
-    """The words SeedSequence(entropy=master_seed, spawn_key=key) hashes into its pool: the
-    master seed's words padded with zeros to the pool size (a key is given), then each key
-    part's words. ``master_seed`` and the parts are non-negative ints (validated by the
-    caller)."""
-    words = _int_words(master_seed)
+def entropy_words(entropy, key, pool_size=POOL_SIZE):
+    """The words ``SeedSequence(entropy, spawn_key=key, pool_size=pool_size)`` hashes into
+    its pool: the entropy's words, padded with zeros to the pool size if a key is given, then
+    the key's. The values are those a SeedSequence accepts (validated by the caller)."""
+    words = _words(entropy)
     if key:
-        words += [0] * (_POOL_SIZE - len(words))
-        for part in key:
-            words += _int_words(part)
+        words += [0] * (pool_size - len(words))
+        words += _words(key)
     return np.array(words, dtype=np.uint64)
+
+
+def generator_state(seed, extra_key=()):
+    """The state of ``default_rng(SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key,
+    *extra_key), pool_size=seed.pool_size))`` for a SeedSequence ``seed``."""
+    return pcg64(entropy_words(seed.entropy, (*seed.spawn_key, *extra_key), seed.pool_size),
+                 seed.pool_size)
 
 
 @kernel
@@ -80,34 +94,34 @@ def _mix(x, y):
 
 
 @kernel
-def _seed_pool(entropy):
-    """SeedSequence's pool of 4 words from the entropy words (``mix_entropy``)."""
-    pool = np.zeros(_POOL_SIZE, dtype=np.uint64)
+def _seed_pool(entropy, pool_size):
+    """SeedSequence's pool of ``pool_size`` words from the entropy words (``mix_entropy``)."""
+    pool = np.zeros(pool_size, dtype=np.uint64)
     hash_const = _INIT_A
-    for i in range(_POOL_SIZE):
+    for i in range(pool_size):
         word = entropy[i] if i < entropy.shape[0] else np.uint64(0)
         hashed, hash_const = _hash(word, hash_const, _MULT_A)
         pool[i] = hashed
-    for source in range(_POOL_SIZE):
-        for target in range(_POOL_SIZE):
+    for source in range(pool_size):
+        for target in range(pool_size):
             if source != target:
                 hashed, hash_const = _hash(pool[source], hash_const, _MULT_A)
                 pool[target] = _mix(pool[target], hashed)
-    for source in range(_POOL_SIZE, entropy.shape[0]):
-        for target in range(_POOL_SIZE):
+    for source in range(pool_size, entropy.shape[0]):
+        for target in range(pool_size):
             hashed, hash_const = _hash(entropy[source], hash_const, _MULT_A)
             pool[target] = _mix(pool[target], hashed)
     return pool
 
 
 @kernel
-def generate_state(entropy, n_words):
+def generate_state(entropy, n_words, pool_size):
     """``SeedSequence.generate_state(n_words, np.uint32)`` (as uint64 values)."""
-    pool = _seed_pool(entropy)
+    pool = _seed_pool(entropy, pool_size)
     state = np.empty(n_words, dtype=np.uint64)
     hash_const = _INIT_B
     for i in range(n_words):
-        hashed, hash_const = _hash(pool[i % _POOL_SIZE], hash_const, _MULT_B)
+        hashed, hash_const = _hash(pool[i % pool_size], hash_const, _MULT_B)
         state[i] = hashed
     return state
 
@@ -143,10 +157,10 @@ def _step(state):
 
 
 @kernel
-def pcg64(entropy):
+def pcg64(entropy, pool_size):
     """The state of ``PCG64(SeedSequence)`` for the entropy words: seeded from the first four
     64-bit words of the sequence (state, then increment, high word first)."""
-    words = generate_state(entropy, 8)
+    words = generate_state(entropy, 8, pool_size)
     seed_high = words[0] | (words[1] << _U32)
     seed_low = words[2] | (words[3] << _U32)
     sequence_high = words[4] | (words[5] << _U32)
@@ -249,3 +263,16 @@ def permutation(state, n):
         j = bounded_masked(state, i)
         order[i], order[j] = order[j], order[i]
     return order
+
+
+@kernel
+def permuted(state, X):
+    """``Generator.permuted(X, axis=0)`` of a 2-D array: a copy whose columns are shuffled
+    one after the other, each as ``permutation`` shuffles (NumPy's ``_shuffle_raw``)."""
+    out = np.empty(X.shape, dtype=X.dtype)
+    out[:] = X
+    for column in range(X.shape[1]):
+        for i in range(X.shape[0] - 1, 0, -1):
+            j = bounded_masked(state, i)
+            out[i, column], out[j, column] = out[j, column], out[i, column]
+    return out
