@@ -59,17 +59,16 @@ def _dry_run(args, spec, store, selection):
           f"{result.probe_seconds:.1f} s on this machine")
     print(f"estimated compute: {duration(result.core_seconds)} on one core "
           f"({result.core_seconds / 3600:.2f} core-hours)")
-    # Calibrated compute over (workers x run time): 0.88, from two runs on 2 local workers on
-    # 2 cores, each from an empty store just after its dry run (docs/guide/paper-study.md,
-    # Measured): the paper spec without selection scores, 2.06 calibrated core-hours in
-    # 4,555.6 s (0.81), and the paper spec's cells of three data sets, with their scores,
-    # 0.36 core-hours in 677.4 s (0.95); at 0.88 the first estimate is 8 % short and the
-    # second 8 % long. Below 1 because the workers took more CPU than the calibration
-    # counted (22 % and 5 % more; two workers computing side by side on the two cores, and
-    # the VM's speed moving during a run, are likely causes, not separated), and the client
-    # takes its share of the cores. Remote workers do not share their cores with the client,
-    # so there the estimate errs on the long side.
-    ratio = 0.88
+    # Calibrated compute over (workers x run time): 0.92, the mean of the six runs on 2 local
+    # workers on 2 cores, each from an empty store just after its dry run, since the
+    # calibration times whole tasks (docs/guide/paper-study.md, Estimating): 0.81 to 0.98 on
+    # specs with and without selection scores, on two VMs; at 0.92 every estimate but one
+    # (12 % short) is within 6 %. Below 1 because the workers take more CPU than the
+    # calibration counts (two workers computing side by side on the two cores, and the VM's
+    # speed moving during a run, are likely causes, not separated), and the client takes
+    # its share of the cores. Remote workers do not share their cores with the client, so
+    # there the estimate errs on the long side.
+    ratio = 0.92
     print(f"estimated run time on {workers} workers: "
           f"{duration(result.core_seconds / workers / ratio)} "
           f"(calibrated compute / worker time = {ratio:.2f}, measured on paper runs)")
