@@ -256,23 +256,28 @@ def choice(state, n, m):
 
 
 @kernel
+def _shuffle_masked(state, values):
+    """Fisher-Yates steps from the last place of ``values`` down to place 1, each swapping
+    it with a place drawn by masked rejection (NumPy's ``_shuffle_raw``)."""
+    for i in range(values.shape[0] - 1, 0, -1):
+        j = bounded_masked(state, i)
+        values[i], values[j] = values[j], values[i]
+
+
+@kernel
 def permutation(state, n):
     """``Generator.permutation(n)``: a Fisher-Yates shuffle of 0..n-1."""
     order = np.arange(n)
-    for i in range(n - 1, 0, -1):
-        j = bounded_masked(state, i)
-        order[i], order[j] = order[j], order[i]
+    _shuffle_masked(state, order)
     return order
 
 
 @kernel
 def permuted(state, X):
     """``Generator.permuted(X, axis=0)`` of a 2-D array: a copy whose columns are shuffled
-    one after the other, each as ``permutation`` shuffles (NumPy's ``_shuffle_raw``)."""
+    one after the other, each as ``permutation`` shuffles."""
     out = np.empty(X.shape, dtype=X.dtype)
     out[:] = X
     for column in range(X.shape[1]):
-        for i in range(X.shape[0] - 1, 0, -1):
-            j = bounded_masked(state, i)
-            out[i, column], out[j, column] = out[j, column], out[i, column]
+        _shuffle_masked(state, out[:, column])
     return out
