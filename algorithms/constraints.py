@@ -15,7 +15,9 @@ import numpy as np
 from ._jit import kernel
 
 
-def _as_pairs(pairs, name, n_samples):
+def _as_pairs(pairs, name):
+    """``pairs`` as a C-contiguous (m, 2) int64 array, or ``ValueError`` naming ``name``; the
+    indices themselves are checked in compiled code (:func:`_checked_lists`)."""
     if pairs is None:
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.asarray(pairs)
@@ -27,8 +29,12 @@ def _as_pairs(pairs, name, n_samples):
         )
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ValueError(f"{name} must have shape (m, 2); got {pairs.shape}")
-    pairs = pairs.astype(np.int64, copy=False)
-    ordered, bad = _ordered_pairs(pairs, n_samples)
+    return np.ascontiguousarray(pairs, dtype=np.int64)
+
+
+def _raise_bad_row(name, pairs, bad, n_samples):
+    """The ``ValueError`` for the first bad row of ``pairs`` that :func:`_ordered_pairs`
+    found (``bad``), if any."""
     if bad[0] >= 0:
         row = int(bad[0])
         raise ValueError(f"{name} row {row} has a negative index: {pairs[row].tolist()}")
@@ -41,7 +47,6 @@ def _as_pairs(pairs, name, n_samples):
     if bad[2] >= 0:
         row = int(bad[2])
         raise ValueError(f"{name} row {row} pairs a point with itself: {pairs[row].tolist()}")
-    return ordered
 
 
 @kernel
@@ -71,29 +76,34 @@ def _partner_lists(pairs, n_samples):
 
     Also finds a repeated pair: returns ``(indptr, partner, link, duplicate)`` where
     ``duplicate`` holds the list positions of the first repeated pair found, or (-1, -1).
+    Indices are unsigned (checked >= 0 before), so Numba skips the negative-index wraparound.
     """
     m = pairs.shape[0]
     indptr = np.zeros(n_samples + 1, dtype=np.int64)
     for c in range(m):
-        indptr[pairs[c, 0] + 1] += 1
-        indptr[pairs[c, 1] + 1] += 1
+        indptr[np.uint64(pairs[c, 0] + 1)] += 1
+        indptr[np.uint64(pairs[c, 1] + 1)] += 1
     for i in range(n_samples):
         indptr[i + 1] += indptr[i]
     fill = indptr[:-1].copy()
     partner = np.empty(2 * m, dtype=np.int64)
     link = np.empty(2 * m, dtype=np.int64)
     for c in range(m):
-        for end in range(2):
-            i = pairs[c, end]
-            partner[fill[i]] = pairs[c, 1 - end]
-            link[fill[i]] = c
-            fill[i] += 1
+        a, b = np.uint64(pairs[c, 0]), np.uint64(pairs[c, 1])
+        at = np.uint64(fill[a])
+        partner[at] = b
+        link[at] = c
+        fill[a] += 1
+        at = np.uint64(fill[b])
+        partner[at] = a
+        link[at] = c
+        fill[b] += 1
     duplicate = np.full(2, -1, dtype=np.int64)
     seen_from = np.full(n_samples, -1, dtype=np.int64)  # the point whose list last saw j
     seen_link = np.empty(n_samples, dtype=np.int64)
     for i in range(n_samples):
-        for e in range(indptr[i], indptr[i + 1]):
-            j = partner[e]
+        for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
+            j = np.uint64(partner[e])
             if seen_from[j] == i:
                 duplicate[0] = seen_link[j]
                 duplicate[1] = link[e]
@@ -104,33 +114,33 @@ def _partner_lists(pairs, n_samples):
 
 
 @kernel
-def _neighbourhoods(n_samples, pairs, is_must_link):
+def _neighbourhoods(n_samples, pairs, n_must_link):
     """Neighbourhood number of every point (-1 outside any), the neighbourhood count, and
-    the first cannot-link row of ``pairs`` whose points share a neighbourhood (-1 if none).
+    the first cannot-link row of ``pairs`` whose points share a neighbourhood (-1 if none);
+    the first ``n_must_link`` rows of ``pairs`` are the must-links, the rest cannot-links.
 
-    Neighbourhoods are the connected components of the must-link graph (cannot-link pairs
-    are skipped) with >= 2 points, numbered by their smallest point index
-    (docs/method/initialisations.md §4, step 1). Union-find whose root is the smallest member.
+    Neighbourhoods are the connected components of the must-link graph with >= 2 points,
+    numbered by their smallest point index (docs/method/initialisations.md §4, step 1).
+    Union-find whose root is the smallest member; indices unsigned, as in
+    :func:`_partner_lists`.
     """
     parent = np.arange(n_samples)
-    for e in range(pairs.shape[0]):
-        if not is_must_link[e]:
-            continue
-        a, b = pairs[e, 0], pairs[e, 1]
+    for e in range(n_must_link):
+        a, b = np.uint64(pairs[e, 0]), np.uint64(pairs[e, 1])
         while parent[a] != a:  # path halving keeps parent[i] <= i
             parent[a] = parent[parent[a]]
-            a = parent[a]
+            a = np.uint64(parent[a])
         while parent[b] != b:
             parent[b] = parent[parent[b]]
-            b = parent[b]
+            b = np.uint64(parent[b])
         if a < b:
             parent[b] = a
         elif b < a:
             parent[a] = b
     size = np.zeros(n_samples, dtype=np.int64)
     for i in range(n_samples):  # parent[i] <= i: its root is already resolved
-        parent[i] = parent[parent[i]]
-        size[parent[i]] += 1
+        parent[i] = parent[np.uint64(parent[i])]
+        size[np.uint64(parent[i])] += 1
     number = np.full(n_samples, -1, dtype=np.int64)
     count = 0
     for i in range(n_samples):
@@ -138,12 +148,40 @@ def _neighbourhoods(n_samples, pairs, is_must_link):
             number[i] = count
             count += 1
     for i in range(n_samples):
-        number[i] = number[parent[i]]
-    for e in range(pairs.shape[0]):
-        group = number[pairs[e, 0]]
-        if not is_must_link[e] and group >= 0 and group == number[pairs[e, 1]]:
+        number[i] = number[np.uint64(parent[i])]
+    for e in range(n_must_link, pairs.shape[0]):
+        group = number[np.uint64(pairs[e, 0])]
+        if group >= 0 and group == number[np.uint64(pairs[e, 1])]:
             return number, count, e
     return number, count, -1
+
+
+@kernel
+def _checked_lists(must_link, cannot_link, n_samples):
+    """The arrays of :class:`Constraints` from its two lists in one compiled call: returns
+    ``(pairs, is_must_link, indptr, partner, link, neighbourhood, n_neighbourhoods, bad,
+    duplicate, joined)``, where ``bad`` holds the :func:`_ordered_pairs` findings of each list
+    (row 0 must-link, row 1 cannot-link), ``duplicate`` those of :func:`_partner_lists` and
+    ``joined`` the contradicting cannot-link row of :func:`_neighbourhoods`. The later steps
+    run only on rows that passed the earlier ones (an index out of range stops at ``bad``,
+    a repeated pair at ``duplicate``); what they did not compute is left empty."""
+    must, bad_must = _ordered_pairs(must_link, n_samples)
+    cannot, bad_cannot = _ordered_pairs(cannot_link, n_samples)
+    bad = np.empty((2, 3), dtype=np.int64)
+    bad[0] = bad_must
+    bad[1] = bad_cannot
+    pairs = np.concatenate((must, cannot))
+    is_must_link = np.arange(pairs.shape[0]) < must.shape[0]
+    none = np.empty(0, dtype=np.int64)
+    duplicate = np.full(2, -1, dtype=np.int64)
+    if bad.max() >= 0:
+        return pairs, is_must_link, none, none, none, none, 0, bad, duplicate, -1
+    indptr, partner, link, duplicate = _partner_lists(pairs, n_samples)
+    if duplicate[0] >= 0:
+        return pairs, is_must_link, indptr, partner, link, none, 0, bad, duplicate, -1
+    neighbourhood, count, joined = _neighbourhoods(n_samples, pairs, must.shape[0])
+    return (pairs, is_must_link, indptr, partner, link, neighbourhood, count, bad, duplicate,
+            joined)
 
 
 def _must_link_chain(indptr, partner, link, is_must_link, start, end):
@@ -224,11 +262,12 @@ class Constraints:
         cannot-link pair whose points are must-linked, directly or through a chain of
         must-links (found by union-find over the must-links, near-linear in n + m).
         """
-        ml = _as_pairs(must_link, "must_link", n_samples)
-        cl = _as_pairs(cannot_link, "cannot_link", n_samples)
-        pairs = np.concatenate([ml, cl])
-        is_ml = np.arange(len(pairs)) < len(ml)
-        indptr, partner, link, duplicate = _partner_lists(pairs, n_samples)
+        must_link = _as_pairs(must_link, "must_link")
+        cannot_link = _as_pairs(cannot_link, "cannot_link")
+        (pairs, is_ml, indptr, partner, link, neighbourhood, n_neighbourhoods, bad, duplicate,
+         joined) = _checked_lists(must_link, cannot_link, n_samples)
+        _raise_bad_row("must_link", must_link, bad[0], n_samples)
+        _raise_bad_row("cannot_link", cannot_link, bad[1], n_samples)
         if duplicate[0] >= 0:
             first, second = duplicate
             a, b = pairs[first]
@@ -236,7 +275,6 @@ class Constraints:
                 raise ValueError(f"the pair ({a}, {b}) is both must-link and cannot-link")
             kind = "must_link" if is_ml[first] else "cannot_link"
             raise ValueError(f"{kind} contains the pair ({a}, {b}) more than once")
-        neighbourhood, n_neighbourhoods, joined = _neighbourhoods(n_samples, pairs, is_ml)
         if joined >= 0:
             a, b = (int(v) for v in pairs[joined])
             chain = _must_link_chain(indptr, partner, link, is_ml, a, b)
