@@ -87,14 +87,6 @@ def pair_sq_distances_into(out, Y, pairs, metric):
 
 
 @kernel
-def pair_sq_distances(Y, pairs, metric):
-    """``|y_a - y_b|^2_metric`` for every constraint ``(a, b)`` (a new array)."""
-    out = np.empty(pairs.shape[0])
-    pair_sq_distances_into(out, Y, pairs, metric)
-    return out
-
-
-@kernel
 def center_distances_into(out, YT, centers, metric):
     """``out[h, i] = |y_i - mu_h|^2_metric`` from the transposed data ``YT`` (p, n).
 

@@ -17,9 +17,9 @@ from ._kernels import (
     box_diameters,
     center_distances_into,
     cluster_counts,
-    cluster_means,
+    cluster_means_into,
     constraint_costs_into,
-    pair_sq_distances,
+    pair_sq_distances_into,
     relocate_empty,
 )
 from ._result import (
@@ -143,7 +143,8 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
     metric = np.ones(p)
     dmax_m = box_diameters(X)
     dmax = weighted_box(metric, dmax_m)
-    pair_dist = pair_sq_distances(X, pairs, metric)
+    pair_dist = np.empty(pairs.shape[0])
+    pair_sq_distances_into(pair_dist, X, pairs, metric)
     offset = -regularisation * log_sum(metric)
     XT = np.ascontiguousarray(X.T)
     dist = np.empty((k, X.shape[0]))
@@ -171,12 +172,12 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
             if policy == _RELOCATE:
                 moved += relocate_empty(X, centers, metric, labels, counts)
         # 3. centroids (zero vector for an empty cluster)
-        centers, counts = cluster_means(X, labels, k)
+        cluster_means_into(centers, counts, X, labels)
         # 4. metric update; 5. J_full with the D_max from before the update
         metric = metric_update(
             X, labels, centers, pairs, is_must_link, dmax_m, metric, regularisation
         )
-        pair_dist = pair_sq_distances(X, pairs, metric)
+        pair_sq_distances_into(pair_dist, X, pairs, metric)
         objective = full_objective(
             X, labels, centers, metric, pairs, is_must_link, pair_dist, dmax, regularisation
         )
