@@ -63,7 +63,11 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy):
         moved, objective = assign_sequential(
             dist, 0.0, indptr, partner, costs, labels
         )
-        cluster_means_into(means, counts, Y, labels)
+        if moved > 0:
+            cluster_means_into(means, counts, Y, labels)
+        # else the labels are those of the last M-step (pass 1 moves every label off -1), so
+        # ``means`` and ``counts`` already hold their means and sizes: the final pass of a
+        # converged run computes no centroids.
         empty = 0
         for h in range(k):
             if counts[h] == 0:
