@@ -8,7 +8,7 @@ engine: multiplying by 1.0 is exact, so one kernel serves both engines).
 
 import numpy as np
 
-from ._jit import kernel
+from ._jit import kernel, kernel_checked_divisors
 
 
 @kernel
@@ -149,7 +149,10 @@ def assign_sequential(dist, offset, indptr, partner, costs, labels):
     rule above does not add is +0.0, and adding +0.0 changes no penalty (they are never
     -0.0), so the sums are bit for bit those of the rule. Both entries are loaded once and
     each cluster selects one (an indexed load per cluster took 1.6 times as long). Up to four
-    clusters the penalties live in registers (the paper's data sets have k = 2 or 3).
+    clusters the penalties live in registers (the paper's data sets have k = 2 or 3); beyond,
+    each cluster's penalty is summed in turn over the partner list (the same additions in the
+    same order). Neither path allocates: a kernel that allocates keeps Numba from pruning
+    the reference counts of its array arguments, two atomic operations per array per call.
     Indices into the partner lists are unsigned: they are never negative, and Numba then
     skips the negative-index wraparound of every access.
     """
@@ -157,25 +160,23 @@ def assign_sequential(dist, offset, indptr, partner, costs, labels):
     moved = 0
     objective = 0.0
     if k < 2 or k > 4:
-        cost = np.empty(k)
         for i in range(n):
-            for h in range(k):
-                cost[h] = dist[h, i] + offset
-            for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
-                lj = labels[np.uint64(partner[e])]
-                if lj < 0:
-                    continue
-                other, own = costs[e, 0], costs[e, 1]
-                for h in range(k):
-                    cost[h] += own if h == lj else other
             best = 0
-            for h in range(1, k):
-                if cost[h] < cost[best]:
+            winner = 0.0
+            for h in range(k):
+                cost = dist[h, i] + offset
+                for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
+                    lj = labels[np.uint64(partner[e])]
+                    if lj < 0:
+                        continue
+                    cost += costs[e, 1] if lj == h else costs[e, 0]
+                if h == 0 or cost < winner:
                     best = h
+                    winner = cost
             if labels[i] != best:
                 moved += 1
                 labels[i] = best
-            objective += cost[best]
+            objective += winner
         return moved, objective
     for i in range(n):
         # clusters k..3 do not exist: their sums are computed and never compared
@@ -210,7 +211,7 @@ def assign_sequential(dist, offset, indptr, partner, costs, labels):
     return moved, objective
 
 
-@kernel
+@kernel_checked_divisors
 def cluster_means_into(means, counts, Y, labels):
     """Per-cluster means into ``means`` (k, p) and sizes into ``counts`` (rows summed in index
     order); an empty cluster gets the zero vector; points labelled -1 are ignored."""
