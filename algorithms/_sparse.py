@@ -143,8 +143,11 @@ def solve_delta_sorted(g, s):
 def delta_above_ratio(g, s):
     """:func:`solve_delta_sorted` when ``l1_l2_ratio(g) > s``."""
     p = g.shape[0]
-    c = np.zeros(p + 1)
-    c[:p] = -np.sort(-g)
+    c = np.zeros(p + 1)  # the scores in descending order, then 0
+    c[:p] = g
+    c[:p].sort()  # in place, no copy; g holds no NaN (clipped at 0)
+    for q in range(p // 2):
+        c[q], c[p - 1 - q] = c[p - 1 - q], c[q]
     t = 1
     while t < p and c[t] == c[0]:
         t += 1
