@@ -6,7 +6,10 @@ the ``__pycache__`` folder beside the source, else, when that cannot be written 
 installation in a read-only site-packages), in the user's cache folder (``~/.cache/numba``).
 A process that finds a kernel in the cache loads it in milliseconds; compiling the kernels
 of the study takes tens of seconds of one core. The cache is keyed on the source file and
-the CPU, so it is rebuilt after an update of pcskm or on another kind of machine.
+the CPU, so it is rebuilt after an update of pcskm or on another kind of machine. Numba
+checks only the file of the kernel itself: a kernel keeps its compiled copy of the kernels
+it calls from other files, so after editing a kernel in a working copy, delete the cache
+(the ``*.nbi`` and ``*.nbc`` files) before timing or comparing results.
 """
 
 import contextlib
