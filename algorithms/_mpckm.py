@@ -132,8 +132,9 @@ def full_objective(X, labels, centers, metric, pairs, is_must_link, pair_dist, d
 @kernel
 def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, max_iter,
                 policy, regularisation):
-    """The iteration loop of §3.3-§3.6 from the initial ``centers``; ``labels`` is updated in
-    place. Returns ``(centers, metric, n_iter, status, objective, n_empty_events)``.
+    """The iteration loop of §3.3-§3.6 from the initial ``centers``; ``centers`` and
+    ``labels`` are updated in place. Returns ``(centers, metric, n_iter, status, objective,
+    n_empty_events)``.
 
     Under ``"fail"`` (not in the jar, which never fails) the result keeps the centroids of the
     failing E-step, as the PCKM engine does; its metric and objective are NaN.
