@@ -11,7 +11,12 @@ Run by hand from the repository root:
     python benchmarks/profile_summary.py worker.txt
 
 (``--native`` lets the profile tell Numba-compiled code from Python; at 200 samples a second
-it falls behind on a loaded 2-core machine, which skews the sample.)
+it falls behind on a loaded 2-core machine, which skews the sample.) py-spy cannot name the
+kernels; ``perf`` can, through ``benchmarks/perf_map.py``:
+
+    perf record -F 499 -g -o worker.data python benchmarks/perf_map.py \
+        benchmarks/bench_worker.py --sample 40 --repeat 1 --spec paper
+    perf report -i worker.data --no-children --sort symbol --stdio -g none
 
 The workload of a data set: its tasks as the runner builds them (one per constraint kind,
 every (algorithm, init) that runs the kind in the task, so that they share each cell's
