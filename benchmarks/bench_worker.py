@@ -14,7 +14,7 @@ Run by hand from the repository root:
 it falls behind on a loaded 2-core machine, which skews the sample.) py-spy cannot name the
 kernels; ``perf`` can, through ``benchmarks/perf_map.py``:
 
-    perf record -F 499 -g -o worker.data python benchmarks/perf_map.py \
+    perf record -F 499 -g -o worker.data python benchmarks/perf_map.py \\
         benchmarks/bench_worker.py --sample 40 --repeat 1 --spec paper
     perf report -i worker.data --no-children --sort symbol --stdio -g none
 
