@@ -34,7 +34,7 @@ _unserialize = codegen.JITCodeLibrary._unserialize.__func__
 
 def _keep_object_code(cls, codegen_, state):
     library = _unserialize(cls, codegen_, state)
-    name, kind, data = state
+    _, kind, data = state
     if kind == "object":
         _LOADED.append((library, data[0]))
     return library

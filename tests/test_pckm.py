@@ -7,6 +7,7 @@ import pytest
 from reference.pckm import pckm as reference_pckm
 from reference.pckm import random_problem
 
+from pcskm.algorithms._kernels import assign_sequential, constraint_costs_into
 from pcskm.algorithms._pckm import pckm_engine
 from pcskm.algorithms._result import STATUS_NAMES
 from pcskm.algorithms.constraints import Constraints
@@ -113,3 +114,58 @@ def test_matches_plain_reference(empty_cluster, constrained):
         assert seen["empty_cluster"] > 0
     else:
         assert seen["empty events"] > 0
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7])
+def test_sequential_assignment_matches_the_rule_written_out(k):
+    """One E-step pass (§2.2b) against the rule applied point by point in index order: the
+    penalty of cluster h starts at dist[h, i] + offset and adds, for every constraint of i
+    in list order whose other point is labelled l_j, its distance (must-link, h != l_j) or
+    dmax minus it (cannot-link, h == l_j); the lowest h wins ties. Both paths of the kernel
+    (k <= 4 in registers, k > 4 cluster by cluster), unassigned partners included."""
+    rng = np.random.default_rng([31, k])
+    for trial in range(40):
+        n = int(rng.integers(3, 30))
+        first, second = np.triu_indices(n, 1)
+        chosen = rng.choice(len(first), size=int(rng.integers(0, min(50, len(first)))),
+                            replace=False)
+        truth = rng.integers(0, 3, size=n)
+        pairs = np.stack([first[chosen], second[chosen]], axis=1)
+        same = truth[pairs[:, 0]] == truth[pairs[:, 1]]
+        constraints = Constraints.from_pairs(pairs[same], pairs[~same], n_samples=n)
+        # small integers: exact ties between clusters
+        dist = rng.integers(0, 4, size=(k, n)).astype(float)
+        pair_dist = rng.integers(0, 3, size=len(constraints)).astype(float)
+        dmax, offset = 5.0, float(rng.choice([0.0, -0.5]))
+        labels = rng.integers(-1, k, size=n)
+
+        want = labels.copy()
+        want_moved, want_objective = 0, 0.0
+        for i in range(n):
+            penalties = []
+            for h in range(k):
+                penalty = dist[h, i] + offset
+                for c, (a, b) in enumerate(constraints.pairs):
+                    if i not in (a, b) or want[b if a == i else a] < 0:
+                        continue
+                    other = want[b if a == i else a]
+                    if constraints.is_must_link[c] and h != other:
+                        penalty += pair_dist[c]
+                    elif not constraints.is_must_link[c] and h == other:
+                        penalty += dmax - pair_dist[c]
+                penalties.append(penalty)
+            best = int(np.argmin(penalties))
+            want_moved += int(want[i] != best)
+            want[i] = best
+            want_objective += penalties[best]
+
+        costs = np.empty((len(constraints.link), 2))
+        constraint_costs_into(costs, pair_dist, constraints.is_must_link, constraints.link,
+                              dmax)
+        got = labels.copy()
+        moved, objective = assign_sequential(dist, offset, constraints.indptr,
+                                             constraints.partner, costs, got)
+        where = f"trial {trial}"
+        np.testing.assert_array_equal(got, want, err_msg=where)
+        assert moved == want_moved, where
+        assert objective == want_objective, where
