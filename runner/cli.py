@@ -356,13 +356,25 @@ def _stdout_closed():
 def main(argv=None):
     """Run a command; returns its exit code. An expected failure (bad input, a missing file
     or store, an interrupt) is one line on stderr and exit code 2 (1 where a command reports
-    a failed outcome itself, 130 on interrupt), with a traceback only under ``--debug``."""
+    a failed outcome itself, 130 on interrupt), with a traceback only under ``--debug``.
+    The ``pcskm`` logger writes to stderr during the call and is set back as it was after it
+    (``main`` may be called from Python)."""
     args = build_parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("pcskm: %(message)s"))
+    before = log.handlers, log.level, log.propagate
     log.handlers = [handler]
     log.setLevel(logging.WARNING if args.quiet else logging.INFO)
     log.propagate = False
+    try:
+        return _run_command(args)
+    finally:
+        log.handlers, log.propagate = before[0], before[2]
+        log.setLevel(before[1])
+
+
+def _run_command(args):
+    """``args.func(args)``, its expected failures turned into an exit code (see ``main``)."""
     try:
         return args.func(args)
     except BrokenPipeError:

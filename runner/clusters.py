@@ -7,6 +7,8 @@ import logging
 import os
 import signal
 import threading
+import traceback
+from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -126,15 +128,63 @@ def is_local(*, scheduler=None, cluster=None, **_):
     return not scheduler and not cluster
 
 
-class QuietCancelledTasks(WorkerPlugin):
-    """A Dask worker plugin: a worker logs a warning for each running task that is cancelled
-    ("Async instruction ... ended with CancelledError"), which is how an interrupted run
-    stops its tasks; the runner has kept what they finished, so these lines only alarm."""
+class _SchedulerClosedHeartbeat(logging.Filter):
+    """Drops a worker's "Failed to communicate with scheduler during heartbeat" when the
+    scheduler closed the connection (CommClosedError): the scheduler of a cluster made here
+    lives in the client's process and closes its connections only when the run ends, and a
+    heartbeat in flight at that moment fails. A heartbeat that times out (the network, a
+    scheduler that hangs) is still logged."""
 
-    name = "pcskm-quiet-cancelled-tasks"
+    def filter(self, record):
+        from distributed.comm.core import CommClosedError
+
+        return not (record.getMessage().startswith("Failed to communicate with scheduler")
+                    and record.exc_info is not None
+                    and isinstance(record.exc_info[1], CommClosedError))
+
+
+class QuietEndOfRun(WorkerPlugin):
+    """A Dask worker plugin for the normal end of an interrupted run, which the runner reports
+    itself: a worker logs a warning for each running task that is cancelled ("Async
+    instruction ... ended with CancelledError"), which is how an interrupted run stops its
+    tasks (the runner has kept what they finished), and an error with a traceback for a
+    heartbeat that meets the scheduler closing (:class:`_SchedulerClosedHeartbeat`)."""
+
+    name = "pcskm-quiet-end-of-run"
 
     def setup(self, worker):
         logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
+        worker_log = logging.getLogger("distributed.worker")
+        if not any(isinstance(f, _SchedulerClosedHeartbeat) for f in worker_log.filters):
+            worker_log.addFilter(_SchedulerClosedHeartbeat())
+
+
+class _CancelBeforeStart(logging.Filter):
+    """Drops tornado's log of a NameError in distributed's ``sync`` (every blocking Client
+    call): a Ctrl-C that lands in a call before its coroutine has started schedules a cancel
+    that reads the coroutine's future before it is assigned (distributed 2026.8,
+    ``distributed/utils.py``, ``sync.<locals>.cancel``), and tornado logs "NameError: cannot
+    access free variable 'future'" with a traceback. The interrupt itself is handled by the
+    caller; the coroutine it did not cancel is one of the client's short requests."""
+
+    def filter(self, record):
+        if record.exc_info is None or not isinstance(record.exc_info[1], NameError):
+            return True
+        frames = traceback.extract_tb(record.exc_info[2])
+        return not (frames and frames[-1].name == "cancel"
+                    and Path(frames[-1].filename).parts[-2:] == ("distributed", "utils.py"))
+
+
+@contextlib.contextmanager
+def _client_logs_quiet_on_interrupt():
+    """:class:`_CancelBeforeStart` on tornado's callback log inside the block."""
+    callbacks = logging.getLogger("tornado.application")
+    quiet = _CancelBeforeStart()
+    callbacks.addFilter(quiet)
+    try:
+        yield
+    finally:
+        callbacks.removeFilter(quiet)
 
 
 @contextlib.contextmanager
@@ -143,10 +193,19 @@ def dask_client(*, scheduler=None, cluster=None, workers=None, jobs=None, minimu
     """A connected ``distributed.Client``: to ``scheduler`` (an address) if given, else to a
     dask-jobqueue ``cluster``, else to a new LocalCluster with ``workers`` processes.
 
-    The workers of a cluster made here do not log the tasks cancelled when a run stops
-    (:class:`QuietCancelledTasks`), nor, when the cluster closes, the workers still computing
-    that it kills after a few seconds (distributed.nanny's "Worker process still alive after
-    4.0 seconds, killing"): both are the normal end of an interrupted run."""
+    A Ctrl-C is the way to stop a run, and what the runner reports of it is enough: the
+    client does not log a cancel that came too early (:class:`_CancelBeforeStart`), and the
+    workers of a cluster made here do not log the tasks cancelled when a run stops, nor a
+    heartbeat cut by the scheduler closing (:class:`QuietEndOfRun`), nor, when the cluster
+    closes, the workers still computing that it kills after a few seconds (distributed.nanny's
+    "Worker process still alive after 4.0 seconds, killing")."""
+    with _client_logs_quiet_on_interrupt():
+        yield from _connected_client(scheduler, cluster, workers, jobs, minimum_jobs,
+                                     maximum_jobs)
+
+
+def _connected_client(scheduler, cluster, workers, jobs, minimum_jobs, maximum_jobs):
+    """The generator of :func:`dask_client`: yields the client once, closes what it made."""
     from distributed import Client
 
     if scheduler and cluster:
@@ -162,7 +221,7 @@ def dask_client(*, scheduler=None, cluster=None, workers=None, jobs=None, minimu
     level = nanny.level
     try:
         with made, Client(made) as client:
-            client.register_plugin(QuietCancelledTasks())
+            client.register_plugin(QuietEndOfRun())
             if not cluster:
                 n_workers = len(made.workers)
                 log.info("local Dask cluster: %d worker process%s (one thread each) on %d "

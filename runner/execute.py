@@ -152,9 +152,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                         raise
                     completed.add(future)  # lost while being fetched: wait for the rerun
                     continue
-                shown.finished(task.n_cells)
                 began = time.perf_counter()
-                with held_signals():
+                with held_signals():  # a result shown as finished is one the writer holds
+                    shown.finished(task.n_cells)
                     summary.n_cells += writer.write(result)
                 summary.write_seconds += time.perf_counter() - began
                 shown.written(cube.done_cells() - done_before)

@@ -137,6 +137,67 @@ def test_a_dry_run_with_a_selection_names_the_selection(tmp_path):
                              "0 done, 400 to compute")
 
 
+def test_a_heartbeat_cut_by_the_closing_scheduler_says_nothing(capfd):
+    """A worker's heartbeat that meets the scheduler closing its connection (what happens when
+    a Ctrl-C stops a run) is not logged; one that times out (a network fault) still is. Each
+    goes through distributed's own heartbeat code on a real worker, its call to the scheduler
+    replaced by one that raises."""
+    from distributed.comm.core import CommClosedError
+
+    from pcskm.runner.clusters import dask_client
+
+    async def heartbeat_failing_with(error, dask_worker):
+        async def heartbeat_worker(**_):
+            raise error
+
+        dask_worker.scheduler.heartbeat_worker = heartbeat_worker
+        try:
+            await dask_worker.heartbeat()
+        finally:
+            del dask_worker.scheduler.heartbeat_worker
+
+    with dask_client(workers=1) as client:
+        client.run(heartbeat_failing_with, CommClosedError("in <TCP (closed)>: Stream is closed"))
+        closed = capfd.readouterr().err
+        client.run(heartbeat_failing_with, OSError("Timed out trying to connect"))
+        timed_out = capfd.readouterr().err
+    assert "Failed to communicate" not in closed and "Stream is closed" not in closed, closed
+    assert "Failed to communicate with scheduler during heartbeat" in timed_out, timed_out
+    assert "Timed out trying to connect" in timed_out, timed_out
+
+
+def test_a_ctrl_c_before_a_client_call_starts_says_nothing(capfd, caplog, monkeypatch):
+    """A Ctrl-C that lands in a blocking Client call before its coroutine has started: the
+    call raises KeyboardInterrupt and nothing is logged (distributed's ``sync`` schedules a
+    cancel that fails with a NameError, which tornado would log with a traceback). The event
+    loop is kept busy while the call is made, so the cancel runs before the coroutine's
+    second step, where it would assign the future."""
+    import threading
+
+    from distributed.utils import sync
+
+    from pcskm.runner.clusters import dask_client
+
+    class InterruptedEvent(threading.Event):
+        def wait(self, timeout=None):
+            if threading.current_thread() is threading.main_thread():
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
+    async def request():
+        return "answered"
+
+    with dask_client(workers=1) as client:
+        client.loop.add_callback(time.sleep, 1.0)
+        with monkeypatch.context() as patched:
+            patched.setattr(threading, "Event", InterruptedEvent)
+            with pytest.raises(KeyboardInterrupt):
+                sync(client.loop, request)
+        time.sleep(1.5)  # the loop runs both callbacks
+        said = capfd.readouterr().err + caplog.text
+    assert "NameError" not in said and "free variable" not in said, said
+
+
 def test_stopping_a_cluster_with_busy_workers_says_nothing(capfd, caplog):
     """Cancelling a running task and closing the cluster while its worker still computes:
     no "Worker process still alive after 4.0 seconds, killing", no CancelledError line."""

@@ -84,6 +84,41 @@ def test_cells_count_when_their_task_ends_not_when_they_are_written(client, tmp_
         assert "written=0" in text or i == 0
 
 
+def test_a_ctrl_c_as_the_bar_counts_a_task_still_writes_that_task(client, tmp_path,
+                                                                 monkeypatch):
+    """SIGINT delivered at the moment the bar counts a finished task's cells: the run stops
+    (interrupted, the other tasks cancelled) and that task's result has reached the writer,
+    so what the bar showed as finished is what the store keeps."""
+    import signal
+
+    tasks = plan(SMALL, CubeView.planned(tmp_path / "never.zarr", SMALL)).tasks
+    handed = []
+
+    class HoldingWriter:
+        def __init__(self, cube, tasks):
+            pass
+
+        def write(self, result):
+            handed.append(result.task.n_cells)
+            return result.task.n_cells
+
+        def close(self):
+            pass
+
+    class InterruptedProgress(Progress):
+        def finished(self, n_cells, *, failed=False):
+            super().finished(n_cells, failed=failed)
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(cells, "evaluate", slow_evaluate)
+    monkeypatch.setattr(execute, "CubeWriter", HoldingWriter)
+    monkeypatch.setattr(execute, "Progress", InterruptedProgress)
+    nothing_written = SimpleNamespace(done_cells=lambda: 0)
+    summary = execute.run_tasks(client, nothing_written, tasks, progress=False)
+    assert summary.interrupted
+    assert handed == [tasks[0].n_cells] and summary.n_cells == tasks[0].n_cells
+
+
 def test_the_bar_clock_moves_while_no_task_ends(capsys):
     with Progress(100, bar=True, redraw_every=0.2):
         time.sleep(2.5)
