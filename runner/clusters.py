@@ -131,9 +131,9 @@ def is_local(*, scheduler=None, cluster=None, **_):
 class _SchedulerClosedHeartbeat(logging.Filter):
     """Drops a worker's "Failed to communicate with scheduler during heartbeat" when the
     scheduler closed the connection (CommClosedError): the scheduler of a cluster made here
-    lives in the client's process and closes its connections only when the run ends, and a
-    heartbeat in flight at that moment fails. A heartbeat that times out (the network, a
-    scheduler that hangs) is still logged."""
+    lives in the client's process and closes a worker's connections when the run ends (or
+    when it drops that worker, which then stops), and a heartbeat in flight at that moment
+    fails. A heartbeat that times out (the network, a scheduler that hangs) is still logged."""
 
     def filter(self, record):
         from distributed.comm.core import CommClosedError
