@@ -362,15 +362,15 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("pcskm: %(message)s"))
-    before = log.handlers, log.level, log.propagate
+    handlers, level, propagate = log.handlers, log.level, log.propagate
     log.handlers = [handler]
     log.setLevel(logging.WARNING if args.quiet else logging.INFO)
     log.propagate = False
     try:
         return _run_command(args)
     finally:
-        log.handlers, log.propagate = before[0], before[2]
-        log.setLevel(before[1])
+        log.handlers, log.propagate = handlers, propagate
+        log.setLevel(level)
 
 
 def _run_command(args):

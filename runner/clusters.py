@@ -10,6 +10,7 @@ import threading
 import traceback
 from pathlib import Path
 
+from distributed.comm.core import CommClosedError
 from distributed.diagnostics.plugin import WorkerPlugin
 
 log = logging.getLogger("pcskm")
@@ -136,8 +137,6 @@ class _SchedulerClosedHeartbeat(logging.Filter):
     fails. A heartbeat that times out (the network, a scheduler that hangs) is still logged."""
 
     def filter(self, record):
-        from distributed.comm.core import CommClosedError
-
         return not (record.getMessage().startswith("Failed to communicate with scheduler")
                     and record.exc_info is not None
                     and isinstance(record.exc_info[1], CommClosedError))
