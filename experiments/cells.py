@@ -39,6 +39,7 @@ from pcskm.algorithms.metrics import _f_score_rows
 from .datasets import load
 from .protocol import Protocol
 from .selection_scores import CellScores, SelectionScorer
+from .sources import DataDefinition
 
 # Spec estimator names -> estimator classes of the ``algorithms`` package.
 ESTIMATOR_CLASSES = {
@@ -92,6 +93,7 @@ class Setting:
     cv_folds: int = 0  # constraint folds of the CV scores, 0: none (docs/method/selection.md)
     gap_permutations: int = 0  # null data sets of the gap statistic, 0: none
     cv_runs: int | None = None  # runs 0 to cv_runs - 1 get the CV scores; None: every run
+    data: DataDefinition | None = None  # the spec's [data.NAME] table; None: a registry name
 
     def __post_init__(self):
         if (self.cv_folds or self.gap_permutations) and not self.is_sparse:
@@ -111,7 +113,13 @@ class Setting:
             cv_folds=spec.cv_folds if variant.name in spec.cv_algorithms else 0,
             gap_permutations=spec.gap_permutations if variant.estimator in SPARSE else 0,
             cv_runs=spec.cv_runs if variant.name in spec.cv_algorithms else None,
+            data=None if isinstance(spec.data_ref(dataset), str) else spec.data_ref(dataset),
         )
+
+    @property
+    def data_ref(self):
+        """What :func:`dataset` loads: the spec's definition, else the registry name."""
+        return self.dataset if self.data is None else self.data
 
     @property
     def is_sparse(self):
@@ -170,11 +178,11 @@ class Task:
     def __post_init__(self):
         if not self.settings:
             raise ValueError("a task needs at least one setting")
-        protocols = {(s.dataset, s.data_dir, s.seed, s.n_folds, s.design)
+        protocols = {(s.dataset, s.data_ref, s.data_dir, s.seed, s.n_folds, s.design)
                      for s in self.settings}
         if len(protocols) > 1:
             raise ValueError("the settings of a task must share the data set, data folder, "
-                             f"seed, number of folds and design; got {sorted(protocols)}")
+                             f"seed, number of folds and design; got {sorted(map(str, protocols))}")
 
     @property
     def dataset(self):
@@ -242,7 +250,8 @@ class TaskResult:
 
 @functools.lru_cache(maxsize=64)
 def dataset(name, data_dir=None):
-    """The data set, loaded once per process."""
+    """The data set (a registry name or a spec's ``DataDefinition``), loaded once per
+    process."""
     return load(name, data_dir)
 
 
@@ -273,7 +282,7 @@ def make_estimator(setting, init, random_state=None):
     params = dict(setting.params)
     if setting.estimator in USES_SPEC_MAX_ITER:
         params.setdefault("max_iter", setting.max_iter)
-    n_clusters = dataset(setting.dataset, setting.data_dir).n_clusters
+    n_clusters = dataset(setting.data_ref, setting.data_dir).n_clusters
     return estimator_class(setting.estimator)(n_clusters=n_clusters, init=init,
                                               random_state=random_state, **params)
 
@@ -308,10 +317,10 @@ class Fitter:
     """
 
     def __init__(self, setting):
-        data = dataset(setting.dataset, setting.data_dir)
+        data = dataset(setting.data_ref, setting.data_dir)
         seeded = setting.init == SEEDING
         init = SEEDING if seeded else deterministic_centres(
-            setting.dataset, setting.data_dir, setting.init)
+            setting.data_ref, setting.data_dir, setting.init)
         self.estimator = make_estimator(setting, init)
         self.X = self.estimator._checked_input(data.X)
         self.sparsities = (check_sparsity(setting.sparsities, data.n_features,
@@ -371,7 +380,7 @@ def fit(setting, constraints=None, seeding_seed=None):
     them; their clustering ignores them.
     """
     if constraints is None:
-        n_samples = dataset(setting.dataset, setting.data_dir).n_samples
+        n_samples = dataset(setting.data_ref, setting.data_dir).n_samples
         constraints = Constraints.empty(n_samples)
     return Fitter(setting)(constraints, seeding_seed)
 
@@ -436,12 +445,12 @@ def evaluate(task):
     setting in the paired design, each setting alone in the unpaired one (§6)."""
     start = time.perf_counter()
     first = task.settings[0]
-    data = dataset(first.dataset, first.data_dir)
-    cv = protocol(first.dataset, first.data_dir, first.seed, first.n_folds, first.design)
+    data = dataset(first.data_ref, first.data_dir)
+    cv = protocol(first.data_ref, first.data_dir, first.seed, first.n_folds, first.design)
     folds = task.fold_list
     tests = [cv.test_index(fold) for fold in folds]
     test_classes = [data.y[test] for test in tests]
-    n_classes = data.n_clusters
+    n_classes = data.n_classes
     fitters = [Fitter(setting) for setting in task.settings]
     shared = {index: fitters[index](Constraints.empty(data.n_samples))  # its one fit
               for index, setting in enumerate(task.settings) if setting.shares_fits}

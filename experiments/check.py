@@ -38,7 +38,7 @@ def _setting(spec, row, data_dir):
             or row.init not in spec.inits:
         cell = ", ".join(f"{key}={value}" for key, value in row.items())
         raise ValueError(f"cell ({cell}) is not in spec {spec.name}")
-    n_features = cells.dataset(row.dataset, data_dir).n_features
+    n_features = cells.dataset(spec.data_ref(row.dataset), data_dir).n_features
     return Setting.from_spec(spec, row.dataset, variants[row.algorithm], row.init,
                              spec.sparsity_grid(n_features), data_dir)
 

@@ -9,6 +9,8 @@ Seeding), the percentages (a list, or ``{start, stop, step}`` with an inclusive 
 folds, ``max_iter``, the s grid (``sparsity_*``), the ``design`` (paired or unpaired
 constraint samples, docs/method/protocol.md §6) and the per-s selection scores the runner
 stores (``cv_folds``, ``cv_algorithms``, ``gap_permutations``; docs/method/selection.md).
+Data sets outside the registry are defined in ``[data.NAME]`` tables
+(:mod:`pcskm.experiments.sources`, docs/method/datasets.md §8) and listed in ``datasets``.
 The bundled specs are ``smoke``, ``quick``,
 ``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """
@@ -17,14 +19,16 @@ import difflib
 import hashlib
 import json
 import numbers
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from .cells import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, SPARSE, estimator_class
-from .datasets import match_datasets
+from .datasets import list_datasets, match_datasets
 from .protocol import DESIGNS, INIT_CODES, KINDS, pct10, sparsity_grid
+from .sources import parse_definition
 
 ESTIMATORS = tuple(ESTIMATOR_CLASSES)
 INITS = tuple(INIT_CODES)  # dkm++, seeding, robin, maximin
@@ -34,7 +38,7 @@ _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
     "design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": None,
-    "cv_runs": None,
+    "cv_runs": None, "data": {},
 }
 # Keys added after specs and stores were first written, with the value that everything
 # written before them implies: left out of the hash at that value (so that such a spec keeps
@@ -42,7 +46,7 @@ _DEFAULTS = {
 # cv_algorithms is stored resolved: the algorithms that get CV scores, none when cv_folds is 0.
 # cv_runs is None for CV scores in every run (and when cv_folds is 0).
 ADDED_DEFAULTS = {"design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": [],
-                  "cv_runs": None}
+                  "cv_runs": None, "data": {}}
 _REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs")
 _KEYS = ("name", *_REQUIRED, *_DEFAULTS)
 _VARIANT_KEYS = ("estimator", "params")
@@ -96,6 +100,7 @@ class ExperimentSpec:
     gap_permutations: int = 0  # null data sets of the gap statistic; 0: none (§3)
     cv_algorithms: tuple = ()  # the algorithms that get CV scores (empty when cv_folds is 0)
     cv_runs: int | None = None  # CV scores in runs 0 to cv_runs - 1 only; None: every run
+    data: tuple = ()  # the DataDefinitions of the [data.NAME] tables, in spec order
     source_text: str = ""
 
     def sparsity_grid(self, n_features):
@@ -115,8 +120,15 @@ class ExperimentSpec:
             "sparsity_max_values": self.sparsity_max_values, "design": self.design,
             "cv_folds": self.cv_folds, "gap_permutations": self.gap_permutations,
             "cv_algorithms": list(self.cv_algorithms), "cv_runs": self.cv_runs,
+            "data": {definition.name: definition.to_dict() for definition in self.data},
             "source_text": self.source_text,
         }
+
+    def data_ref(self, name):
+        """What loads data set ``name`` (``datasets.load`` takes either): its
+        :class:`~pcskm.experiments.sources.DataDefinition` if the spec defines it, else the
+        registry name."""
+        return next((d for d in self.data if d.name == name), name)
 
     def hash(self):
         """SHA-256 of the canonical JSON of the validated content (not the raw text; name,
@@ -299,8 +311,32 @@ class _Checker:
         )
 
 
-def parse_spec(text, *, source="<string>", default_name="spec"):
-    """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``."""
+def _data_tables(check, tables, folder, check_files):
+    """The DataDefinitions of the ``[data.NAME]`` tables (docs/reference/spec-toml.md)."""
+    if not isinstance(tables, dict):
+        check.fail(f"data must hold [data.NAME] tables; got {tables!r}")
+    registry = set(list_datasets())
+    definitions = []
+    for name, table in tables.items():
+        if name in registry:
+            check.fail(f"[data.{name}]: {name!r} is a registry data set; give the table "
+                       "another name")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
+            check.fail(f"[data.{name}]: a data set name is letters, digits and _ . + - "
+                       f"(it names a group of the cube); got {name!r}")
+        try:
+            definitions.append(parse_definition(name, table, folder, check_files))
+        except ValueError as error:
+            check.fail(str(error))
+    return tuple(definitions)
+
+
+def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
+               check_files=True):
+    """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``. ``folder``: where
+    the relative paths of ``[data.NAME]`` tables resolve (default: the working folder);
+    ``check_files=False`` skips checking that their files exist (re-reading a store's
+    spec)."""
     check = _Checker(source)
     try:
         raw = tomllib.loads(text)
@@ -317,10 +353,17 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
     patterns = values["datasets"]
     if not isinstance(patterns, list) or not patterns:
         check.fail(f"datasets must be a non-empty list of names or patterns; got {patterns!r}")
+    data = _data_tables(check, values["data"], Path.cwd() if folder is None else folder,
+                        check_files)
     try:
-        datasets = tuple(match_datasets([str(p) for p in patterns]))
+        datasets = tuple(match_datasets([str(p) for p in patterns],
+                                        extra=[d.name for d in data]))
     except ValueError as error:
         check.fail(f"in datasets: {error}")
+    unused = [d.name for d in data if d.name not in datasets]
+    if unused:
+        check.fail(f"[data.{unused[0]}] defined but not listed in datasets"
+                   + (f" (nor {', '.join(unused[1:])})" if unused[1:] else ""))
     algorithms = check.algorithms(values["algorithms"], values["variants"])
     cv_folds, gap_permutations, cv_algorithms, cv_runs = check.selection_scores(values,
                                                                                 algorithms)
@@ -352,6 +395,7 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
         gap_permutations=gap_permutations,
         cv_algorithms=cv_algorithms,
         cv_runs=cv_runs,
+        data=data,
         source_text=text,
     )
 
@@ -377,4 +421,4 @@ def load_spec(name_or_path):
             f"such file{hint}"
         )
     return parse_spec(path.read_text(encoding="utf-8"), source=str(path),
-                      default_name=path.stem)
+                      default_name=path.stem, folder=path.resolve().parent)

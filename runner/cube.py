@@ -56,6 +56,7 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 from pcskm.algorithms._result import STATUS_NAMES
 from pcskm.experiments import cells
 from pcskm.experiments.protocol import pct10
+from pcskm.experiments.sources import check_folds, definition_json
 from pcskm.experiments.spec import ADDED_DEFAULTS
 
 log = logging.getLogger("pcskm")
@@ -73,7 +74,7 @@ SCORE_CELL_DIMS = FIT_DIMS[:-1]  # one entry per cell: no sparsity
 # Spec fields a store may grow along; every other field of the spec (seed, n_folds,
 # max_iter, the s grid rule) fixes the results and must match the store's.
 EXTENDABLE = ("datasets", "algorithms", "inits", "kinds", "seeding_kinds", "percentages",
-              "n_runs")
+              "n_runs", "data")  # data: a data set's definition; its digest is checked instead
 FREE = ("name", "description", "source_text")
 
 _FIT_VARIABLES = {  # name: (dtype, fill value, attributes)
@@ -359,7 +360,9 @@ def spec_layout(spec, data_dir=None):
     kinds = _union(spec.kinds, spec.seeding_kinds)
     groups = {}
     for name in spec.datasets:
-        data = cells.dataset(name, data_dir)
+        ref = spec.data_ref(name)
+        data = cells.dataset(ref, data_dir)
+        check_folds(data, spec.n_folds)
         sha = _data_sha256(data)
         attrs = {
             "dataset": name, "code": data.code, "subset": data.subset,
@@ -368,6 +371,8 @@ def spec_layout(spec, data_dir=None):
             "source": data.source, "data_sha256": sha,
             "feature_quality": data.feature_quality or "unknown",
         }
+        if not isinstance(ref, str):  # a [data.NAME] table of the spec
+            attrs["definition"] = definition_json(ref)
         uninformative = None if data.uninformative is None else tuple(
             bool(v) for v in data.uninformative)
         groups[name] = GroupLayout(
@@ -420,8 +425,12 @@ def merge_layouts(old, new, store="the store", check_scores=True,
             continue
         before = old.groups[name]
         if before.attrs.get("data_sha256") != group.attrs.get("data_sha256"):
-            problems.append(f"the data of {name} differ from the data in {store} (SHA-256 "
-                            f"{before.attrs.get('data_sha256')} vs {group.attrs['data_sha256']})")
+            problems.append(f"the data of {name} differ from the data in {store}: SHA-256 "
+                            f"{before.attrs.get('data_sha256')} there, "
+                            f"{group.attrs['data_sha256']} as loaded now ({group.attrs['source']})"
+                            f". The file was edited or another version was read: restore the "
+                            f"data the store was computed from, or give the changed data set "
+                            f"another name (or use another --store)")
         if len(before.sparsity) != len(group.sparsity) or not np.allclose(
                 before.sparsity, group.sparsity, rtol=0, atol=1e-12):
             problems.append(f"the s grid of {name} is {_rounded(before.sparsity)} in {store} "

@@ -73,7 +73,8 @@ def _read(path, found):
                done=_complete(name, group, attrs, found))
         for name, group in root.groups()]
     return _Store(attrs=attrs,
-                  spec=parse_spec(attrs["spec_toml"], default_name=attrs.get("spec_name", "")),
+                  spec=parse_spec(attrs["spec_toml"], default_name=attrs.get("spec_name", ""),
+                                  check_files=False),
                   estimators={name: definition["estimator"] for name, definition
                               in attrs["algorithm_definitions"].items()},
                   groups=groups)
