@@ -12,7 +12,7 @@ import difflib
 import importlib
 import os
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +43,10 @@ class DataDefinition:
     ``path`` (``.csv`` or ``.npz``) or ``loader`` (``"module:function"``), and how to read it.
 
     ``folder`` is the folder relative paths resolve against (the spec file's; the working
-    folder for a spec given as text); it is part of the definition's identity but not of what
-    the spec hashes (:meth:`to_dict` leaves it out).
+    folder for a spec given as text); ``stamp`` the file's (modification time, size) when
+    the spec was read, so that a file edited since is another definition to the caches of
+    :mod:`pcskm.experiments.cells`. Both are part of the definition's identity but not of
+    what the spec hashes (:meth:`to_dict` leaves them out).
     """
 
     name: str
@@ -61,6 +63,7 @@ class DataDefinition:
     description: str = ""
     clustbench_dir: str | None = None
     folder: str = "."
+    stamp: tuple | None = None
 
     @property
     def origin(self):
@@ -90,7 +93,7 @@ class DataDefinition:
         """The keys as written in the table (those that differ from their defaults)."""
         out = {}
         for item in fields(self):
-            if item.name in ("name", "folder"):
+            if item.name in ("name", "folder", "stamp"):
                 continue
             value = getattr(self, item.name)
             if value != item.default:
@@ -183,6 +186,9 @@ def parse_definition(name, table, folder=".", check_files=True):
     )
     if check_files:
         check_exists(definition)
+        if definition.path is not None:
+            stat = definition.file.stat()
+            definition = replace(definition, stamp=(stat.st_mtime_ns, stat.st_size))
     return definition
 
 
@@ -278,8 +284,8 @@ def _read_clustbench(definition, data_dir):
                             f"{definition.labels}.gz labels {int(noise.sum())} points 0 "
                             "(noise); set noise = \"drop\" to leave them out")
         X, labels = X[~noise], labels[~noise]
-    description = bench.description.strip().splitlines()[0] if bench.description.strip() \
-        else ""
+    description = f"set {battery}/{set_name} of the clustering benchmark suite " \
+        f"(clustering-data-v1), labels {definition.labels}"
     source = (f"{definition.source} ({definition.labels}, "
               f"{int(noise.sum())} noise points dropped; read from {root})")
     return X, labels, description, source
@@ -321,15 +327,14 @@ def _read_csv(definition):
     header = definition.header
     if header == "auto":
         header = _has_header(cells[0]) if len(cells) else False
-    names = [name.strip() for name in cells[0]] if header else \
-        [f"x{j}" for j in range(1, cells.shape[1] + 1)]
+    names = [name.strip() for name in cells[0]] if header else None
     body, first_line = (cells[1:], 2) if header else (cells, 1)
     column = definition.label_column
     if isinstance(column, str):
         if not header:
             raise DataError(f"data set {definition.name}: label_column {column!r} is a name "
                             f"but {file} has no header row; give its 0-based index")
-        if column not in names:
+        if column not in names:  # names is set: there is a header
             raise DataError(f"data set {definition.name}: {file} has no column {column!r}"
                             f"{_did_you_mean(column, names)} (columns: {', '.join(names)})")
         column = names.index(column)
@@ -353,7 +358,7 @@ def _read_csv(definition):
                 except ValueError:
                     raise DataError(f"data set {definition.name}: {file}: line "
                                     f"{i + first_line}, column {j + 1} (1-based) holds "
-                                    f"{text!r}, not a number") from None
+                                    f"{str(text)!r}, not a number") from None
     bad = ~np.isfinite(X)
     if bad.any():
         i, k = np.argwhere(bad)[0]
@@ -364,11 +369,13 @@ def _read_csv(definition):
     if len(empty):
         raise DataError(f"data set {definition.name}: {file}: line {empty[0] + first_line}, "
                         f"column {column + 1} (1-based, the label column) is empty")
-    try:
-        labels = labels.astype(np.int64)
-    except ValueError:
-        pass  # class names: relabelled by sorted name
-    return X, labels, tuple(names[j] for j in features)
+    for kind in (np.int64, np.float64):  # numbers, else class names (sorted by name)
+        try:
+            labels = labels.astype(kind)
+            break
+        except ValueError:
+            continue
+    return X, labels, None if names is None else tuple(names[j] for j in features)
 
 
 def _read_npz(definition):

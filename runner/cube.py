@@ -698,7 +698,8 @@ def read_layout(path):
             attrs=gattrs,
         )
     # a store written before a spec key existed was made with the key's implied value
-    return Layout(groups=groups, fixed={**ADDED_DEFAULTS, **attrs["protocol"]},
+    implied = {k: v for k, v in ADDED_DEFAULTS.items() if k not in EXTENDABLE}
+    return Layout(groups=groups, fixed={**implied, **attrs["protocol"]},
                   algorithms=attrs["algorithm_definitions"])
 
 
