@@ -347,20 +347,6 @@ def test_spec_tables(tmp_path):
                       check_files=False).data[0].path == "gone.npz"
 
 
-def test_registry_specs_keep_their_hash():
-    """``data`` is left out of the hash when there are no tables: the bundled specs and
-    every store written before it keep their hash (the hash of a spec with nothing but
-    registry data sets, computed from its content as before)."""
-    import json
-
-    spec = parse_spec(SPEC.format(datasets='["iris"]'))
-    content = {k: v for k, v in spec.to_dict().items()
-               if k not in ("name", "description", "source_text", "data", "design",
-                            "cv_folds", "gap_permutations", "cv_algorithms", "cv_runs")}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    assert spec.hash() == hashlib.sha256(text.encode()).hexdigest()
-
-
 def test_a_class_smaller_than_n_folds_is_refused_before_compute():
     from pcskm.runner.cube import spec_layout
 
