@@ -85,6 +85,7 @@ RETRIES = 2  # pooch's retries of a failed download (it waits 1 s, then 2 s)
 # The clustering benchmark suite (docs/method/datasets.md §8.1): its release and the SHA-256
 # of every file of the batteries uci, other, wut, graves, fcps and sipu (clustbench_registry.txt)
 CLUSTBENCH_VERSION = "v1.1.0"
+CLUSTBENCH_ENV = "PCSKM_CLUSTBENCH"  # a local copy of the suite
 CLUSTBENCH_URL = f"https://github.com/gagolews/clustering-data-v1/raw/{CLUSTBENCH_VERSION}"
 
 _verified = {}  # (resolved path, mtime_ns, size) -> sha256 of the file content
@@ -162,10 +163,11 @@ def is_available(relpath, data_dir=None):
     return True
 
 
-def _download(relpath, folder, base_url, known):
+def _download(relpath, folder, base_url, known, otherwise):
     """Download ``base_url/relpath`` into ``folder/relpath`` with pooch, which checks the
     SHA-256 in ``known`` before moving the file into place (a partial or wrong download never
-    takes the file's place)."""
+    takes the file's place). ``otherwise``: how to get the file without downloading, for
+    the error when the download fails."""
     # the folder is resolved once, by resolve_data_dir (pooch's own env override would
     # take precedence over --data-dir)
     if not base_url.startswith(("https://", "http://", "ftp://")):
@@ -179,8 +181,7 @@ def _download(relpath, folder, base_url, known):
     except requests.RequestException as error:
         raise DataNotFoundError(
             f"could not download {url} ({error}). Check the internet connection and "
-            f"retry, or copy the files into a folder and set {ENV_VAR}=/path (or "
-            "--data-dir /path)"
+            f"retry{otherwise}"
         ) from error
     except ValueError as error:  # pooch: the hash of the download differs
         raise ChecksumError(
@@ -191,7 +192,9 @@ def _download(relpath, folder, base_url, known):
 
 def download(relpath, folder, base_url=BASE_URL):
     """Download the paper's file ``relpath`` into ``folder`` (:func:`_download`)."""
-    return _download(relpath, folder, base_url, SHA256[relpath])
+    return _download(relpath, folder, base_url, SHA256[relpath],
+                     " `pcskm datasets fetch`, or copy the paper's files into a folder and set "
+                     f"{ENV_VAR}=/path (or --data-dir /path)")
 
 
 def fetch_files(relpaths, data_dir=None, base_url=BASE_URL):
@@ -238,5 +241,7 @@ def fetch_clustbench(relpaths):
     (downloaded from ``CLUSTBENCH_URL``); returns that folder."""
     folder, registry = clustbench_cache(), clustbench_registry()
     for relpath in relpaths:
-        _download(relpath, folder, CLUSTBENCH_URL, registry[relpath])
+        _download(relpath, folder, CLUSTBENCH_URL, registry[relpath],
+                  f", or point {CLUSTBENCH_ENV} (or the data table's clustbench_dir) at a copy "
+                  "of the suite (docs/method/datasets.md §8.1)")
     return folder

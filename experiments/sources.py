@@ -22,7 +22,6 @@ from .datasets import Dataset
 
 SPEC_CODE = 0  # the data set code of every spec-defined data set (docs/method/protocol.md §2)
 CLUSTBENCH = "clustbench:"
-CLUSTBENCH_ENV = "PCSKM_CLUSTBENCH"
 CLUSTBENCH_FOLDER = "clustering-data-v1"  # a clone of the suite inside the data folder
 NOISE = ("drop", "refuse")
 HEADERS = (True, False, "auto")
@@ -212,8 +211,9 @@ def clustbench_root(definition, data_dir=None):
     are fetched into the user cache (docs/method/datasets.md §8.1)."""
     if definition.clustbench_dir is not None:
         return _resolve(definition.clustbench_dir, definition.folder), "clustbench_dir"
-    if os.environ.get(CLUSTBENCH_ENV):
-        return Path(os.environ[CLUSTBENCH_ENV]).expanduser(), f"from {CLUSTBENCH_ENV}"
+    env = _datafiles.CLUSTBENCH_ENV
+    if os.environ.get(env):
+        return Path(os.environ[env]).expanduser(), f"from {env}"
     folder, _ = _datafiles.resolve_data_dir(data_dir)
     if (folder / CLUSTBENCH_FOLDER).is_dir():
         return folder / CLUSTBENCH_FOLDER, f"{CLUSTBENCH_FOLDER} in the data folder"
@@ -546,6 +546,23 @@ def check_folds(data, n_folds):
                         f"n_folds = {n_folds}: stratified {n_folds}-fold cross-validation needs "
                         f"at least {n_folds} points per class; lower n_folds (at most "
                         f"{int(counts.min())}) or leave the data set out")
+
+
+def format_spec_table(spec, data_dir=None):
+    """The ``pcskm datasets list SPEC`` table: each ``[data.NAME]`` data set of ``spec``, read
+    and checked, with n, p, k and its source."""
+    header = ("name", "n", "p", "k", "source")
+    rows = [header]
+    for definition in spec.data:
+        data = load_definition(definition, data_dir)
+        rows.append((data.name, str(data.n_samples), str(data.n_features),
+                     str(data.n_clusters), data.source))
+    if len(rows) == 1:
+        return f"spec {spec.name} defines no data set ([data.NAME] tables)"
+    widths = [max(len(row[j]) for row in rows) for j in range(len(header) - 1)]
+    return "\n".join("  ".join([*(cell.ljust(width) for cell, width
+                                  in zip(row[:-1], widths, strict=True)), row[-1]])
+                     for row in rows)
 
 
 def definition_json(definition):

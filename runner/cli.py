@@ -203,6 +203,12 @@ def cmd_check(args):
 def cmd_datasets(args):
     from pcskm.experiments import DataNotFoundError, datasets
 
+    if args.action == "list" and args.spec:
+        from pcskm.experiments import sources
+        from pcskm.experiments.spec import load_spec
+
+        print(sources.format_spec_table(load_spec(args.spec), args.data_dir))
+        return EXIT_OK
     if args.action == "list":
         print(datasets.format_dataset_table(args.data_dir))
         return EXIT_OK
@@ -340,6 +346,10 @@ def build_parser():
         if action == "fetch":
             sub.add_argument("names", nargs="*",
                              help="data set names or patterns (default: every data set)")
+        if action == "list":
+            sub.add_argument("spec", nargs="?",
+                             help="a spec: list its [data.NAME] data sets instead, read and "
+                                  "checked")
         # also after the action; SUPPRESS keeps a --data-dir given before it
         sub.add_argument("--data-dir", default=argparse.SUPPRESS, help=data_dir_help)
     data.set_defaults(func=cmd_datasets)

@@ -110,6 +110,7 @@ def test_clustbench_files_are_fetched_and_verified(clustbench_dir, tmp_path, mon
     monkeypatch.setenv("PCSKM_DATA", str(tmp_path / "empty"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(_datafiles, "CLUSTBENCH_URL", serve(clustbench_dir))
+    monkeypatch.setattr(_datafiles, "RETRIES", 0)
     definition = parse_definition("x2", {"source": "clustbench:wut/x2"}, tmp_path)
     data = load(definition)
     np.testing.assert_array_equal(data.X, np.loadtxt(clustbench_dir / "wut/x2.data.gz"))
@@ -476,3 +477,16 @@ def test_dry_run_checks_the_data(tmp_path, capsys):
         capsys.readouterr().err
     assert not (tmp_path / "s.zarr").exists()
 
+
+
+def test_datasets_list_of_a_spec(tmp_path, capsys):
+    from pcskm.runner.cli import main
+
+    X, y = _csv(tmp_path / "blobs.csv")
+    spec = tmp_path / "study.toml"
+    spec.write_text(_spec_text(tmp_path, '["iris", "blobs"]', '[data.blobs]\npath = "blobs.csv"\n'))
+    assert main(["datasets", "list", str(spec)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "n", "p", "k", "source"]
+    assert lines[1].split() == ["blobs", "24", "2", "3", f"{tmp_path / 'blobs.csv'}", "(CSV)"]
+    assert len(lines) == 2  # the registry's iris is not a table of the spec
