@@ -362,8 +362,7 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
         check.fail(f"in datasets: {error}")
     unused = [d.name for d in data if d.name not in datasets]
     if unused:
-        check.fail(f"[data.{unused[0]}] defined but not listed in datasets"
-                   + (f" (nor {', '.join(unused[1:])})" if unused[1:] else ""))
+        check.fail(f"[data.{'], [data.'.join(unused)}] defined but not listed in datasets")
     algorithms = check.algorithms(values["algorithms"], values["variants"])
     cv_folds, gap_permutations, cv_algorithms, cv_runs = check.selection_scores(values,
                                                                                 algorithms)
