@@ -305,7 +305,8 @@ def test_fetch_from_a_local_url_then_verify(data_dir, tmp_path, serve):
     assert not [p for p in target.rglob("*") if p.name.endswith(".part")]
 
 
-def test_fetch_rejects_a_wrong_download(data_dir, tmp_path, serve):
+def test_fetch_rejects_a_wrong_download(data_dir, tmp_path, serve, monkeypatch):
+    monkeypatch.setattr(_datafiles, "RETRIES", 0)  # pooch retries a wrong download too
     source = tmp_path / "source"
     bad = source / "datasets/real/fisheriris.mat"
     bad.parent.mkdir(parents=True)

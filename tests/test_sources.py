@@ -213,7 +213,8 @@ def test_standardise_is_the_population_z_score(tmp_path):
         sd = (sum((v - mean) ** 2 for v in column) / len(column)) ** 0.5  # ddof = 0
         np.testing.assert_allclose(data.X[:, j], (column - mean) / sd, rtol=1e-12)
     assert (data.X[:, 1] == 0).all() and data.source.endswith("standardised")
-    raw = _load(tmp_path, path="d.npz")  # default: as stored
+    with pytest.warns(UserWarning, match=r"column\(s\) 2 \(1-based\) are constant; they "):
+        raw = _load(tmp_path, path="d.npz")  # default: as stored
     np.testing.assert_array_equal(raw.X, X)
 
 
