@@ -4,6 +4,7 @@ the provenance recorded in the cube and its check on a rerun."""
 
 import hashlib
 import itertools
+import pickle
 import re
 import shutil
 import textwrap
@@ -408,6 +409,8 @@ def _csv(path, shift=0.0):
 
 
 def test_mixed_study_records_source_and_digest(tmp_path, clustbench_dir, local_client):
+    """iris, a CSV file and a clustbench set in one study (workers receive the definitions
+    pickled: one pickled is equal to, and hashes as, the original)."""
     from pcskm.runner import run_spec
 
     X, y = _csv(tmp_path / "blobs.csv")
@@ -424,6 +427,9 @@ def test_mixed_study_records_source_and_digest(tmp_path, clustbench_dir, local_c
         """)
     spec = parse_spec(text, folder=tmp_path)
     store = tmp_path / "s.zarr"
+    for definition in spec.data:
+        copy = pickle.loads(pickle.dumps(definition))
+        assert copy == definition and hash(copy) == hash(definition)
     summary = run_spec(spec, store, client=local_client, progress=False)
     assert not summary.errors
     root = zarr.open_group(str(store), mode="r")
