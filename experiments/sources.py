@@ -167,10 +167,10 @@ def parse_definition(name, table, folder=".", check_files=True):
     if n_clusters is not None and (isinstance(n_clusters, bool)
                                    or not isinstance(n_clusters, int) or n_clusters < 2):
         raise ValueError(f"{where}.n_clusters must be an integer >= 2; got {n_clusters!r}")
-    if "label_column" in values and "path" not in values:
-        raise ValueError(f"{where}.label_column applies to a CSV file (path = \"....csv\")")
-    if "header" in values and "path" not in values:
-        raise ValueError(f"{where}.header applies to a CSV file (path = \"....csv\")")
+    is_csv = Path(values.get("path", "")).suffix.lower() == ".csv"
+    for key in ("label_column", "header"):
+        if key in values and not is_csv:
+            raise ValueError(f"{where}.{key} applies to a CSV file (path = \"....csv\")")
     for key in ("labels", "noise", "clustbench_dir"):
         if key in values and "source" not in values:
             raise ValueError(f"{where}.{key} applies to a clustbench set (source = "

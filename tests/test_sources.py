@@ -308,6 +308,7 @@ def test_bad_loaders(tmp_path, monkeypatch):
     ({"path": "d.csv", "standardize": True}, "unknown key 'standardize' in data.mine; did you "
                                              "mean 'standardise'?"),
     ({"path": "d.csv", "noise": "drop"}, "data.mine.noise applies to a clustbench set"),
+    ({"path": "d.npz", "header": True}, "data.mine.header applies to a CSV file"),
     ({"path": "d.csv", "uninformative": [-1]}, "uninformative must be a list of 0-based"),
     ({"path": "d.csv", "n_clusters": 1}, "n_clusters must be an integer >= 2"),
 ])
