@@ -273,7 +273,7 @@ def _read_clustbench(definition, data_dir):
     data_file = root / files[0]
     try:
         bench = clustbench.load_dataset(battery, set_name, path=str(root), preprocess=False)
-    except ValueError as error:  # unparsable numbers, labels of another length
+    except (ValueError, OSError) as error:  # unparsable numbers, wrong labels, no .txt
         raise DataError(f"data set {definition.name}: {data_file}: {error}") from error
     X = _finite(np.asarray(bench.data, dtype=np.float64), data_file, definition.name)
     labels = np.asarray(bench.labels[int(definition.labels[6:])])
