@@ -151,8 +151,9 @@ class ExperimentSpec:
 class _Checker:
     """Validation helpers whose errors name the spec and the offending key."""
 
-    def __init__(self, source):
+    def __init__(self, source, check_estimators=True):
         self.source = source
+        self.check_estimators = check_estimators
 
     def fail(self, message):
         raise ValueError(f"spec {self.source}: {message}")
@@ -350,15 +351,18 @@ class _Checker:
             self.fail(f"{where}.constraints must be one of {', '.join(CONSTRAINT_MODES)}; got "
                       f"{constraints!r}")
         try:
-            estimators.check(table["estimator"], params, constraints)
+            if self.check_estimators:
+                estimators.check(table["estimator"], params, constraints)
         except estimators.EstimatorError as error:
             self.fail(f"{where}: {error}")
         return AlgorithmVariant(name, table["estimator"], dict(params), constraints)
 
 
-def parse_spec(text, *, source="<string>", default_name="spec"):
-    """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``."""
-    check = _Checker(source)
+def parse_spec(text, *, source="<string>", default_name="spec", check_estimators=True):
+    """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``; without
+    ``check_estimators``, a user estimator is not imported (its contract is not checked: for
+    reading a store's spec where the estimator's module may be absent)."""
+    check = _Checker(source, check_estimators)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
