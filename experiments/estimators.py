@@ -68,10 +68,10 @@ def parameter_names(cls):
     if init is object.__init__:
         return ()
     parameters = inspect.signature(init).parameters.values()
-    loose = [p.name for p in parameters
+    loose = [("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name for p in parameters
              if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if loose:
-        raise EstimatorError(f"the constructor of {cls.__qualname__} takes *{loose[0]}: "
+        raise EstimatorError(f"the constructor of {cls.__qualname__} takes {loose[0]}: "
                              "scikit-learn estimators name every parameter as a keyword "
                              "(get_params reads them from the signature)")
     return tuple(p.name for p in parameters if p.name != "self")
