@@ -412,3 +412,46 @@ def test_preload_ships_a_single_module_to_worker_processes(tmp_path, monkeypatch
 
 def _importable(name):
     return importlib.util.find_spec(name) is not None
+
+
+def test_the_store_verifies_and_counts_the_s_grid_of_a_sparse_user_estimator(study):
+    from pcskm.runner.integrity import verify
+    from pcskm.runner.summary import counts
+
+    spec, store, ds = study
+    assert verify(store).ok
+    n_grid = len(spec.sparsity_grid(cells.dataset("brodinova-5-5").n_features))
+    rows = {row[1]: row for row in counts(store)}
+    assert rows["SPARSE"][5] == rows["SPARSE"][3] * n_grid  # fits = cells done x grid
+    assert rows["WRAP"][5] == rows["WRAP"][3]
+
+
+def test_a_forced_rerun_writes_the_same_failed_fits_and_messages(study, client):
+    spec, store, ds = study
+    before = fit_errors(store)
+    summary = run_spec(spec, store, client=client, progress=False, force=True,
+                       selection={"algorithm": ["ODD"]})
+    assert summary.complete
+    again = group(store, "brodinova-5-5")
+    for name in ("status", "f_score", "fit_error"):
+        np.testing.assert_array_equal(again[name].sel(algorithm="ODD").values,
+                                      ds[name].sel(algorithm="ODD").values)
+    assert fit_errors(store).equals(before)
+
+
+def test_the_command_line_imports_a_preload_file_before_reading_the_spec(tmp_path):
+    from cubes import pcskm
+
+    module = tmp_path / "modules" / "cli_shipped_for_pcskm.py"
+    module.parent.mkdir()
+    module.write_text("from sklearn.cluster import KMeans as Plain  # noqa: F401\n")
+    spec = tmp_path / "spec.toml"  # 10 folds: the dry run's calibration times folds 1 to 3
+    spec.write_text(spec_text({"MINE": 'estimator = "cli_shipped_for_pcskm:Plain"\n'
+                                       'constraints = "ignore"'}).replace("n_folds = 3",
+                                                                          "n_folds = 10"))
+    refused = pcskm("run", spec, "--store", tmp_path / "s.zarr", "--dry-run", cwd=tmp_path)
+    assert refused.returncode == 2 and "cannot be imported" in refused.stderr
+    done = pcskm("run", spec, "--store", tmp_path / "s.zarr", "--dry-run",
+                 "--calibration-seconds", "1", "--preload", module, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "cells: 40 in the spec" in done.stdout
