@@ -18,7 +18,9 @@ fits of a setting share (parameters, data set) is validated once per task (:clas
 LKM and SKM with a deterministic init use nothing random: they are fitted once per task and
 the fit reused for every kind, percentage and run (§6); their constraint counts and
 satisfied fractions are still per cell. A sparse setting may also get the per-s selection
-scores of docs/method/selection.md (:mod:`pcskm.experiments.selection_scores`).
+scores of docs/method/selection.md (:mod:`pcskm.experiments.selection_scores`). A user
+estimator (an import path, docs/reference/estimator-contract.md) is fitted through its own
+``fit`` (:class:`UserFitter`), from the same initial centres and constraints.
 """
 
 import dataclasses
@@ -39,6 +41,9 @@ from pcskm.algorithms.metrics import _f_score_rows
 
 from . import estimators
 from .datasets import load
+
+# the built-in names live in .estimators; ESTIMATOR_CLASSES and RUNNER_PARAMETERS stay
+# importable from here
 from .estimators import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, SPARSE, estimator_class  # noqa: F401
 from .protocol import Protocol
 from .selection_scores import CellScores, SelectionScorer
