@@ -61,6 +61,12 @@ class Store:
         definitions = self.attrs.get("algorithm_definitions") or {}
         return (definitions.get(algorithm) or {}).get("estimator", algorithm)
 
+    def is_sparse(self, algorithm):
+        """Whether an algorithm fills the s grid (SKM, PCSKM, a user estimator with
+        ``sparsity``)."""
+        definition = (self.attrs.get("algorithm_definitions") or {}).get(algorithm) or {}
+        return definition_is_sparse({"estimator": self.estimator(algorithm), **definition})
+
 
 def open_store(store):
     """Open the cube at ``store`` read-only (ValueError if it is not a pcskm cube)."""
@@ -118,8 +124,7 @@ def fit_table(store, name):
     codes = status_codes(ds.status)
     status = ds.status.load()
     sparse = xr.DataArray(
-        [definition_is_sparse(store.attrs["algorithm_definitions"].get(str(a), {}))
-         for a in ds.algorithm.values],
+        [store.is_sparse(str(a)) for a in ds.algorithm.values],
         coords={"algorithm": ds.algorithm}, dims="algorithm")
     applies = sparse == ds.sparsity.notnull()
     expected = ((status != codes["not_applicable"]) & applies).any("sparsity")
