@@ -315,8 +315,12 @@ class _Checker:
             estimator = table["estimator"]
             if not isinstance(estimator, str):
                 self.fail(f"{where}.estimator must be a string; got {estimator!r}")
-            if not is_import_path(estimator) or ":" not in estimator:
-                self.choices([estimator], ESTIMATORS, f"{where}.estimator", "estimator")
+            if ":" not in estimator and estimator not in ESTIMATORS:
+                close = difflib.get_close_matches(estimator, ESTIMATORS, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                self.fail(f"unknown estimator {estimator!r} in {where}.estimator{hint} (valid: "
+                          f"{', '.join(ESTIMATORS)}, or the import path "
+                          "\"package.module:ClassName\" of a user estimator)")
             if "constraints" in table and not is_import_path(estimator):
                 self.fail(f"{where}.constraints applies to user estimators (import paths); "
                           f"{estimator} decides itself how it uses the constraints")
