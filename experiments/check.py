@@ -12,7 +12,7 @@ integers and the status compare exactly.
 import numpy as np
 import pandas as pd
 
-from pcskm.algorithms._result import STATUS_NAMES
+from pcskm.algorithms._result import FIT_STATUS_NAMES
 
 from . import cells
 from .cells import Block, Setting, Task
@@ -60,7 +60,7 @@ def recompute(spec, table, data_dir=None):
             for name in FLOATS:
                 out.at[index, f"{name}_recomputed"] = getattr(fitted, name)[0, 0, entry]
             out.at[index, "n_iter_recomputed"] = int(fitted.n_iter[0, 0, entry])
-            out.at[index, "status_recomputed"] = STATUS_NAMES[fitted.status[0, 0, entry]]
+            out.at[index, "status_recomputed"] = FIT_STATUS_NAMES[fitted.status[0, 0, entry]]
             out.at[index, "n_constraints_recomputed"] = int(fitted.n_constraints[0, 0])
     agrees = np.ones(len(out), dtype=bool)
     for name in FLOATS:

@@ -25,8 +25,16 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from .cells import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, SPARSE, estimator_class
+from . import estimators
 from .datasets import list_datasets, match_datasets
+from .estimators import (
+    CONSTRAINT_MODES,
+    ESTIMATOR_CLASSES,
+    RUNNER_PARAMETERS,
+    SPARSE,
+    estimator_class,
+    is_import_path,
+)
 from .protocol import DESIGNS, INIT_CODES, KINDS, pct10, sparsity_grid
 from .sources import parse_definition
 
@@ -49,7 +57,7 @@ ADDED_DEFAULTS = {"design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_
                   "cv_runs": None, "data": {}}
 _REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs")
 _KEYS = ("name", *_REQUIRED, *_DEFAULTS)
-_VARIANT_KEYS = ("estimator", "params")
+_VARIANT_KEYS = ("estimator", "params", "constraints")
 _RANGE_KEYS = ("start", "stop", "step")
 # The content that determines the results; name, description and source text do not.
 _UNHASHED = ("name", "description", "source_text")
@@ -61,18 +69,31 @@ def _canonical_json(value):
 
 @dataclass(frozen=True)
 class AlgorithmVariant:
-    """An algorithm of a spec: ``estimator`` (LKM, SKM, PCKM, MPCKM or PCSKM) with constructor
-    ``params`` (e.g. ``PCSKM-paper`` = PCSKM with ``weight_update="paper"``)."""
+    """An algorithm of a spec: ``estimator`` (LKM, SKM, PCKM, MPCKM or PCSKM, or the import
+    path of a user estimator, docs/reference/estimator-contract.md) with constructor
+    ``params`` (e.g. ``PCSKM-paper`` = PCSKM with ``weight_update="paper"``); a user
+    estimator's ``constraints`` is "use" (``fit(X, must_link=, cannot_link=)``) or
+    "ignore" (``fit(X)``)."""
 
     name: str
     estimator: str
     params: dict = field(default_factory=dict)
+    constraints: str = "use"
 
     def __hash__(self):
-        return hash((self.name, self.estimator, _canonical_json(self.params)))
+        return hash((self.name, self.estimator, _canonical_json(self.params), self.constraints))
+
+    @property
+    def is_user(self):
+        return is_import_path(self.estimator)
 
     def to_dict(self):
-        return {"name": self.name, "estimator": self.estimator, "params": dict(self.params)}
+        """The variant as the spec hash and the cube record it (``constraints`` only for a
+        user estimator, so that the built-ins' hashes stay as they were)."""
+        out = {"name": self.name, "estimator": self.estimator, "params": dict(self.params)}
+        if self.is_user:
+            out["constraints"] = self.constraints
+        return out
 
 
 @dataclass(frozen=True)
@@ -142,8 +163,9 @@ class ExperimentSpec:
 class _Checker:
     """Validation helpers whose errors name the spec and the offending key."""
 
-    def __init__(self, source):
+    def __init__(self, source, check_external=True):
         self.source = source
+        self.check_external = check_external
 
     def fail(self, message):
         raise ValueError(f"spec {self.source}: {message}")
@@ -278,6 +300,10 @@ class _Checker:
             self.fail("cv_algorithms is set but cv_folds is 0 (no cross-validation); set "
                       "cv_folds to 2 or more, or remove cv_algorithms")
         chosen = self.choices(names, [v.name for v in algorithms], "cv_algorithms", "algorithm")
+        users = [v.name for v in algorithms if v.is_user and v.name in chosen]
+        if users:
+            self.fail(f"cv_algorithms lists {', '.join(users)}, a user estimator: the "
+                      "selection scores need the built-in engines (SKM and PCSKM)")
         unscored = [name for name in chosen if name not in sparse]
         if unscored:
             self.fail(f"cv_algorithms lists {', '.join(unscored)}, which fit no s grid; the "
@@ -296,22 +322,58 @@ class _Checker:
                 self.fail(f"{where} must be a table with estimator and params")
             self.keys(table, _VARIANT_KEYS, where)
             if "estimator" not in table:
-                self.fail(f"{where} needs an estimator (one of {', '.join(ESTIMATORS)})")
-            self.choices([table["estimator"]], ESTIMATORS, f"{where}.estimator", "estimator")
+                self.fail(f"{where} needs an estimator (one of {', '.join(ESTIMATORS)}, or "
+                          "an import path \"package.module:ClassName\")")
+            estimator = table["estimator"]
+            if not isinstance(estimator, str):
+                self.fail(f"{where}.estimator must be a string; got {estimator!r}")
+            if ":" not in estimator and estimator not in ESTIMATORS:
+                close = difflib.get_close_matches(estimator, ESTIMATORS, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                self.fail(f"unknown estimator {estimator!r} in {where}.estimator{hint} (valid: "
+                          f"{', '.join(ESTIMATORS)}, or the import path "
+                          "\"package.module:ClassName\" of a user estimator)")
+            if "constraints" in table and not is_import_path(estimator):
+                self.fail(f"{where}.constraints applies to user estimators (import paths); "
+                          f"{estimator} decides itself how it uses the constraints")
         self.choices(names, (*ESTIMATORS, *variants), "algorithms", "algorithm")
         unused = [name for name in variants if name not in names]
         if unused:
             self.fail(f"variants {', '.join(unused)} defined but not listed in algorithms")
         return tuple(
             AlgorithmVariant(name, name, {}) if name in ESTIMATORS
+            else self.user_variant(name, variants[name])
+            if is_import_path(variants[name]["estimator"])
             else AlgorithmVariant(name, variants[name]["estimator"],
                                   self.params(variants[name].get("params", {}),
                                               variants[name]["estimator"], f"variants.{name}"))
             for name in names
         )
 
+    def user_variant(self, name, table):
+        """A variant of a user estimator (an import path), checked against the contract of
+        docs/reference/estimator-contract.md (the class is imported here)."""
+        where = f"variants.{name}"
+        params = table.get("params", {})
+        if not isinstance(params, dict):
+            self.fail(f"{where}.params must be a table; got {params!r}")
+        try:
+            _canonical_json(params)
+        except TypeError as error:
+            self.fail(f"{where}.params holds a value that is not a string, number, boolean, "
+                      f"list or table: {error}")
+        constraints = table.get("constraints", "use")
+        if constraints not in CONSTRAINT_MODES:
+            self.fail(f"{where}.constraints must be one of {', '.join(CONSTRAINT_MODES)}; got "
+                      f"{constraints!r}")
+        try:
+            if self.check_external:
+                estimators.check(table["estimator"], params, constraints)
+        except estimators.EstimatorError as error:
+            self.fail(f"{where}: {error}")
+        return AlgorithmVariant(name, table["estimator"], dict(params), constraints)
 
-def _data_tables(check, tables, folder, check_files):
+def _data_tables(check, tables, folder):
     """The DataDefinitions of the ``[data.NAME]`` tables (docs/reference/spec-toml.md)."""
     if not isinstance(tables, dict):
         check.fail(f"data must hold [data.NAME] tables; got {tables!r}")
@@ -325,19 +387,20 @@ def _data_tables(check, tables, folder, check_files):
             check.fail(f"[data.{name}]: a data set name is letters, digits and _ . + - "
                        f"(it names a group of the cube); got {name!r}")
         try:
-            definitions.append(parse_definition(name, table, folder, check_files))
+            definitions.append(parse_definition(name, table, folder, check.check_external))
         except ValueError as error:
             check.fail(str(error))
     return tuple(definitions)
 
 
 def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
-               check_files=True):
+               check_external=True):
     """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``. ``folder``: where
-    the relative paths of ``[data.NAME]`` tables resolve (default: the working folder);
-    ``check_files=False`` skips checking that their files exist (re-reading a store's
-    spec)."""
-    check = _Checker(source)
+    the relative paths of ``[data.NAME]`` tables resolve (default: the working folder).
+    ``check_external=False`` reads a store's spec, where the files of its data tables and
+    the modules of its user estimators may be absent: it neither checks that the files
+    exist nor imports the estimators (their contract is not checked)."""
+    check = _Checker(source, check_external)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -353,8 +416,7 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
     patterns = values["datasets"]
     if not isinstance(patterns, list) or not patterns:
         check.fail(f"datasets must be a non-empty list of names or patterns; got {patterns!r}")
-    data = _data_tables(check, values["data"], Path.cwd() if folder is None else folder,
-                        check_files)
+    data = _data_tables(check, values["data"], Path.cwd() if folder is None else folder)
     try:
         datasets = tuple(match_datasets([str(p) for p in patterns],
                                         extra=[d.name for d in data]))

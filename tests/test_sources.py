@@ -348,7 +348,7 @@ def test_spec_tables(tmp_path):
             parse_spec(text, folder=tmp_path)
     # a store's recorded spec is re-read without its files
     assert parse_spec(_spec_text(tmp_path, '["mine"]', '[data.mine]\npath = "gone.npz"\n'),
-                      check_files=False).data[0].path == "gone.npz"
+                      check_external=False).data[0].path == "gone.npz"
 
 
 def test_a_class_smaller_than_n_folds_is_refused_before_compute():

@@ -30,13 +30,12 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from pcskm.runner.cube import complete_blocks, wanted_scores
+from pcskm.runner.cube import complete_blocks, definition_is_sparse, wanted_scores
 
 FIT_DIMS = ("algorithm", "init", "kind", "percent", "run", "fold", "sparsity")
 CELL_DIMS = FIT_DIMS[:-1]
 LABEL_DIMS = ("algorithm", "init", "kind")
-SPARSE_ESTIMATORS = frozenset({"SKM", "PCSKM"})
-FAILED_FLAGS = ("empty_cluster", "degenerate_weights")
+FAILED_FLAGS = ("empty_cluster", "degenerate_weights", "error")  # error: user estimators
 DEFAULT_FLAGS = ("missing", "converged", "max_iter", "empty_cluster", "degenerate_weights",
                  "not_applicable")
 
@@ -61,6 +60,12 @@ class Store:
         PCSKM-paper)."""
         definitions = self.attrs.get("algorithm_definitions") or {}
         return (definitions.get(algorithm) or {}).get("estimator", algorithm)
+
+    def is_sparse(self, algorithm):
+        """Whether an algorithm fills the s grid (SKM, PCSKM, a user estimator with
+        ``sparsity``)."""
+        definition = (self.attrs.get("algorithm_definitions") or {}).get(algorithm) or {}
+        return definition_is_sparse({"estimator": self.estimator(algorithm), **definition})
 
 
 def open_store(store):
@@ -119,7 +124,7 @@ def fit_table(store, name):
     codes = status_codes(ds.status)
     status = ds.status.load()
     sparse = xr.DataArray(
-        [store.estimator(str(a)) in SPARSE_ESTIMATORS for a in ds.algorithm.values],
+        [store.is_sparse(str(a)) for a in ds.algorithm.values],
         coords={"algorithm": ds.algorithm}, dims="algorithm")
     applies = sparse == ds.sparsity.notnull()
     expected = ((status != codes["not_applicable"]) & applies).any("sparsity")
@@ -127,7 +132,8 @@ def fit_table(store, name):
     bits = score_bits(store, ds)
     done = _with_scores(ds, bits)
     computed = expected & done & complete
-    failed = status.isin([codes[flag] for flag in FAILED_FLAGS]) & applies & computed
+    failed = status.isin([codes[flag] for flag in FAILED_FLAGS if flag in codes]) & applies \
+        & computed
     out = xr.Dataset(
         {
             "f_score": ds.f_score.astype(np.float64),
