@@ -209,7 +209,7 @@ def test_specs_without_user_estimators_keep_their_hash():
                                                 'params = {weight_update = "paper"}'}))
     content = {k: v for k, v in spec.to_dict().items()
                if k not in ("name", "description", "source_text", "design", "cv_folds",
-                            "gap_permutations", "cv_algorithms", "cv_runs")}
+                            "gap_permutations", "cv_algorithms", "cv_runs", "data")}
     assert content["algorithms"] == [{"name": "PCSKM-paper", "estimator": "PCSKM",
                                       "params": {"weight_update": "paper"}}]
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
