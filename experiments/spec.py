@@ -34,7 +34,7 @@ _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
     "design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": None,
-    "cv_runs": None,
+    "cv_runs": None, "report": {},
 }
 # Keys added after specs and stores were first written, with the value that everything
 # written before them implies: left out of the hash at that value (so that such a spec keeps
@@ -47,6 +47,9 @@ _REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs"
 _KEYS = ("name", *_REQUIRED, *_DEFAULTS)
 _VARIANT_KEYS = ("estimator", "params")
 _RANGE_KEYS = ("start", "stop", "step")
+# The [report] table: how pcskm report presents the results (docs/reference/spec-toml.md,
+# "[report]"). It changes no result, so it is neither in to_dict nor in the hash.
+_REPORT_KEYS = ("focus",)
 # The content that determines the results; name, description and source text do not.
 _UNHASHED = ("name", "description", "source_text")
 
@@ -97,6 +100,7 @@ class ExperimentSpec:
     cv_algorithms: tuple = ()  # the algorithms that get CV scores (empty when cv_folds is 0)
     cv_runs: int | None = None  # CV scores in runs 0 to cv_runs - 1 only; None: every run
     source_text: str = ""
+    focus: str | None = None  # [report] focus: the algorithm the report compares with the others
 
     def sparsity_grid(self, n_features):
         """The s grid of docs/method/protocol.md §7 for ``n_features`` columns."""
@@ -273,6 +277,22 @@ class _Checker:
         return (cv_folds, gap_permutations, tuple(name for name in sparse if name in chosen),
                 cv_runs)
 
+    def report(self, table, algorithms):
+        """The ``[report]`` table's ``focus``: one of the spec's algorithms, or None."""
+        if not isinstance(table, dict):
+            self.fail(f"report must be a table ([report]); got {table!r}")
+        self.keys(table, _REPORT_KEYS, "[report]")
+        if "focus" not in table:
+            return None
+        names = [variant.name for variant in algorithms]
+        focus = table["focus"]
+        if not isinstance(focus, str) or focus not in names:
+            close = difflib.get_close_matches(str(focus), names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.fail(f"report.focus {focus!r} is not an algorithm of the spec{hint} (the "
+                      f"spec's algorithms: {', '.join(names)})")
+        return focus
+
     def algorithms(self, names, variants):
         if not isinstance(variants, dict):
             self.fail(f"variants must be a table of tables; got {variants!r}")
@@ -353,6 +373,7 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
         cv_algorithms=cv_algorithms,
         cv_runs=cv_runs,
         source_text=text,
+        focus=check.report(values["report"], algorithms),
     )
 
 
