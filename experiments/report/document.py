@@ -341,13 +341,19 @@ def _fixed(doc, results, out, written):
     doc.heading("3.2 The fixed s, leave one data set out", level=3)
     table = results.fixed_s if results.fixed_s is not None else pd.DataFrame()
     _csv(table, out, "fixed_s.csv", written)
+    if families.paper_labels(results):
+        pool = "the paper's six"
+        outside = ("A data set outside the six is chosen for on all six; "
+                   "one with no other of the six in the cube gets no value. ")
+    else:  # fixed_s.choose_fixed: a cube without the six pools all its data sets
+        pool = "the cube (it holds none of the paper's six)"
+        outside = "A data set with no other in the cube gets no value. "
     doc.paragraph(
         "fixed-loo (docs/guide/choosing-s.md): for each data set and sparse algorithm, every "
-        "s of its grid is carried to each other data set of the paper's six by its relative "
+        "s of its grid is carried to each other data set of " + pool + " by its relative "
         "position s / sqrt(p) (the nearest grid value there) and scored by the mean over "
         "those data sets of their mean F (over their inits, kinds and percentages); the best "
-        "score wins (ties -> smallest s). A data set outside the six is chosen for on all six; "
-        "one with no other of the six in the cube gets no value. Every candidate and its "
+        "score wins (ties -> smallest s). " + outside + "Every candidate and its "
         "score: `fixed_s.csv`.")
     chosen = table[table.chosen] if not table.empty else table
     doc.table(chosen.drop(columns="chosen") if not chosen.empty else chosen, digits=3)
@@ -434,8 +440,10 @@ def _performance(doc, results, out, written):
     doc.paragraph(
         "Mean F-score (nanmean over runs x folds, §9; digits: mean over the subsets) against "
         "the percentage of constraints; band: one standard deviation over runs of the "
-        "per-run mean over folds. Columns: the paper's six data sets; the cube's other data "
-        "sets are in figures of their own (\"other data sets\"). The panels of each row "
+        "per-run mean over folds. Columns: " + (
+            "the paper's six data sets; the cube's other data sets are in figures of their "
+            "own (\"other data sets\")" if families.paper_labels(results) else
+            "the data sets of the cube") + ". The panels of each row "
         "share their F axis; a panel of the spec not computed yet says \"not computed\". "
         "Failed cells (F = NaN at the selected s, §11) are marked: a half-filled marker when "
         f"some cells of the point failed (their share written above it from "
@@ -613,7 +621,14 @@ def _weights(doc, results, out, written):
         "PCSKM: mean over every s of the grid (no best-s selection), runs and folds, of the "
         "non-failed fits; MPCKM: its metric diagonal, on its own y scale.")
     plotted = weights.plotted_table(results)
-    for stem, title, family_list, inits in weights.FIGURES:
+    drawn = {f.label for _stem, _title, family_list, _inits in weights.FIGURES
+             for f in family_list}
+    if not drawn & set(results.family_members):
+        doc.paragraph("The paper's weight figures (Figure 2 and its appendix) draw its "
+                      "synthetic, Morris Water Maze and contaminated digits sets; the cube "
+                      "holds none of them.")
+    for stem, title, family_list, inits in weights.FIGURES if drawn & set(
+            results.family_members) else ():
         png = out / f"{stem}.png"
         if weights.figure(results, title, family_list, inits, png):
             written.append(png)
