@@ -12,6 +12,7 @@ import pytest
 import scipy.stats
 import xarray as xr
 import zarr
+from cubes import pcskm
 
 from pcskm.experiments.report import families, write_report
 from pcskm.experiments.spec import parse_spec
@@ -262,3 +263,15 @@ def test_the_report_table_is_validated_and_not_hashed():
         parse_spec(SPEC + '\n[report]\nfokus = "Sparse2"\n')
     with pytest.raises(ValueError, match="report must be a table"):
         parse_spec('report = "Sparse2"\n' + SPEC)
+
+
+def test_pcskm_report_focus_overrides_the_spec(own_store, tmp_path):
+    out = write_report(own_store, tmp_path / "lkm", focus="LKM").parent
+    tests = pd.read_csv(out / "wilcoxon_tests.csv")
+    assert set(tests.test) == {"LKM vs MyPCKM", "LKM vs Sparse2"} and set(tests.x) == {"LKM"}
+    with pytest.raises(ValueError, match=r"--focus 'PCSKM' is not an algorithm of .*own.zarr "
+                                         r"\(its algorithms: LKM, MyPCKM, Sparse2\)"):
+        write_report(own_store, tmp_path / "none", focus="PCSKM")
+    assert not (tmp_path / "none").exists()  # refused before anything is written
+    result = pcskm("report", own_store, "--out", tmp_path / "cli", "--focus", "Sparse")
+    assert result.returncode != 0 and "--focus 'Sparse' is not an algorithm" in result.stderr

@@ -134,8 +134,8 @@ def _focus_line(found):
     if found.plan is None:
         return (f"No focus algorithm: {found.focus_note}. The comparisons of one algorithm "
                 "with the others (sections 3.4 and 5) are left out.")
-    return (f"Focus algorithm: **{found.plan.focus}** (`[report] focus` of the spec, or "
-            "PCSKM when the spec names none; docs/reference/spec-toml.md). Analysis 1 "
+    return (f"Focus algorithm: **{found.plan.focus}** (`pcskm report --focus`, else "
+            "`[report] focus` of the spec, else PCSKM; docs/reference/spec-toml.md). Analysis 1 "
             f"(sections 3.4 and 5) compares it with {', '.join(found.plan.others)}.")
 
 
@@ -695,12 +695,12 @@ def _cell_sample(doc, results, out, written):
         "a table with the same columns.")
 
 
-def write_document(results, out):
-    """Write every table, figure and report.md of ``results`` into ``out``; returns the
-    path of report.md."""
+def write_document(results, out, focus=None):
+    """Write every table, figure and report.md of ``results`` into ``out`` (``focus``: see
+    :func:`study.study`); returns the path of report.md."""
     written = []
     doc = Document()
-    found = study.study(results)
+    found = study.study(results, focus)
     _header(doc, results, found, out, written)
     _coverage(doc, results, out, written)
     _failures(doc, results, out, written)

@@ -3,7 +3,8 @@ data set with dims (algorithm, init, kind, percent, run, fold, sparsity), and th
 tell a fit that applies, one that is computed and one that failed.
 
 * ``applies`` (algorithm, sparsity): the entries an algorithm fills, the s grid for SKM and
-  PCSKM (and their variants), the NaN entry for the others.
+  PCSKM (and their variants, and any algorithm the runner fits over the grid,
+  :func:`fills_s_grid`), the NaN entry for the others.
 * ``expected`` (algorithm, init, kind, percent, run, fold): the cell belongs to the grid
   (its status is not ``not_applicable``, e.g. Seeding with a kind it is not run with).
 * ``computed``: expected, its run marked ``done``, and no applicable entry still ``missing``.
@@ -100,6 +101,17 @@ def status_codes(status):
     return {flag: int(value) for flag, value in zip(flags, values, strict=True)}
 
 
+def fills_s_grid(status, codes):
+    """Per algorithm: its fits are the s grid's entries, as the runner lays them out (the
+    no-s entry not_applicable in every cell, some s entry applicable): SKM, PCSKM and any
+    other algorithm fitted over the grid, whatever its name."""
+    na = status == codes["not_applicable"]
+    no_s = status.sparsity.isnull()
+    other = [dim for dim in status.dims if dim != "algorithm"]
+    return (na.where(no_s, True).all(other) & (~na).where(~no_s, False).any(other)).drop_vars(
+        [c for c in status.coords if c != "algorithm"], errors="ignore")
+
+
 SCORE_VARIABLES = ("cv_score", "gap", "gap_sd")  # per-s selection scores, when stored
 
 
@@ -137,7 +149,7 @@ def fit_table(store, name):
     status = ds.status.load()
     sparse = xr.DataArray(
         [store.estimator(str(a)) in SPARSE_ESTIMATORS for a in ds.algorithm.values],
-        coords={"algorithm": ds.algorithm}, dims="algorithm")
+        coords={"algorithm": ds.algorithm}, dims="algorithm") | fills_s_grid(status, codes)
     applies = sparse == ds.sparsity.notnull()
     expected = ((status != codes["not_applicable"]) & applies).any("sparsity")
     complete = ((status != codes["missing"]) | ~applies).all("sparsity")

@@ -2,9 +2,10 @@
 algorithm that Analysis 1 compares with every other one, its plan (:class:`statistics.Plan`),
 and whether the paper-only parts, Table 1 and the claims, apply.
 
-* The focus is the spec's ``[report] focus`` (docs/reference/spec-toml.md, ``[report]``), read
-  from the spec text the store records (``spec_toml``); without it, PCSKM when the cube has it;
-  else there is no focus and the report says so instead of picking an algorithm.
+* The focus is ``pcskm report --focus``, else the spec's ``[report] focus``
+  (docs/reference/spec-toml.md, ``[report]``), read from the spec text the store records
+  (``spec_toml``); without either, PCSKM when the cube has it; else there is no focus and the
+  report says so instead of picking an algorithm.
 * Table 1 applies when the cube holds one of its data sets (stand-ins included: iris for
   fisheriris); the claims when Analysis 1 is the paper's (PCSKM on the paper's data sets).
 """
@@ -45,12 +46,23 @@ def spec_focus(attrs):
     return table.get("focus") if isinstance(table, dict) else None
 
 
-def _focus(results):
-    """``(focus, note)``: the focus algorithm of the cube, or None and why not."""
+def check_focus(store, focus):
+    """Refuse a ``focus`` asked for (``pcskm report --focus``) that is not an algorithm of the
+    open ``store``, naming its algorithms."""
+    found = list(dict.fromkeys(str(a) for name in store.names
+                               for a in store.group(name).algorithm.values))
+    if focus not in found:
+        raise ValueError(f"--focus {focus!r} is not an algorithm of {store.path} (its "
+                         f"algorithms: {', '.join(found)})")
+
+
+def _focus(results, asked=None):
+    """``(focus, note)``: the focus algorithm of the cube (``asked``, else the spec's), or
+    None and why not."""
     if results.families is None:
         return None, "nothing is computed"
     found = algorithms(results)
-    asked = spec_focus(results.store.attrs)
+    asked = asked if asked is not None else spec_focus(results.store.attrs)
     if asked is not None:
         if asked in found:
             return asked, ""
@@ -67,9 +79,10 @@ def _table1_groups():
             for name in (*members, *STAND_INS.get(members[0], ()))}
 
 
-def study(results):
-    """The :class:`Study` of the report's ``results``."""
-    focus, focus_note = _focus(results)
+def study(results, focus=None):
+    """The :class:`Study` of the report's ``results``, with ``focus`` if given (else the
+    spec's ``[report] focus``, else PCSKM)."""
+    focus, focus_note = _focus(results, focus)
     plan = statistics.study_plan(results, focus) if focus is not None else None
     table1 = bool(_table1_groups() & set(results.store.names))
     claims = plan is not None and plan.paper
