@@ -175,6 +175,7 @@ def test_the_report_of_an_unknown_study_leaves_out_the_paper_only_parts(own_repo
     assert set(plotted.algorithm) == {"LKM", "MyPCKM", "Sparse2"}
     assert (own_report / "figure_selections.png").exists()
     # fixed-loo pools the study's own data sets: each is chosen on the other
+    assert "chosen on the other data sets of the cube" in text
     fixed = pd.read_csv(own_report / "fixed_s.csv")
     assert set(zip(fixed.dataset, fixed.training, strict=True)) == {("wine", "my-table"),
                                                                     ("my-table", "wine")}

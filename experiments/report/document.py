@@ -262,6 +262,10 @@ EXPLANATIONS = {
     "oracle": "**oracle** (upper bound): per run and fold the s with the best test F. No "
               "selection of s per cell can do better; it is not a selection a user can make.",
 }
+# fixed-loo in a cube without the paper's six (fixed_s.choose_fixed pools its own data sets)
+OWN_FIXED_LOO = ("**fixed-loo**: one s per algorithm for a whole data set, chosen on the other "
+                 "data sets of the cube: the s whose relative position s / sqrt(p) gives the "
+                 "best mean F there (section 3.2; docs/guide/choosing-s.md).")
 SCORED = ("cv", "gap", "gap-1sd")
 
 
@@ -281,7 +285,9 @@ def _choosing_s(doc, results, plan, tests, by_dataset, out, written):
         "is taken. Every selection below is computed for every sparse algorithm; a "
         "non-sparse algorithm has one fit, which every selection takes. Each is stored in "
         f"`{results.sidecar.name}` and shown side by side in the figures and the analyses:")
-    doc.bullets([EXPLANATIONS[name] + _cv_runs_note(name, results)
+    explanations = EXPLANATIONS if families.paper_labels(results) else {
+        **EXPLANATIONS, "fixed-loo": OWN_FIXED_LOO}
+    doc.bullets([explanations[name] + _cv_runs_note(name, results)
                  for name in results.selections])
     absent = [name for name in SCORED if name not in results.selections]
     if absent:
