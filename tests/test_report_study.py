@@ -5,6 +5,7 @@ against scipy on the case values computed here from the cube with xarray, Holm b
 
 import shutil
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ import xarray as xr
 import zarr
 from cubes import pcskm
 
-from pcskm.experiments.report import families, write_report
+from pcskm.experiments.report import families, statistics, write_report
 from pcskm.experiments.spec import parse_spec
 
 SPEC = """
@@ -276,3 +277,29 @@ def test_pcskm_report_focus_overrides_the_spec(own_store, tmp_path):
     assert not (tmp_path / "none").exists()  # refused before anything is written
     result = pcskm("report", own_store, "--out", tmp_path / "cli", "--focus", "Sparse")
     assert result.returncode != 0 and "--focus 'Sparse' is not an algorithm" in result.stderr
+
+
+def _plan_input(labels, algorithms=("LKM", "SKM", "PCKM", "MPCKM", "PCSKM", "Mine")):
+    """Family aggregates with cells expected everywhere but (seeding, must-link), which the
+    spec does not run."""
+    coords = {"family": list(labels), "selection": ["paper"], "algorithm": list(algorithms),
+              "init": ["dkm++", "seeding"], "kind": ["random", "must-link"], "percent": [1.0]}
+    expected = xr.DataArray(np.ones([len(c) for c in coords.values()], int), coords=coords,
+                            dims=list(coords))
+    expected.loc[{"init": "seeding", "kind": "must-link"}] = 0
+    return SimpleNamespace(families=xr.Dataset({"n_expected": expected}))
+
+
+def test_the_papers_analysis_1_is_the_special_case_of_pcskm_on_its_data_sets():
+    assert statistics.study_plan(_plan_input(["fisheriris", "Brodinova 5+5"]),
+                                 "PCSKM") is statistics.PAPER
+    # a data set of the user's own: PCSKM against every other algorithm, on what the cube has
+    plan = statistics.study_plan(_plan_input(["fisheriris", "wine"]), "PCSKM")
+    assert not plan.paper and plan.focus == "PCSKM"
+    assert plan.others == ("LKM", "SKM", "PCKM", "MPCKM", "Mine")
+    assert plan.settings == (("dkm++", "random"), ("dkm++", "must-link"), ("seeding", "random"))
+    assert plan.datasets == ("fisheriris", "wine")
+    # another focus on the paper's data, and PCSKM without any of the paper's six
+    mine = statistics.study_plan(_plan_input(["fisheriris"]), "Mine")
+    assert not mine.paper and mine.others == ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
+    assert not statistics.study_plan(_plan_input(["Brodinova 5+5"]), "PCSKM").paper

@@ -129,8 +129,8 @@ def _failures_named(results):
 
 
 def _focus_line(found):
-    """The focus of a study other than the paper's (docs/guide/quick-study.md, "The
-    report")."""
+    """The focus of a study other than the paper's (docs/guide/quick-study.md, "A study that
+    is not the paper's")."""
     if found.plan is None:
         return (f"No focus algorithm: {found.focus_note}. The comparisons of one algorithm "
                 "with the others (sections 3.4 and 5) are left out.")

@@ -23,7 +23,7 @@ Analysis 1 is one case of a :class:`Plan`: a focus algorithm against others on (
 settings x data sets. :data:`PAPER` is the paper's (PCSKM against its four others on the 60
 cases, with Analysis 2); :func:`study_plan` gives any study's (the spec's ``[report] focus``
 against every other algorithm of the cube on every setting and data set of the cube, Analysis 1
-alone, Holm over its tests; docs/guide/quick-study.md, "The report").
+alone, Holm over its tests; docs/guide/quick-study.md, "A study that is not the paper's").
 """
 
 from dataclasses import dataclass

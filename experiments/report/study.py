@@ -1,6 +1,6 @@
-"""What of the report applies to a study (docs/guide/quick-study.md, "The report"): the focus
-algorithm that Analysis 1 compares with every other one, its plan (:class:`statistics.Plan`),
-and whether the paper-only parts, Table 1 and the claims, apply.
+"""What of the report applies to a study (docs/guide/quick-study.md, "A study that is not the
+paper's"): the focus algorithm that Analysis 1 compares with every other one, its plan
+(:class:`statistics.Plan`), and whether the paper-only parts, Table 1 and the claims, apply.
 
 * The focus is ``pcskm report --focus``, else the spec's ``[report] focus``
   (docs/reference/spec-toml.md, ``[report]``), read from the spec text the store records
