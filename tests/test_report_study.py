@@ -180,6 +180,10 @@ def test_the_report_of_an_unknown_study_leaves_out_the_paper_only_parts(own_repo
     fixed = pd.read_csv(own_report / "fixed_s.csv")
     assert set(zip(fixed.dataset, fixed.training, strict=True)) == {("wine", "my-table"),
                                                                     ("my-table", "wine")}
+    # the weights of the data set with known uninformative features (Brodinova 3+7's last 7)
+    drawn = pd.read_csv(own_report / "figure_weights.csv")
+    assert set(zip(drawn.dataset, drawn.algorithm, strict=True)) == {("my-table", "Sparse2")}
+    assert list(drawn.drop_duplicates("feature").uninformative) == [False] * 3 + [True] * 7
     # the s selections of the sparse algorithm, per data set
     best = pd.read_csv(own_report / "best_s.csv")
     assert set(best.algorithm) == {"Sparse2"} and set(best.dataset) == set(RENAMED.values())

@@ -627,16 +627,18 @@ def _weights(doc, results, out, written):
         "PCSKM: mean over every s of the grid (no best-s selection), runs and folds, of the "
         "non-failed fits; MPCKM: its metric diagonal, on its own y scale.")
     plotted = weights.plotted_table(results)
-    drawn = {f.label for _stem, _title, family_list, _inits in weights.FIGURES
-             for f in family_list}
-    if not drawn & set(results.family_members):
+    figures = weights.figure_list(results)
+    if figures and figures[0][0] == weights.STUDY_STEM:
         doc.paragraph("The paper's weight figures (Figure 2 and its appendix) draw its "
                       "synthetic, Morris Water Maze and contaminated digits sets; the cube "
-                      "holds none of them.")
-    for stem, title, family_list, inits in weights.FIGURES if drawn & set(
-            results.family_members) else ():
+                      "holds none of them, so one figure draws its own data sets with known "
+                      "uninformative features, every init and weighted algorithm.")
+    elif not figures:
+        doc.paragraph("No data set of the cube has known uninformative features and weights: "
+                      "no weight figure.")
+    for stem, title, family_list, inits, algorithms in figures:
         png = out / f"{stem}.png"
-        if weights.figure(results, title, family_list, inits, png):
+        if weights.figure(results, title, family_list, inits, png, algorithms):
             written.append(png)
             csv = _csv(plotted[plotted.figure == stem] if not plotted.empty else plotted, out,
                        f"{stem}.csv", written)
