@@ -8,7 +8,9 @@ constraint kinds (``kinds`` for DKM++, ROBIN(D) and Maximin(D); ``seeding_kinds`
 Seeding), the percentages (a list, or ``{start, stop, step}`` with an inclusive stop), runs,
 folds, ``max_iter``, the s grid (``sparsity_*``), the ``design`` (paired or unpaired
 constraint samples, docs/method/protocol.md §6) and the per-s selection scores the runner
-stores (``cv_folds``, ``cv_algorithms``, ``gap_permutations``; docs/method/selection.md).
+stores (``cv_folds``, ``cv_algorithms``, ``gap_permutations``; docs/method/selection.md),
+and, outside the hash, the ``[report]`` table (``focus``, the algorithm ``pcskm report``
+compares with the others).
 The bundled specs are ``smoke``, ``quick``,
 ``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """
