@@ -21,6 +21,7 @@ from .protocol import (
     seed_sequence,
     sparsity_grid,
 )
+from .sources import DataDefinition, DataError, load_definition
 from .spec import (
     ESTIMATORS,
     INITS,
@@ -34,8 +35,9 @@ from .table1 import format_table1, table1
 
 __all__ = [
     "ESTIMATORS", "INITS", "KINDS", "KIND_CODES", "AlgorithmVariant", "ChecksumError",
-    "DataNotFoundError", "Dataset", "ExperimentSpec", "Protocol", "dataset_info",
+    "DataDefinition", "DataError", "DataNotFoundError", "Dataset", "ExperimentSpec", "Protocol",
+    "dataset_info",
     "default_data_dir", "fetch", "format_dataset_table", "format_table1", "kind_code",
-    "list_datasets", "list_specs", "load", "load_spec", "match_datasets", "parse_spec",
-    "pct10", "resolve_data_dir", "seed_sequence", "sparsity_grid", "table1", "verify",
+    "list_datasets", "list_specs", "load", "load_definition", "load_spec", "match_datasets",
+    "parse_spec", "pct10", "resolve_data_dir", "seed_sequence", "sparsity_grid", "table1", "verify",
 ]

@@ -3,8 +3,8 @@ data set with dims (algorithm, init, kind, percent, run, fold, sparsity), and th
 tell a fit that applies, one that is computed and one that failed.
 
 * ``applies`` (algorithm, sparsity): the entries an algorithm fills, the s grid for SKM and
-  PCSKM (and their variants, and any algorithm the runner fits over the grid,
-  :func:`fills_s_grid`), the NaN entry for the others.
+  PCSKM (and their variants, and a user estimator with ``sparsity``: ``Store.is_sparse``),
+  the NaN entry for the others.
 * ``expected`` (algorithm, init, kind, percent, run, fold): the cell belongs to the grid
   (its status is not ``not_applicable``, e.g. Seeding with a kind it is not run with).
 * ``computed``: expected, its run marked ``done``, and no applicable entry still ``missing``.
@@ -33,12 +33,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from pcskm.runner.cube import complete_blocks, wanted_scores
+from pcskm.runner.cube import complete_blocks, definition_is_sparse, wanted_scores
 
 FIT_DIMS = ("algorithm", "init", "kind", "percent", "run", "fold", "sparsity")
 CELL_DIMS = FIT_DIMS[:-1]
 LABEL_DIMS = ("algorithm", "init", "kind")
-SPARSE_ESTIMATORS = frozenset({"SKM", "PCSKM"})
 FITTED_FLAGS = ("converged", "max_iter")  # a fit with labels and an F-score
 NO_FIT_FLAGS = ("missing", "not_applicable")  # not computed yet, or not in the grid
 DEFAULT_FLAGS = ("missing", "converged", "max_iter", "empty_cluster", "degenerate_weights",
@@ -74,6 +73,12 @@ class Store:
         definitions = self.attrs.get("algorithm_definitions") or {}
         return (definitions.get(algorithm) or {}).get("estimator", algorithm)
 
+    def is_sparse(self, algorithm):
+        """Whether an algorithm fills the s grid (SKM, PCSKM, a user estimator with
+        ``sparsity``)."""
+        definition = (self.attrs.get("algorithm_definitions") or {}).get(algorithm) or {}
+        return definition_is_sparse({"estimator": self.estimator(algorithm), **definition})
+
 
 def open_store(store):
     """Open the cube at ``store`` read-only (ValueError if it is not a pcskm cube)."""
@@ -99,17 +104,6 @@ def status_codes(status):
     flags = meanings.split() if meanings else DEFAULT_FLAGS
     values = status.attrs.get("flag_values", range(len(flags)))
     return {flag: int(value) for flag, value in zip(flags, values, strict=True)}
-
-
-def fills_s_grid(status, codes):
-    """Per algorithm: its fits are the s grid's entries, as the runner lays them out (the
-    no-s entry not_applicable in every cell, some s entry applicable): SKM, PCSKM and any
-    other algorithm fitted over the grid, whatever its name."""
-    na = status == codes["not_applicable"]
-    no_s = status.sparsity.isnull()
-    other = [dim for dim in status.dims if dim != "algorithm"]
-    return (na.where(no_s, True).all(other) & (~na).where(~no_s, False).any(other)).drop_vars(
-        [c for c in status.coords if c != "algorithm"], errors="ignore")
 
 
 SCORE_VARIABLES = ("cv_score", "gap", "gap_sd")  # per-s selection scores, when stored
@@ -148,8 +142,8 @@ def fit_table(store, name):
     codes = status_codes(ds.status)
     status = ds.status.load()
     sparse = xr.DataArray(
-        [store.estimator(str(a)) in SPARSE_ESTIMATORS for a in ds.algorithm.values],
-        coords={"algorithm": ds.algorithm}, dims="algorithm") | fills_s_grid(status, codes)
+        [store.is_sparse(str(a)) for a in ds.algorithm.values],
+        coords={"algorithm": ds.algorithm}, dims="algorithm")
     applies = sparse == ds.sparsity.notnull()
     expected = ((status != codes["not_applicable"]) & applies).any("sparsity")
     complete = ((status != codes["missing"]) | ~applies).all("sparsity")
