@@ -11,6 +11,8 @@ constraint samples, docs/method/protocol.md §6) and the per-s selection scores 
 stores (``cv_folds``, ``cv_algorithms``, ``gap_permutations``; docs/method/selection.md).
 Data sets outside the registry are defined in ``[data.NAME]`` tables
 (:mod:`pcskm.experiments.sources`, docs/method/datasets.md §8) and listed in ``datasets``.
+The ``[report]`` table (``focus``: the algorithm ``pcskm report`` compares with the others)
+is outside the hash.
 The bundled specs are ``smoke``, ``quick``,
 ``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """
@@ -46,7 +48,7 @@ _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
     "design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": None,
-    "cv_runs": None, "data": {},
+    "cv_runs": None, "data": {}, "report": {},
 }
 # Keys added after specs and stores were first written, with the value that everything
 # written before them implies: left out of the hash at that value (so that such a spec keeps
@@ -59,6 +61,9 @@ _REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs"
 _KEYS = ("name", *_REQUIRED, *_DEFAULTS)
 _VARIANT_KEYS = ("estimator", "params", "constraints")
 _RANGE_KEYS = ("start", "stop", "step")
+# The [report] table: how pcskm report presents the results (docs/reference/spec-toml.md,
+# "[report]"). It changes no result, so it is neither in to_dict nor in the hash.
+_REPORT_KEYS = ("focus",)
 # The content that determines the results; name, description and source text do not.
 _UNHASHED = ("name", "description", "source_text")
 
@@ -123,6 +128,7 @@ class ExperimentSpec:
     cv_runs: int | None = None  # CV scores in runs 0 to cv_runs - 1 only; None: every run
     data: tuple = ()  # the DataDefinitions of the [data.NAME] tables, in spec order
     source_text: str = ""
+    focus: str | None = None  # [report] focus: the algorithm the report compares with the others
 
     def sparsity_grid(self, n_features):
         """The s grid of docs/method/protocol.md §7 for ``n_features`` columns."""
@@ -311,6 +317,22 @@ class _Checker:
         return (cv_folds, gap_permutations, tuple(name for name in sparse if name in chosen),
                 cv_runs)
 
+    def report(self, table, algorithms):
+        """The ``[report]`` table's ``focus``: one of the spec's algorithms, or None."""
+        if not isinstance(table, dict):
+            self.fail(f"report must be a table ([report]); got {table!r}")
+        self.keys(table, _REPORT_KEYS, "[report]")
+        if "focus" not in table:
+            return None
+        names = [variant.name for variant in algorithms]
+        focus = table["focus"]
+        if not isinstance(focus, str) or focus not in names:
+            close = difflib.get_close_matches(str(focus), names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.fail(f"report.focus {focus!r} is not an algorithm of the spec{hint} (the "
+                      f"spec's algorithms: {', '.join(names)})")
+        return focus
+
     def algorithms(self, names, variants):
         if not isinstance(variants, dict):
             self.fail(f"variants must be a table of tables; got {variants!r}")
@@ -458,6 +480,7 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
         cv_runs=cv_runs,
         data=data,
         source_text=text,
+        focus=check.report(values["report"], algorithms),
     )
 
 

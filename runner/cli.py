@@ -176,7 +176,7 @@ def cmd_report(args):
         log.error("no store at %s", store)
         return EXIT_USAGE
     out_dir = Path(args.out) if args.out else store.with_name(store.stem + "-report")
-    write_report(store, out_dir)
+    write_report(store, out_dir, focus=args.focus)
     log.info("report written to %s", out_dir)
     return EXIT_OK
 
@@ -328,6 +328,8 @@ def build_parser():
     report.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
                         help=store_help)
     report.add_argument("--out", help="output folder (default: <store>-report)")
+    report.add_argument("--focus", help="the algorithm Analysis 1 compares with every other "
+                                        "one (default: the spec's [report] focus, else PCSKM)")
     report.set_defaults(func=cmd_report)
 
     check = commands.add_parser(
