@@ -205,13 +205,13 @@ def test_a_store_without_pcskm_or_focus_says_so(own_store, tmp_path):
 
 
 def test_a_failure_status_added_to_the_store_is_counted(own_store, own_report, tmp_path):
-    """A status `error` appended after not_applicable (as user algorithms add it) is a failed
-    fit in failures.csv and counts.csv without any code naming it."""
+    """A failure status appended to the store's flags (as `error` was for user algorithms) is a
+    failed fit in failures.csv and counts.csv without any code naming it."""
     store = tmp_path / "error.zarr"
     shutil.copytree(own_store, store)
     flags = dict(zarr.open_group(str(own_store), mode="r").attrs["status_flags"])
     error = len(flags)
-    flags[str(error)] = "error"
+    flags[str(error)] = "diverged"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         group = zarr.open_group(str(store / "wine"), mode="r+")
@@ -242,8 +242,8 @@ def test_a_failure_status_added_to_the_store_is_counted(own_store, own_report, t
     old_counts = pd.read_csv(own_report / "counts.csv").set_index("count")
     assert counts.loc["failed_fits", "value"] == old_counts.loc["failed_fits", "value"] + n_errors
     assert counts.loc["failed_fits", "definition"] == (
-        "fits with status empty_cluster, degenerate_weights or error (F = NaN)")
-    assert "A fit fails with status empty_cluster, degenerate_weights or error" in (
+        "fits with status empty_cluster, degenerate_weights, error or diverged (F = NaN)")
+    assert "A fit fails with status empty_cluster, degenerate_weights, error or diverged" in (
         out / "report.md").read_text()
 
 
