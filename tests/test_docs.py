@@ -2,6 +2,7 @@
 link to a file of the repository resolves, and nothing points outside the repository."""
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,9 @@ PAGES = [REPO / "README.md"] + sorted(
 )
 FENCE = re.compile(r"^(```+|:::+)[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
 PYTHON = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+# A page marked so is a worked example in a folder of its own: its blocks run in order, files
+# saved, commands run (:func:`test_worked_example_pages_run`).
+WORKED = "% Every block of this page runs in the tests"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -39,7 +43,12 @@ def quick_cube_folder(smoke_report, tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=_name)
+def worked_example(page):
+    return page.read_text().startswith(WORKED)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p) and not
+                                  worked_example(p)], ids=_name)
 def test_python_blocks_run(page, quick_cube_folder, monkeypatch):
     """The blocks of a page run in order in one namespace, as a reader would paste them."""
     matplotlib.use("Agg")
@@ -107,7 +116,7 @@ def test_the_site_builds_without_warnings(tmp_path):
 
 
 TOML = re.compile(r"^```toml[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
-SPECS = [(page, number, block) for page in PAGES
+SPECS = [(page, number, block) for page in PAGES if not worked_example(page)
          for number, block in enumerate(TOML.findall(page.read_text()), start=1)
          if re.search(r"^name\s*=", block, re.M)]
 
@@ -119,3 +128,42 @@ def test_spec_examples_are_valid_specs(page, number, block):
 
     spec = parse_spec(block, source=f"{_name(page)} TOML block {number}")
     assert spec.datasets and spec.algorithms
+
+
+BLOCK = re.compile(r"^```([a-z]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+SAVED = re.compile(r"\A# file: (\S+)\n")
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if worked_example(p)], ids=_name)
+def test_worked_example_pages_run(page, tmp_path, monkeypatch):
+    """A worked example runs as a reader follows it, in an empty folder: a block whose first
+    line is ``# file: NAME`` is saved as NAME, the other Python blocks run in one namespace,
+    and every ``pcskm ...`` line of a bash block runs and exits 0 (its output is printed)."""
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # a reader's `python` starts in the folder
+    namespace = {"__name__": "__docs__"}
+    for number, (language, block) in enumerate(BLOCK.findall(page.read_text()), start=1):
+        where = f"{_name(page)}, block {number} ({language})"
+        saved = SAVED.match(block)
+        if saved:
+            (tmp_path / saved.group(1)).write_text(block)
+        elif language == "python":
+            try:
+                exec(compile(block, where, "exec"), namespace)
+            except Exception as error:
+                raise AssertionError(f"{where} fails: {error!r}\n{block}") from error
+        elif language == "bash":
+            for line in block.splitlines():
+                command = line.split("#")[0].strip()
+                if not command.startswith("pcskm "):
+                    continue
+                out = subprocess.run(
+                    [sys.executable, "-m", "pcskm.runner.cli", *shlex.split(command)[1:]],
+                    capture_output=True, text=True, timeout=600)
+                print(f"$ {command}\n{out.stdout}{out.stderr}")
+                assert out.returncode == 0, f"{where}: {command} exits {out.returncode}\n" \
+                                            f"{out.stdout}{out.stderr}"
+    plt.close("all")
