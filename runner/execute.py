@@ -214,13 +214,36 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
                 on_result, min_work, reuse_from):
-    from .clusters import is_local
-    from .compiling import compile_kernels
+    from .cube import CubeView
+    from .tasks import plan
+
+    started, clock = datetime.now(UTC), time.perf_counter()
+    where = cluster_options if client is None else {"client": True}
+    with contextlib.ExitStack() as stack:
+        if client is None and _is_new(store):  # a run that fails to start leaves no store
+            view = CubeView.planned(store, spec, data_dir)
+            client = _start_cluster(stack, cluster_options or {}, plan(
+                spec, view, selection=selection, data_dir=data_dir, min_work=min_work).tasks)
+        return _prepared_run(spec, store, client, cluster_options, selection, force,
+                             data_dir, progress, on_result, min_work, reuse_from, started,
+                             clock, where)
+
+
+def _is_new(store):
+    """Whether ``store`` is yet to be created (no such path, or an empty folder)."""
+    store = Path(store)
+    return not store.exists() or (store.is_dir() and not any(store.iterdir()))
+
+
+def _prepared_run(spec, store, client, cluster_options, selection, force, data_dir, progress,
+                  on_result, min_work, reuse_from, started, clock, where):
+    """The run once the store can be created: prepare it, plan, compute (``client``, or a
+    cluster of ``cluster_options`` started now) and record (``where``: the cluster options,
+    or ``{"client": True}`` for a client given by the caller)."""
     from .cube import prepare
     from .reuse import copy_done_blocks
     from .tasks import plan
 
-    started, clock = datetime.now(UTC), time.perf_counter()
     cube, action = prepare(store, spec, data_dir)
     log.info("store: %s (%s)", cube.path.resolve(), action)
     if reuse_from is not None:
@@ -236,7 +259,6 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
         return None
     if force:
         cube.clear_done(the_plan.tasks)
-    where = cluster_options if client is None else {"client": True}
     summary = RunSummary(n_tasks=len(the_plan.tasks))
     cube.begin_run(run_start(spec, started, where, selection))
 
@@ -254,9 +276,7 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
     try:
         with contextlib.ExitStack() as stack:
             if client is None:
-                if is_local(**(cluster_options or {})):  # workers share this machine's cache
-                    compile_kernels(the_plan.tasks)
-                client = _start_cluster(stack, cluster_options or {})
+                client = _start_cluster(stack, cluster_options or {}, the_plan.tasks)
             run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result,
                       summary=summary)
     except KeyboardInterrupt:  # while starting, computing, writing or stopping the cluster
@@ -269,11 +289,15 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
     return summary
 
 
-def _start_cluster(stack, cluster_options):
-    """Enter ``dask_client(**cluster_options)`` on ``stack``; a failure to start is a
-    :class:`ClusterStartError` (nothing was computed yet)."""
-    from .clusters import dask_client
+def _start_cluster(stack, cluster_options, tasks):
+    """Enter ``dask_client(**cluster_options)`` on ``stack`` (the Numba kernels of ``tasks``
+    compiled first for a local cluster, whose workers share this machine's cache); a failure
+    to start is a :class:`ClusterStartError` (nothing was computed yet)."""
+    from .clusters import dask_client, is_local
+    from .compiling import compile_kernels
 
+    if is_local(**cluster_options):
+        compile_kernels(tasks)
     try:
         return stack.enter_context(dask_client(**cluster_options))
     except (RuntimeError, OSError, TimeoutError) as error:
