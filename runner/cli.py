@@ -18,15 +18,47 @@ def default_store(spec_name):
     return Path("results") / f"{spec_name}.zarr"
 
 
+# Options of `pcskm run` that a resume leaves out: a forced run cleared its done markers when
+# it began, so that its resume computes only what is left; a dry run computes nothing.
+NOT_RESUMED = ("force", "dry_run", "calibration_seconds")
+
+
+def _given(parser, args):
+    """The command-line words of every option of ``parser`` that ``args`` sets to other than
+    its default (positionals as their values), read from the parser, so that every option
+    is covered, new ones included."""
+    words = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) or action.dest in NOT_RESUMED:
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value is None or value is False or (value == action.default
+                                                and action.option_strings):
+            continue
+        if not action.option_strings:
+            words.append(str(value))
+            continue
+        flag = next((o for o in action.option_strings if o.startswith("--")),
+                    action.option_strings[0])
+        if action.nargs == 0:
+            words.append(flag)
+        else:
+            for item in (value if isinstance(value, list) else [value]):
+                words += [flag, str(item)]
+    return words
+
+
 def _resume_command(args, store):
-    """The command that resumes this run, quoted for a POSIX shell (``|`` in ``--only``
-    would otherwise start a pipe)."""
-    parts = ["pcskm", "run", args.spec, "--store", str(store)]
-    if args.data_dir:
-        parts += ["--data-dir", str(args.data_dir)]
-    if args.only:
-        parts += ["--only", args.only]
-    return shlex.join(parts)
+    """The command that resumes this run: ``pcskm run`` with the options it was given (where
+    and how to compute included: ``--scheduler``, ``--cluster``, ``--workers``, ``--jobs``,
+    ...) but :data:`NOT_RESUMED`, and ``--store``; quoted for a POSIX shell (``|`` in
+    ``--only`` would otherwise start a pipe)."""
+    parser = build_parser()
+    run = next(a for a in parser._actions
+               if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    options = _given(run, argparse.Namespace(**{**vars(args), "store": None}))
+    return shlex.join(["pcskm", *_given(parser, args), "run", options[0], "--store",
+                       str(store), *options[1:]])
 
 
 def _cluster_options(args):
