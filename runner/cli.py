@@ -73,6 +73,7 @@ def _dry_run(args, spec, store, selection):
     from .compiling import compile_kernels
     from .cube import CubeView
     from .progress import duration
+    from .sizes import available_memory, binary, free_disk, sizes
     from .tasks import plan
 
     view = CubeView.planned(store, spec, args.data_dir)
@@ -82,6 +83,9 @@ def _dry_run(args, spec, store, selection):
     print(f"cells: {the_plan.n_cells_total} {the_plan.scope()}, {the_plan.n_cells_done} done, "
           f"{the_plan.n_cells} to compute ({the_plan.n_fits} fits) in {len(the_plan.tasks)} "
           "tasks")
+    folder, free = free_disk(store)
+    print(f"{sizes(view.layout).describe()}; {binary(free)} free in {folder}, "
+          f"{binary(available_memory())} of memory available")
     if not the_plan.tasks:
         return EXIT_OK
     compile_kernels(the_plan.tasks)  # else the probes would compile, inside the time budget

@@ -850,10 +850,12 @@ def prepare(path, spec, data_dir=None):
     compatible and extend it to cover the spec (raises :class:`IncompatibleStore`). Returns
     ``(cube, action)`` with action "created", "extended" or "opened"."""
     from .integrity import repair, verify
+    from .sizes import check_sizes
 
     path = Path(path)
     _recover(path)
     new = spec_layout(spec, data_dir)
+    check_sizes(new, path)  # before anything is created
     if path.is_dir() and not any(path.iterdir()):
         path.rmdir()  # an empty folder: the new store takes its place
     _recreate_half_created(path)
@@ -880,6 +882,7 @@ def prepare(path, spec, data_dir=None):
             _add_score_arrays(path, merged, spec, history, runs)
             action = "extended"
         elif merged != old:
+            check_sizes(merged, path, copies=True)
             _rebuild(path, old, merged, spec, history, runs)
             action = "extended"
         else:
@@ -973,15 +976,18 @@ class CubeView:
         ``--dry-run``): the merged layout and the store's done markers, if it exists, less
         those a run would clear because their chunks are damaged."""
         from .integrity import verify
+        from .sizes import check_sizes
 
         path = Path(path)
         new = spec_layout(spec, data_dir)
+        check_sizes(new, path)
         if not path.exists():
             return cls(new, {n: np.zeros(_done_shape(g), np.uint8)
                              for n, g in new.groups.items()})
         found = verify(path)
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
+        check_sizes(merged, path, copies=merged != old)
         done, scored = {}, {}
         for name, group in merged.groups.items():
             done[name] = np.zeros(_done_shape(group), np.uint8)

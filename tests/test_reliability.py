@@ -126,3 +126,49 @@ def test_a_scheduler_that_cannot_be_reached_leaves_no_store(tmp_path):
     assert out.returncode == 2, out.stderr
     assert "the Dask cluster did not start" in out.stderr and "Traceback" not in out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.toml"]
+
+
+@pytest.mark.parametrize("n_runs", ["100000000", "1000000000000", "1e6"])
+def test_a_grid_that_cannot_fit_is_refused_before_anything_is_made(tmp_path, n_runs):
+    """Issue 35: ``n_runs = 1e8`` ran 72 s into a MemoryError traceback, ``1e12`` into
+    "Unable to allocate 3.64 TiB". Now one line, exit code 2, nothing created, for the run
+    and its dry run alike (TOML's 1e6 is a float: refused by the spec's own check)."""
+    spec = tmp_path / "huge.toml"
+    spec.write_text(TINY.replace("n_runs = 1\n", f"n_runs = {n_runs}\n"))
+    store = tmp_path / "store" / "huge.zarr"
+    for dry in ([], ["--dry-run"]) if n_runs == "100000000" else ([],):
+        out = pcskm("run", spec, "--store", store, "--no-progress", *dry, timeout=120)
+        assert out.returncode == 2, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+        if n_runs == "1e6":
+            assert "n_runs must be an integer" in out.stderr
+        else:  # 10 folds x 1e8 runs x (19 bytes x 6 s entries + 16 of weights): 121 GiB
+            assert f"the store {store} of this spec cannot be written" in out.stderr
+            assert "in memory (the largest chunk" in out.stderr
+        assert not store.exists() and not store.with_name("huge.zarr.rebuild").exists()
+
+
+def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
+    """The uncompressed size computed from the spec equals the bytes of every array of a
+    store made for it (its coordinates aside); the values of a complete store are the
+    entries a fit fills: the no-s entry of LKM, the s grid of PCSKM."""
+    from pcskm.runner.cube import prepare
+    from pcskm.runner.sizes import sizes
+
+    spec = parse_spec(TINY.replace('["LKM"]', '["LKM", "PCSKM"]')
+                      .replace("n_runs = 1\n", "n_runs = 3\ngap_permutations = 2\n"))
+    cube, _ = prepare(tmp_path / "s.zarr", spec)
+    group = cube.arrays["iris"]
+    coordinates = {"algorithm", "init", "kind", "percent", "run", "fold", "sparsity",
+                   "feature", "feature_name", "uninformative"}
+    found = sizes(cube.layout)
+    assert found.store_bytes == sum(a.nbytes for n, a in group.items() if n not in coordinates)
+    n_s = group["sparsity"].shape[0]
+    runs, folds = 3, 10
+    per_entry = 4 * 4 + 1 + 2  # f_score, precision, recall, satisfied; status; n_iter
+    gap = 2 * 4  # gap, gap_sd (PCSKM only: the entries of its s grid)
+    values = (runs * folds * (1 * per_entry + (n_s - 1) * (per_entry + gap))
+              + 2 * runs * folds * 4 * 4  # weights of both algorithms, 4 features
+              + runs * folds * 4 + 2 * 2 * runs)  # n_constraints; done and scored
+    assert found.values_bytes == values
+    assert found.chunk_bytes == runs * folds * (n_s * (per_entry + gap) + 4 * 4)
