@@ -2,6 +2,7 @@
 
 import argparse
 import logging
+import math
 import os
 import shlex
 import signal
@@ -135,7 +136,9 @@ def cmd_run(args):
         summary = run_spec(spec, store, cluster_options=_cluster_options(args),
                            selection=selection, force=args.force,
                            data_dir=args.data_dir, progress=not args.no_progress,
-                           reuse_from=args.reuse_from)
+                           reuse_from=args.reuse_from,
+                           worker_timeout=(None if args.worker_timeout is None else
+                                           args.worker_timeout or math.inf))
     except DataNotFoundError:
         raise  # a usage error (fetch the data), not a failed run: main() reports it
     except IncompatibleStore as error:
@@ -269,6 +272,17 @@ def _worker_count(text):
     return value
 
 
+def _seconds(text):
+    """A duration in seconds: a number, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text}")
+    return value
+
+
 def _version():
     from importlib import metadata
 
@@ -318,6 +332,10 @@ def build_parser():
                        help="number of worker jobs (lost jobs replaced)")
     where.add_argument("--minimum-jobs", type=int, help="adaptive: fewest worker jobs")
     where.add_argument("--maximum-jobs", type=int, help="adaptive: most worker jobs")
+    where.add_argument("--worker-timeout", type=_seconds, metavar="SECONDS",
+                       help="stop (with the command that resumes the run) when no worker has "
+                            "been connected for this long; 0: never (default 600, never with "
+                            "--cluster: batch jobs may be queued for hours)")
     run.set_defaults(func=cmd_run)
 
     store_help = f"the Zarr store (default: {default_store(DEFAULT_SPEC)})"

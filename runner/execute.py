@@ -87,32 +87,80 @@ def held_signals():
             signal.raise_signal(received[0])
 
 
-def _n_workers(client):
-    return len(client.scheduler_info().get("workers", {}))
+WORKER_TIMEOUT = 600.0  # seconds without a worker before a run stops (not for --cluster)
 
 
-def _wait_for_a_worker(client, report_every=60.0):
-    """Wait (without limit: batch jobs may queue for long) until a worker has connected."""
+class NoWorkers(ConnectionError):
+    """No Dask worker has been connected for the run's worker timeout."""
+
+
+class WorkerWatch:
+    """The number of workers connected to the scheduler, asked every ``every`` seconds
+    (``Client.nthreads``: the count the client caches is not refreshed when every worker is
+    gone). With none connected, :meth:`count` logs "waiting for workers: none connected for
+    N s" every ``report_every`` seconds (``queued``: adds that batch jobs may be queued) and,
+    after ``timeout`` seconds (``math.inf``: never), raises :class:`NoWorkers`."""
+
+    def __init__(self, client, timeout, *, every=1.0, report_every=60.0, queued=False):
+        self.client, self.timeout, self.every, self.queued = client, timeout, every, queued
+        self.report_every = min(report_every, timeout / 2)
+        self.n_workers, self.asked, self.since, self.reported = 0, None, None, None
+
+    def count(self):
+        now = time.monotonic()
+        if self.asked is not None and now - self.asked < self.every:
+            return self.n_workers
+        self.asked, self.n_workers = now, len(self.client.nthreads())
+        if self.n_workers:
+            self.since = None
+            return self.n_workers
+        if self.since is None:
+            self.since = self.reported = now
+        waited = now - self.since
+        if now - self.reported >= self.report_every:
+            self.reported = now
+            log.warning("waiting for workers: none connected for %.0f s%s", waited,
+                        " (batch jobs may be queued)" if self.queued else "")
+        if waited >= self.timeout:
+            raise NoWorkers(f"no Dask worker has been connected for {waited:.0f} s (the limit "
+                            f"set by --worker-timeout, {self.timeout:g} s); stopped")
+        return 0
+
+
+def _wait_for_a_worker(client, watch):
+    """Wait until a worker has connected (``watch``: a :class:`WorkerWatch`, which reports
+    the wait and ends it after its timeout)."""
     from distributed.client import TimeoutError as DaskTimeoutError
 
-    waited = 0.0
+    while not watch.count():
+        with contextlib.suppress(TimeoutError, DaskTimeoutError):
+            client.wait_for_workers(1, timeout=watch.every)
+
+
+def _arrivals(completed, watch, on_count, poll=0.05):
+    """The futures of ``completed`` as they finish; while none is ready, the workers are
+    counted (``watch``; ``on_count(n)`` is told the number), so that a run without workers
+    says so and stops after the watch's timeout."""
     while True:
-        try:
-            client.wait_for_workers(1, timeout=report_every)
+        if completed.has_ready():
+            yield next(completed)
+        elif completed.is_empty():
             return
-        except (TimeoutError, DaskTimeoutError):
-            waited += report_every
-            log.info("waiting for Dask workers (%.0f s so far; batch jobs may be queued)",
-                     waited)
+        else:
+            on_count(watch.count())
+            time.sleep(poll)
 
 
-def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None):
+def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
+              worker_timeout=WORKER_TIMEOUT, queued=False):
     """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
     (:class:`pcskm.runner.writer.CubeWriter`). ``on_result(result, summary)`` is called after each
-    result is handed to the writer. Returns the :class:`RunSummary` (``summary`` if given,
-    filled as results arrive, so that the caller knows what was written however this ends);
-    a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by the CLI) cancels the remaining
-    tasks and returns with ``interrupted`` set."""
+    result is handed to the writer. With no worker connected for ``worker_timeout`` seconds
+    (``math.inf``: no limit; ``queued``: batch jobs, which may wait in a queue), it stops
+    with :class:`NoWorkers` (:class:`WorkerWatch`). Returns the :class:`RunSummary`
+    (``summary`` if given, filled as results arrive, so that the caller knows what was
+    written however this ends); a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by
+    the CLI) cancels the remaining tasks and returns with ``interrupted`` set."""
     from distributed import as_completed
 
     summary = summary if summary is not None else RunSummary(n_tasks=len(tasks))
@@ -126,17 +174,18 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         by_key[key] = task
         futures.append(client.submit(cells.evaluate, task, key=key, pure=False,
                                      priority=len(tasks) - i))
-    _wait_for_a_worker(client)
+    watch = WorkerWatch(client, worker_timeout, queued=queued)
+    _wait_for_a_worker(client, watch)
     shown = Progress(sum(task.n_cells for task in tasks), bar=progress)
     done_before = cube.done_cells()
     start = last = time.perf_counter()
-    workers = summary.max_workers = _n_workers(client)
+    workers = summary.max_workers = watch.count()
     shown.workers(workers)
     try:
         completed = as_completed(futures)
-        for future in completed:
+        for future in _arrivals(completed, watch, shown.workers):
             task = by_key[future.key]
-            now, count = time.perf_counter(), _n_workers(client)
+            now, count = time.perf_counter(), watch.count()
             summary.worker_seconds += (workers + count) / 2 * (now - last)  # trapezoid
             last, workers = now, count
             summary.max_workers = max(summary.max_workers, count)
@@ -193,7 +242,8 @@ class ClusterStartError(RuntimeError):
 
 
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
-             data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None):
+             data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None,
+             worker_timeout=None):
     """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
 
     With ``reuse_from`` (another store), the blocks done there are copied first
@@ -203,17 +253,20 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     **cluster_options)`` (only when there is something to compute). Returns the
     :class:`RunSummary` (``interrupted`` set if SIGINT or SIGTERM stopped it before every
     task was written), or None when nothing was missing. The run is recorded in the store
-    whenever it wrote cells, however it ends.
+    whenever it wrote cells, however it ends. ``worker_timeout``: the seconds without a
+    worker after which the run stops (:class:`NoWorkers`); ``math.inf``: never; None:
+    :data:`WORKER_TIMEOUT`, no limit for batch jobs (``cluster`` in ``cluster_options``),
+    which may wait in their queue for hours.
     """
     from .cube import store_lock
 
     with store_lock(store):
         return _run_locked(spec, store, client, cluster_options, selection, force, data_dir,
-                           progress, on_result, min_work, reuse_from)
+                           progress, on_result, min_work, reuse_from, worker_timeout)
 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
-                on_result, min_work, reuse_from):
+                on_result, min_work, reuse_from, worker_timeout):
     from .cube import CubeView
     from .tasks import plan
 
@@ -226,7 +279,7 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
                 spec, view, selection=selection, data_dir=data_dir, min_work=min_work).tasks)
         return _prepared_run(spec, store, client, cluster_options, selection, force,
                              data_dir, progress, on_result, min_work, reuse_from, started,
-                             clock, where)
+                             clock, where, worker_timeout)
 
 
 def _is_new(store):
@@ -236,7 +289,7 @@ def _is_new(store):
 
 
 def _prepared_run(spec, store, client, cluster_options, selection, force, data_dir, progress,
-                  on_result, min_work, reuse_from, started, clock, where):
+                  on_result, min_work, reuse_from, started, clock, where, worker_timeout):
     """The run once the store can be created: prepare it, plan, compute (``client``, or a
     cluster of ``cluster_options`` started now) and record (``where``: the cluster options,
     or ``{"client": True}`` for a client given by the caller)."""
@@ -277,8 +330,11 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
         with contextlib.ExitStack() as stack:
             if client is None:
                 client = _start_cluster(stack, cluster_options or {}, the_plan.tasks)
+            queued = bool((cluster_options or {}).get("cluster"))
+            if worker_timeout is None:
+                worker_timeout = math.inf if queued else WORKER_TIMEOUT
             run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result,
-                      summary=summary)
+                      summary=summary, worker_timeout=worker_timeout, queued=queued)
     except KeyboardInterrupt:  # while starting, computing, writing or stopping the cluster
         summary.interrupted = not summary.complete
     except BaseException as error:

@@ -1,9 +1,18 @@
 """A run's failures that must leave the store usable: a kill at any step of creating a store,
 a store left half-created by an older pcskm, a cluster that does not start."""
 
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
 import pytest
 import xarray as xr
-from cubes import pcskm, results_attrs, tiny_spec
+from cubes import REPO, Progress, pcskm, results_attrs, tiny_spec
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import cube as cube_module
@@ -172,3 +181,61 @@ def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
               + runs * folds * 4 + 2 * 2 * runs)  # n_constraints; done and scored
     assert found.values_bytes == values
     assert found.chunk_bytes == runs * folds * (n_s * (per_entry + gap) + 4 * 4)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(predicate, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_a_run_whose_workers_are_all_gone_says_so_and_stops(tmp_path):
+    """Issue 35: with every worker of a --scheduler cluster killed, the client kept showing
+    "1 workers" and waited for ever. A real scheduler and one worker (with its nanny) in
+    their own processes; the worker's process group is killed once the run has connected
+    and submitted its tasks: the run says that no worker is connected, stops after
+    --worker-timeout with exit code 1 and the command that resumes it, --scheduler
+    included."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    scheduler = subprocess.Popen([*dask, "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                               "--nworkers", "1", "--nthreads", "1", "--dashboard-address",
+                               ":0"], stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        spec = tmp_path / "longer.toml"
+        spec.write_text((REPO / "experiments" / "specs" / "smoke.toml").read_text()
+                        .replace("n_runs = 2\n", "n_runs = 25\n"))
+        store = tmp_path / "s.zarr"
+        run = subprocess.Popen([sys.executable, "-m", "pcskm.runner.cli", "run", spec,
+                                "--store", store, "--scheduler", address, "--no-progress",
+                                "--worker-timeout", "6"], cwd=REPO, stderr=subprocess.PIPE)
+        progress = Progress(run)
+        wait_for(lambda: "tasks" in progress.text() and run.poll() is None)  # planned
+        wait_for(lambda: f"connected to the Dask scheduler at {address}" in progress.text())
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        run.wait(timeout=120)
+        stderr = progress.join()
+    finally:
+        for process in (worker, scheduler):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+    assert run.returncode == 1, stderr
+    assert re.search(r"waiting for workers: none connected for \d+ s", stderr), stderr
+    assert re.search(r"no Dask worker has been connected for \d+ s \(the limit set by "
+                     r"--worker-timeout, 6 s\); stopped", stderr), stderr
+    assert f"Resume with: pcskm run {spec} --store {store} --no-progress --scheduler " \
+           f"{address} --worker-timeout 6.0" in stderr
+    assert "Traceback" not in stderr
