@@ -239,3 +239,13 @@ def test_a_run_whose_workers_are_all_gone_says_so_and_stops(tmp_path):
     assert f"Resume with: pcskm run {spec} --store {store} --no-progress --scheduler " \
            f"{address} --worker-timeout 6.0" in stderr
     assert "Traceback" not in stderr
+
+
+def test_a_spec_that_is_not_utf8_is_named(tmp_path):
+    spec = tmp_path / "latin1.toml"
+    spec.write_bytes(TINY.replace('name = "tiny-reliability"', 'name = "d\xe9j\xe0"')
+                     .encode("latin-1"))
+    out = pcskm("run", spec, "--dry-run")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"spec {spec} is not UTF-8 text" in out.stderr
+    assert "can't decode byte 0xe9" in out.stderr
