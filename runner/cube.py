@@ -46,6 +46,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -189,6 +190,47 @@ class NotAStore(ValueError):
 
 class DamagedStore(ValueError):
     """The store's metadata or layout cannot be read; names the file."""
+
+
+class StoreChanged(ValueError):
+    """The store was replaced (extended) or its metadata rewritten while it was read."""
+
+
+def store_version(path, wait_seconds=10.0):
+    """What changes when the store at ``path`` is swapped for an extended one or its metadata
+    is rewritten: the identities of its folder and of its root ``zarr.json`` (both replaced,
+    never written in place), None if there is no store. Waits up to ``wait_seconds`` for a
+    store being swapped in (``<store>.old`` present)."""
+    path, deadline = Path(path), time.monotonic() + wait_seconds
+    while True:
+        try:
+            folder, root = os.stat(path), os.stat(path / "zarr.json")
+            return (folder.st_dev, folder.st_ino, root.st_ino, root.st_mtime_ns)
+        except FileNotFoundError:
+            swapping = path.with_name(path.name + ".old").exists()
+            if not swapping or time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+
+
+def read_consistently(path, read, attempts=2):
+    """``read()`` (which reads the store at ``path``) done on one version of the store: read
+    again if another run replaced the store or rewrote its metadata meanwhile (an extension
+    swapped in, a run recording itself), and :class:`StoreChanged` if it changed under every
+    attempt."""
+    for _ in range(attempts):
+        version = store_version(path)
+        try:
+            result = read()
+        except Exception:
+            if store_version(path) == version:
+                raise
+            continue
+        if store_version(path) == version:
+            return result
+    raise StoreChanged(f"{path} changed while it was read {attempts} times (another pcskm run "
+                       "is extending it or recording itself); read it again once that run "
+                       "has begun computing or has ended")
 
 
 LOCK_MODE = 0o644  # read and write, never executable

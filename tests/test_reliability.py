@@ -249,3 +249,41 @@ def test_a_spec_that_is_not_utf8_is_named(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert f"spec {spec} is not UTF-8 text" in out.stderr
     assert "can't decode byte 0xe9" in out.stderr
+
+
+def test_a_report_while_another_run_swaps_an_extension_in(reference, tmp_path, monkeypatch):
+    """Issue 35: a report read a store that another run extended meanwhile ("cannot reshape
+    array of size 780 into shape (1,1,1,3,25,10)"). Here the extension is swapped in at a
+    fixed point, after the report opened the store and before it reads the values: the
+    report is that of one version, the same as a report written after the extension."""
+    import shutil
+
+    from pcskm.experiments import report as report_module
+    from pcskm.experiments.report import write_report
+    from pcskm.runner.cube import prepare
+
+    store = tmp_path / "s.zarr"
+    shutil.copytree(reference, store)
+    extended = parse_spec(TINY.replace("n_runs = 1\n", "n_runs = 2\n")
+                          .replace('kinds = ["random"]', 'kinds = ["random", "must-link"]'))
+    collect, calls = report_module.collect, []
+
+    def collect_during_a_swap(opened, sidecar=None):
+        calls.append(opened.path)
+        if len(calls) == 1:
+            assert prepare(store, extended)[1] == "extended"  # the other run's swap
+        return collect(opened, sidecar=sidecar)
+
+    monkeypatch.setattr(report_module, "collect", collect_during_a_swap)
+    write_report(store, tmp_path / "during")
+    assert len(calls) == 2  # read again, once
+    monkeypatch.undo()
+    write_report(store, tmp_path / "after")
+    during = sorted(p.relative_to(tmp_path / "during") for p in (tmp_path / "during").rglob("*")
+                    if p.suffix in (".md", ".csv"))
+    assert during and during == sorted(p.relative_to(tmp_path / "after")
+                                       for p in (tmp_path / "after").rglob("*")
+                                       if p.suffix in (".md", ".csv"))
+    for name in during:
+        assert (tmp_path / "during" / name).read_text().replace("during", "after") == \
+            (tmp_path / "after" / name).read_text(), name

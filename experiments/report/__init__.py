@@ -50,13 +50,9 @@ def _sidecar_for(store, out):
 def write_report(store, out_dir=None):
     """Write the report of the cube at ``store`` into ``out_dir``; returns the path of
     ``report.md``. Raises ``DamagedStore`` if the store fails verification."""
-    from pcskm.runner.cube import DamagedStore, write_error
-    from pcskm.runner.integrity import verify
+    from pcskm.runner.cube import read_consistently, write_error
 
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
-    found = verify(store)
-    if not found.ok:
-        raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -66,5 +62,17 @@ def write_report(store, out_dir=None):
     if error is not None:
         raise OutputNotWritable(f"cannot write the report into {out} ({error.strerror}); "
                                 "give another folder with --out")
-    results = collect(open_store(store), sidecar=_sidecar_for(store, out))
-    return write_document(results, out)
+    sidecar = _sidecar_for(store, out)
+    return read_consistently(store, lambda: write_document(_verified_results(store, sidecar),
+                                                           out))
+
+
+def _verified_results(store, sidecar):
+    """The results of the store, which must pass verification."""
+    from pcskm.runner.cube import DamagedStore
+    from pcskm.runner.integrity import verify
+
+    found = verify(store)
+    if not found.ok:
+        raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
+    return collect(open_store(store), sidecar=sidecar)
