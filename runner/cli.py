@@ -74,7 +74,15 @@ def _dry_run(args, spec, store, selection):
     from .compiling import compile_kernels
     from .cube import CubeView
     from .progress import duration
-    from .sizes import available_memory, binary, free_disk, sizes
+    from .sizes import (
+        WRITE_SECONDS_PER_MIB,
+        available_memory,
+        binary,
+        free_disk,
+        sizes,
+        write_seconds,
+        written_bytes,
+    )
     from .tasks import plan
 
     view = CubeView.planned(store, spec, args.data_dir)
@@ -106,8 +114,17 @@ def _dry_run(args, spec, store, selection):
     # its share of the cores. Remote workers do not share their cores with the client, so
     # there the estimate errs on the long side.
     ratio = 0.92
-    print(f"estimated run time on {workers} workers: "
-          f"{duration(result.core_seconds / workers / ratio)} "
+    compute = result.core_seconds / workers / ratio
+    writing = write_seconds(view, the_plan.tasks)
+    print(f"estimated writing: {duration(writing)} in the client, the one writer "
+          f"({binary(written_bytes(view, the_plan.tasks))} of chunks, uncompressed, at "
+          f"{WRITE_SECONDS_PER_MIB} s per MiB)")
+    if writing > compute:  # the workers compute while the client writes: the longer counts
+        print(f"estimated run time on {workers} workers: {duration(writing)}, bound by the "
+              f"client's writer (compute alone {duration(compute)}; more than "
+              f"{math.ceil(result.core_seconds / ratio / writing)} workers do not shorten it)")
+        return EXIT_OK
+    print(f"estimated run time on {workers} workers: {duration(compute)} "
           f"(calibrated compute / worker time = {ratio:.2f}, measured on paper runs)")
     return EXIT_OK
 

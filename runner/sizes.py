@@ -12,6 +12,7 @@ group, the constraint counts of every data set, the writer's chunks (it holds up
 
 import os
 import shutil
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,17 @@ import numpy as np
 
 from pcskm.experiments import cells
 
-from .cube import _FIT_VARIABLES, FIT_DIMS, SCORE_VARIABLES, score_variables, wanted_scores
+from .cube import (
+    _FIT_VARIABLES,
+    FIT_DIMS,
+    SCORE_VARIABLES,
+    Layout,
+    score_variables,
+    wanted_scores,
+)
+
+# The client's CPU seconds per MiB (uncompressed) of the chunks it writes: MEASURED_BY_BENCH
+WRITE_SECONDS_PER_MIB = 0.0102
 
 
 class TooLarge(ValueError):
@@ -92,6 +103,30 @@ def sizes(layout):
     client = markers_bytes + counts + min(all_chunks, MAX_BYTES + chunk) + chunk
     return Sizes(store_bytes=store, values_bytes=values, chunk_bytes=chunk,
                  client_bytes=client)
+
+
+def chunks_bytes(layout, chunks):
+    """Uncompressed bytes of the writer's ``chunks`` ((data set, algorithm, init, kind)
+    positions, :func:`pcskm.runner.writer.chunks_of`): one chunk of every variable each."""
+    counts = Counter(chunk[0] for chunk in chunks)
+    return sum(sizes(Layout(groups={name: layout.groups[name]}, fixed=layout.fixed,
+                            algorithms=layout.algorithms)).chunk_bytes * n
+               for name, n in counts.items())
+
+
+def written_bytes(view, tasks):
+    """Uncompressed bytes of the chunks that ``tasks`` fill in the store of ``view`` (a
+    :class:`pcskm.runner.cube.CubeView`), each written whole once."""
+    from .writer import chunks_of
+
+    chunks = {chunk for task in tasks for chunk in chunks_of(task, view)}
+    return chunks_bytes(view.layout, chunks)
+
+
+def write_seconds(view, tasks):
+    """The client's estimated time to write the results of ``tasks`` (its one writer):
+    :data:`WRITE_SECONDS_PER_MIB` times the MiB of the chunks they fill."""
+    return WRITE_SECONDS_PER_MIB * written_bytes(view, tasks) / 2**20
 
 
 def available_memory():

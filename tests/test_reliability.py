@@ -162,7 +162,8 @@ def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
     store made for it (its coordinates aside); the values of a complete store are the
     entries a fit fills: the no-s entry of LKM, the s grid of PCSKM."""
     from pcskm.runner.cube import prepare
-    from pcskm.runner.sizes import sizes
+    from pcskm.runner.sizes import sizes, written_bytes
+    from pcskm.runner.tasks import plan
 
     spec = parse_spec(TINY.replace('["LKM"]', '["LKM", "PCSKM"]')
                       .replace("n_runs = 1\n", "n_runs = 3\ngap_permutations = 2\n"))
@@ -181,6 +182,11 @@ def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
               + runs * folds * 4 + 2 * 2 * runs)  # n_constraints; done and scored
     assert found.values_bytes == values
     assert found.chunk_bytes == runs * folds * (n_s * (per_entry + gap) + 4 * 4)
+    # the dry run's writer estimate: the chunks the plan fills, every variable of the writer
+    written = {"f_score", "precision", "recall", "satisfied", "status", "n_iter", "weights",
+               "gap", "gap_sd"}
+    assert set(group) - coordinates - written == {"n_constraints", "done", "scored"}
+    assert written_bytes(cube, plan(spec, cube).tasks) == sum(group[n].nbytes for n in written)
 
 
 def free_port():
@@ -287,3 +293,18 @@ def test_a_report_while_another_run_swaps_an_extension_in(reference, tmp_path, m
     for name in during:
         assert (tmp_path / "during" / name).read_text().replace("during", "after") == \
             (tmp_path / "after" / name).read_text(), name
+
+
+def test_the_dry_run_on_many_workers_is_bound_by_the_writer(data_dir):
+    """Issue 35: ``pcskm run paper --dry-run --workers 256`` estimated 32 s while the
+    committed run spent 120 s writing alone: the client is the one writer."""
+    out = pcskm("run", "paper", "--dry-run", "--workers", 256, "--calibration-seconds", 5,
+                "--data-dir", data_dir, "--store", "never/paper.zarr", timeout=600)
+    assert out.returncode == 0, out.stderr
+    writing = re.search(r"estimated writing: (.+) in the client, the one writer \(([\d.]+) GiB",
+                        out.stdout)
+    bound = re.search(r"estimated run time on 256 workers: (.+), bound by the client's writer "
+                      r"\(compute alone (.+); more than (\d+) workers", out.stdout)
+    assert writing and bound, out.stdout
+    assert bound.group(1) == writing.group(1)
+    assert int(bound.group(3)) < 256
