@@ -308,3 +308,33 @@ def test_the_dry_run_on_many_workers_is_bound_by_the_writer(data_dir):
     assert writing and bound, out.stdout
     assert bound.group(1) == writing.group(1)
     assert int(bound.group(3)) < 256
+
+
+@pytest.mark.parametrize("step", ["array done created", "built"])
+def test_a_process_killed_while_creating_its_store_then_rerun(reference, tmp_path, step):
+    """The same kill as a real one: ``pcskm run`` in a subprocess whose creation hook ends
+    the process with ``os._exit`` at ``step`` (no handler, no cleanup runs); then the same
+    command again gives the reference cube."""
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    store = tmp_path / "s.zarr"
+    args = ["run", str(spec), "--store", str(store), "--workers", "1", "--no-progress"]
+    killer = ("import os, sys\n"
+              "from pcskm.runner import cube\n"
+              f"cube._building = lambda name: os._exit(9) if name == {step!r} else None\n"
+              "from pcskm.runner.cli import main\n"
+              f"sys.exit(main({args!r}))\n")
+    log = tmp_path / "killed.log"
+    with log.open("w") as stderr:  # a file: the killed client's workers may outlive it
+        killed = subprocess.Popen([sys.executable, "-c", killer], cwd=REPO, stderr=stderr,
+                                  start_new_session=True)
+        try:
+            assert killed.wait(timeout=300) == 9, log.read_text()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(killed.pid, signal.SIGKILL)  # its local cluster's workers
+    assert not store.exists() and store.with_name("s.zarr.rebuild").exists()
+    rerun = pcskm(*args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert not store.with_name("s.zarr.rebuild").exists()
+    assert_same_cube(reference, store)
