@@ -33,6 +33,7 @@ from pcskm.experiments.cells import BlockResult, TaskResult
 from pcskm.experiments.spec import load_spec
 from pcskm.runner import writer as writer_module
 from pcskm.runner.cube import prepare
+from pcskm.runner.sizes import chunks_bytes
 from pcskm.runner.tasks import parse_only, plan, work
 from pcskm.runner.writer import CubeWriter, chunks_of
 
@@ -121,11 +122,16 @@ def main():
                 clock[0] = end
                 writer.write(results[id(task)])
         seconds = time.process_time() - start
-    n_chunks = len({chunk for task in tasks for chunk in chunks_of(task, cube)})
+    chunks = {chunk for task in tasks for chunk in chunks_of(task, cube)}
+    mib = chunks_bytes(cube.layout, chunks) / 2**20
     print(f"{len(tasks)} tasks of {len(everything)}, {len({t.dataset for t in tasks})} data sets, "
           f"{order[-1][0] / 60:.1f} virtual minutes on {args.workers} workers")
     print(f"writing: {seconds:.1f} s CPU; {sum(writes.values())} chunk writes, "
-          f"{sum(reads.values())} chunk reads, {n_chunks} chunks in the store")
+          f"{sum(reads.values())} chunk reads, {len(chunks)} chunks in the store")
+    print(f"chunks of the selection: {mib:.1f} MiB uncompressed; writing {seconds / mib:.4f} s "
+          "per MiB (the constant of the dry run's writer estimate, "
+          "pcskm.runner.sizes.WRITE_SECONDS_PER_MIB)")
+
 
 
 if __name__ == "__main__":

@@ -504,5 +504,9 @@ def load_spec(name_or_path):
             f"no spec {str(name_or_path)!r}: not a bundled spec ({', '.join(BUNDLED)}) and no "
             f"such file{hint}"
         )
-    return parse_spec(path.read_text(encoding="utf-8"), source=str(path),
-                      default_name=path.stem, folder=path.resolve().parent)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"spec {path} is not UTF-8 text ({error}); save it as UTF-8") from None
+    return parse_spec(text, source=str(path), default_name=path.stem,
+                      folder=path.resolve().parent)

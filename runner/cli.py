@@ -2,6 +2,7 @@
 
 import argparse
 import logging
+import math
 import os
 import shlex
 import signal
@@ -18,17 +19,47 @@ def default_store(spec_name):
     return Path("results") / f"{spec_name}.zarr"
 
 
+# Options of `pcskm run` that a resume leaves out: a forced run cleared its done markers when
+# it began, so that its resume computes only what is left; a dry run computes nothing.
+NOT_RESUMED = ("force", "dry_run", "calibration_seconds")
+
+
+def _given(parser, args):
+    """The command-line words of every option of ``parser`` that ``args`` sets to other than
+    its default (positionals as their values), read from the parser, so that every option
+    is covered, new ones included."""
+    words = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) or action.dest in NOT_RESUMED:
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value is None or value is False or (value == action.default
+                                                and action.option_strings):
+            continue
+        if not action.option_strings:
+            words.append(str(value))
+            continue
+        flag = next((o for o in action.option_strings if o.startswith("--")),
+                    action.option_strings[0])
+        if action.nargs == 0:
+            words.append(flag)
+        else:
+            for item in (value if isinstance(value, list) else [value]):
+                words += [flag, str(item)]
+    return words
+
+
 def _resume_command(args, store):
-    """The command that resumes this run, quoted for a POSIX shell (``|`` in ``--only``
-    would otherwise start a pipe)."""
-    parts = ["pcskm", "run", args.spec, "--store", str(store)]
-    if args.data_dir:
-        parts += ["--data-dir", str(args.data_dir)]
-    if args.only:
-        parts += ["--only", args.only]
-    for file in args.preload or ():
-        parts += ["--preload", str(file)]
-    return shlex.join(parts)
+    """The command that resumes this run: ``pcskm run`` with the options it was given (where
+    and how to compute included: ``--scheduler``, ``--cluster``, ``--workers``, ``--jobs``,
+    ...) but :data:`NOT_RESUMED`, and ``--store``; quoted for a POSIX shell (``|`` in
+    ``--only`` would otherwise start a pipe)."""
+    parser = build_parser()
+    run = next(a for a in parser._actions
+               if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    options = _given(run, argparse.Namespace(**{**vars(args), "store": None}))
+    return shlex.join(["pcskm", *_given(parser, args), "run", options[0], "--store",
+                       str(store), *options[1:]])
 
 
 def _cluster_options(args):
@@ -43,6 +74,15 @@ def _dry_run(args, spec, store, selection):
     from .compiling import compile_kernels
     from .cube import CubeView
     from .progress import duration
+    from .sizes import (
+        WRITE_SECONDS_PER_MIB,
+        available_memory,
+        binary,
+        free_disk,
+        sizes,
+        write_seconds,
+        written_bytes,
+    )
     from .tasks import plan
 
     view = CubeView.planned(store, spec, args.data_dir)
@@ -52,6 +92,9 @@ def _dry_run(args, spec, store, selection):
     print(f"cells: {the_plan.n_cells_total} {the_plan.scope()}, {the_plan.n_cells_done} done, "
           f"{the_plan.n_cells} to compute ({the_plan.n_fits} fits) in {len(the_plan.tasks)} "
           "tasks")
+    folder, free = free_disk(store)
+    print(f"{sizes(view.layout).describe()}; {binary(free)} free in {folder}, "
+          f"{binary(available_memory())} of memory available")
     if not the_plan.tasks:
         return EXIT_OK
     compile_kernels(the_plan.tasks)  # else the probes would compile, inside the time budget
@@ -71,8 +114,17 @@ def _dry_run(args, spec, store, selection):
     # its share of the cores. Remote workers do not share their cores with the client, so
     # there the estimate errs on the long side.
     ratio = 0.92
-    print(f"estimated run time on {workers} workers: "
-          f"{duration(result.core_seconds / workers / ratio)} "
+    compute = result.core_seconds / workers / ratio
+    writing = write_seconds(view, the_plan.tasks)
+    print(f"estimated writing: {duration(writing)} in the client, the one writer "
+          f"({binary(written_bytes(view, the_plan.tasks))} of chunks, uncompressed, at "
+          f"{WRITE_SECONDS_PER_MIB} s per MiB)")
+    if writing > compute:  # the workers compute while the client writes: the longer counts
+        print(f"estimated run time on {workers} workers: {duration(writing)}, bound by the "
+              f"client's writer (compute alone {duration(compute)}; more than "
+              f"{math.ceil(result.core_seconds / ratio / writing)} workers do not shorten it)")
+        return EXIT_OK
+    print(f"estimated run time on {workers} workers: {duration(compute)} "
           f"(calibrated compute / worker time = {ratio:.2f}, measured on paper runs)")
     return EXIT_OK
 
@@ -103,7 +155,9 @@ def cmd_run(args):
         summary = run_spec(spec, store, cluster_options=_cluster_options(args),
                            selection=selection, force=args.force,
                            data_dir=args.data_dir, progress=not args.no_progress,
-                           reuse_from=args.reuse_from, preload=args.preload or ())
+                           reuse_from=args.reuse_from, preload=args.preload or (),
+                           worker_timeout=(None if args.worker_timeout is None else
+                                           args.worker_timeout or math.inf))
     except DataNotFoundError:
         raise  # a usage error (fetch the data), not a failed run: main() reports it
     except IncompatibleStore as error:
@@ -243,6 +297,17 @@ def _worker_count(text):
     return value
 
 
+def _seconds(text):
+    """A duration in seconds: a number, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text}")
+    return value
+
+
 def _version():
     from importlib import metadata
 
@@ -296,6 +361,10 @@ def build_parser():
                        help="number of worker jobs (lost jobs replaced)")
     where.add_argument("--minimum-jobs", type=int, help="adaptive: fewest worker jobs")
     where.add_argument("--maximum-jobs", type=int, help="adaptive: most worker jobs")
+    where.add_argument("--worker-timeout", type=_seconds, metavar="SECONDS",
+                       help="stop (with the command that resumes the run) when no worker has "
+                            "been connected for this long; 0: never (default 600, never with "
+                            "--cluster: batch jobs may be queued for hours)")
     run.set_defaults(func=cmd_run)
 
     store_help = f"the Zarr store (default: {default_store(DEFAULT_SPEC)})"

@@ -19,6 +19,9 @@ The client process is the only writer (:mod:`pcskm.runner.writer`). It writes wh
 every file atomically (write to a temporary file, then rename), so a run killed at any moment
 leaves a readable store in which every cell marked done is intact; cells computed but not
 marked done are recomputed, with the same values, by the next run.
+A store is created, like an extension, beside its path and renamed into place once
+complete (:func:`_build_beside`), so that a run killed while creating it leaves no store or
+a whole one.
 
 A spec that turns on the per-s selection scores (``cv_folds``, ``gap_permutations``;
 docs/method/selection.md) adds their variables to the store, and the ``scored`` markers
@@ -43,6 +46,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -230,6 +234,47 @@ class NotAStore(ValueError):
 
 class DamagedStore(ValueError):
     """The store's metadata or layout cannot be read; names the file."""
+
+
+class StoreChanged(ValueError):
+    """The store was replaced (extended) or its metadata rewritten while it was read."""
+
+
+def store_version(path, wait_seconds=10.0):
+    """What changes when the store at ``path`` is swapped for an extended one or its metadata
+    is rewritten: the identities of its folder and of its root ``zarr.json`` (both replaced,
+    never written in place), None if there is no store. Waits up to ``wait_seconds`` for a
+    store being swapped in (``<store>.old`` present)."""
+    path, deadline = Path(path), time.monotonic() + wait_seconds
+    while True:
+        try:
+            folder, root = os.stat(path), os.stat(path / "zarr.json")
+            return (folder.st_dev, folder.st_ino, root.st_ino, root.st_mtime_ns)
+        except FileNotFoundError:
+            swapping = path.with_name(path.name + ".old").exists()
+            if not swapping or time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+
+
+def read_consistently(path, read, attempts=2):
+    """``read()`` (which reads the store at ``path``) done on one version of the store: read
+    again if another run replaced the store or rewrote its metadata meanwhile (an extension
+    swapped in, a run recording itself), and :class:`StoreChanged` if it changed under every
+    attempt."""
+    for _ in range(attempts):
+        version = store_version(path)
+        try:
+            result = read()
+        except Exception:
+            if store_version(path) == version:
+                raise
+            continue
+        if store_version(path) == version:
+            return result
+    raise StoreChanged(f"{path} changed while it was read {attempts} times (another pcskm run "
+                       "is extending it or recording itself); read it again once that run "
+                       "has begun computing or has ended")
 
 
 LOCK_MODE = 0o644  # read and write, never executable
@@ -565,11 +610,19 @@ COMPRESSORS = (ZstdCodec(level=0, checksum=False), Crc32cCodec())
 WRITE_CONFIG = {"write_empty_chunks": True}
 
 
+def _building(step):
+    """Called between the steps of building a store (:func:`_build_beside`): a hook for the
+    tests that kill a run at every step."""
+
+
 def _create_array(group, name, dims, shape, dtype, fill, attrs, chunks=None):
-    return group.create_array(
+    _building(f"before array {name}")  # the previous array complete, its values written
+    array = group.create_array(
         name, shape=shape, dtype=dtype, fill_value=fill, dimension_names=dims,
         chunks=chunks or shape, attributes=attrs, compressors=COMPRESSORS, config=WRITE_CONFIG,
     )
+    _building(f"array {name} created")
+    return array
 
 
 def metadata_problem(path):
@@ -592,9 +645,31 @@ def metadata_problem(path):
     return None
 
 
+def half_created(path):
+    """Why the store at ``path`` is one that a run of a pcskm before atomic creation was
+    killed while creating (its root ``zarr.json`` is a pcskm cube's, without the consolidated
+    metadata written as the last step of creation), or None."""
+    try:
+        metadata = json.loads((Path(path) / "zarr.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(metadata, dict) or metadata.get("consolidated_metadata"):
+        return None
+    if (metadata.get("attributes") or {}).get("title") != "pcskm results cube":
+        return None
+    return "its root zarr.json lacks the consolidated metadata written last"
+
+
+def _holds_done_markers(path):
+    """Whether any group of the store at ``path`` has a written ``done`` chunk."""
+    return any(file.is_file() and file.name != "zarr.json"
+               for file in Path(path).glob("*/done/**/*"))
+
+
 def check_store(path):
     """Raise :class:`NotAStore` if ``path`` is a file or a folder without Zarr metadata, and
-    :class:`DamagedStore` naming the file if its metadata cannot be read."""
+    :class:`DamagedStore` naming the file if its metadata cannot be read or the store was
+    left half-created (:func:`half_created`)."""
     path = Path(path)
     if not path.is_dir():
         raise NotAStore(f"{path} is {'a file' if path.exists() else 'missing'}, not a pcskm "
@@ -602,6 +677,13 @@ def check_store(path):
     if not (path / "zarr.json").exists():
         raise NotAStore(f"{path} is a folder without zarr.json: not a Zarr store (an empty "
                         "folder or another kind of file)")
+    reason = half_created(path)
+    if reason:
+        raise DamagedStore(
+            f"{path} was left half-created by a run killed while creating it ({reason}); "
+            + ("yet it holds done markers, so pcskm does not delete it: restore it from a "
+               "copy, or delete it and compute again" if _holds_done_markers(path) else
+               "it holds no computed cell: pcskm run creates it again"))
     problem = metadata_problem(path)
     if problem:
         raise DamagedStore(f"the metadata of {path} is damaged: {problem}. pcskm cannot repair "
@@ -723,6 +805,7 @@ def write_layout(path, layout, spec, history=(), runs=()):
                            attributes=_root_attrs(layout, spec, history, runs))
     for group in layout.groups.values():
         _write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms))
+    _building("before consolidating")
     _consolidate(path)
 
 
@@ -827,22 +910,57 @@ def _recover(path):
             partial.unlink()
 
 
-def _rebuild(path, old, new, spec, history, runs):
-    """Extend the store: build the new layout beside it, copy every record, swap.
-
-    The copy goes to ``<store>.rebuild``; the swap renames the store to ``<store>.old``,
-    the copy to ``<store>`` and deletes ``.old``. An interruption at any step leaves the old
-    store or the new one intact (``_recover`` runs first on every open).
-    """
+def _build_beside(path, layout, spec, history=(), runs=(), fill=None):
+    """Build the store at ``path`` beside it and move it into place, so that a store exists
+    whole or not at all: the new layout is written to ``<store>.rebuild``, ``fill(rebuild)``
+    (if given) copies the records of the store it replaces, then a new store is renamed to
+    ``<store>``, or an existing one is swapped: renamed to ``<store>.old``, the new one
+    renamed to ``<store>``, ``.old`` deleted. An interruption at any step leaves the old
+    store (or none) or the new one intact (``_recover`` runs first on every open); a write
+    that fails (a full disk) deletes the unfinished copy and leaves the store as it was."""
     path = Path(path)
     rebuild, backup = path.with_name(path.name + ".rebuild"), path.with_name(path.name + ".old")
-    write_layout(rebuild, new, spec, history, runs)
-    source, target = open_root(path), open_root(rebuild, "r+")
-    for name, group in old.groups.items():
-        _copy_group(source[name], target[name], group, new.groups[name])
-    os.replace(path, backup)
-    os.replace(rebuild, path)
-    shutil.rmtree(backup)
+    try:
+        write_layout(rebuild, layout, spec, history, runs)
+        if fill is not None:
+            fill(rebuild)
+    except OSError as error:
+        shutil.rmtree(rebuild, ignore_errors=True)
+        raise StoreNotWritable(
+            f"cannot write {path} ({error.strerror or error}); it is as it was before this "
+            "run (none if it did not exist). Free space (or fix the file system) and "
+            "rerun") from None
+    _building("built")
+    if path.exists():
+        os.replace(path, backup)
+        _building("swapped out")
+        os.replace(rebuild, path)
+        shutil.rmtree(backup)
+    else:
+        os.replace(rebuild, path)
+
+
+def _rebuild(path, old, new, spec, history, runs):
+    """Extend the store: build the new layout beside it, copy every record, swap
+    (:func:`_build_beside`)."""
+
+    def copy(rebuild):
+        source, target = open_root(path), open_root(rebuild, "r+")
+        for name, group in old.groups.items():
+            _copy_group(source[name], target[name], group, new.groups[name])
+
+    _build_beside(path, new, spec, history, runs, fill=copy)
+
+
+def _recreate_half_created(path):
+    """Delete a store left half-created by an older pcskm (:func:`half_created`) if it holds
+    no done marker, with a message (one with done markers is refused by
+    :func:`check_store`)."""
+    reason = half_created(path)
+    if reason and not _holds_done_markers(path):
+        log.warning("%s was left half-created by a run killed while creating it (%s); it "
+                    "holds no computed cell: created again", path, reason)
+        shutil.rmtree(path)
 
 
 def prepare(path, spec, data_dir=None):
@@ -852,15 +970,18 @@ def prepare(path, spec, data_dir=None):
     compatible and extend it to cover the spec (raises :class:`IncompatibleStore`). Returns
     ``(cube, action)`` with action "created", "extended" or "opened"."""
     from .integrity import repair, verify
+    from .sizes import check_sizes
 
     path = Path(path)
     _recover(path)
     new = spec_layout(spec, data_dir)
+    check_sizes(new, path)  # before anything is created
     if path.is_dir() and not any(path.iterdir()):
         path.rmdir()  # an empty folder: the new store takes its place
+    _recreate_half_created(path)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_layout(path, new, spec)
+        _build_beside(path, new, spec)
         action = "created"
     else:
         check_store(path)
@@ -882,6 +1003,7 @@ def prepare(path, spec, data_dir=None):
             action = "extended"
         elif merged.groups != old.groups or merged.fixed != old.fixed \
                 or merged.algorithms.keys() != old.algorithms.keys():
+            check_sizes(merged, path, copies=True)
             _rebuild(path, old, merged, spec, history, runs)
             action = "extended"
         else:
@@ -975,15 +1097,18 @@ class CubeView:
         ``--dry-run``): the merged layout and the store's done markers, if it exists, less
         those a run would clear because their chunks are damaged."""
         from .integrity import verify
+        from .sizes import check_sizes
 
         path = Path(path)
         new = spec_layout(spec, data_dir)
+        check_sizes(new, path)
         if not path.exists():
             return cls(new, {n: np.zeros(_done_shape(g), np.uint8)
                              for n, g in new.groups.items()})
         found = verify(path)
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
+        check_sizes(merged, path, copies=merged != old)
         done, scored = {}, {}
         for name, group in merged.groups.items():
             done[name] = np.zeros(_done_shape(group), np.uint8)

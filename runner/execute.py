@@ -87,32 +87,80 @@ def held_signals():
             signal.raise_signal(received[0])
 
 
-def _n_workers(client):
-    return len(client.scheduler_info().get("workers", {}))
+WORKER_TIMEOUT = 600.0  # seconds without a worker before a run stops (not for --cluster)
 
 
-def _wait_for_a_worker(client, report_every=60.0):
-    """Wait (without limit: batch jobs may queue for long) until a worker has connected."""
+class NoWorkers(ConnectionError):
+    """No Dask worker has been connected for the run's worker timeout."""
+
+
+class WorkerWatch:
+    """The number of workers connected to the scheduler, asked every ``every`` seconds
+    (``Client.nthreads``: the count the client caches is not refreshed when every worker is
+    gone). With none connected, :meth:`count` logs "waiting for workers: none connected for
+    N s" every ``report_every`` seconds (``queued``: adds that batch jobs may be queued) and,
+    after ``timeout`` seconds (``math.inf``: never), raises :class:`NoWorkers`."""
+
+    def __init__(self, client, timeout, *, every=1.0, report_every=60.0, queued=False):
+        self.client, self.timeout, self.every, self.queued = client, timeout, every, queued
+        self.report_every = min(report_every, timeout / 2)
+        self.n_workers, self.asked, self.since, self.reported = 0, None, None, None
+
+    def count(self):
+        now = time.monotonic()
+        if self.asked is not None and now - self.asked < self.every:
+            return self.n_workers
+        self.asked, self.n_workers = now, len(self.client.nthreads())
+        if self.n_workers:
+            self.since = None
+            return self.n_workers
+        if self.since is None:
+            self.since = self.reported = now
+        waited = now - self.since
+        if now - self.reported >= self.report_every:
+            self.reported = now
+            log.warning("waiting for workers: none connected for %.0f s%s", waited,
+                        " (batch jobs may be queued)" if self.queued else "")
+        if waited >= self.timeout:
+            raise NoWorkers(f"no Dask worker has been connected for {waited:.0f} s (the limit "
+                            f"set by --worker-timeout, {self.timeout:g} s); stopped")
+        return 0
+
+
+def _wait_for_a_worker(client, watch):
+    """Wait until a worker has connected (``watch``: a :class:`WorkerWatch`, which reports
+    the wait and ends it after its timeout)."""
     from distributed.client import TimeoutError as DaskTimeoutError
 
-    waited = 0.0
+    while not watch.count():
+        with contextlib.suppress(TimeoutError, DaskTimeoutError):
+            client.wait_for_workers(1, timeout=watch.every)
+
+
+def _arrivals(completed, watch, on_count, poll=0.05):
+    """The futures of ``completed`` as they finish; while none is ready, the workers are
+    counted (``watch``; ``on_count(n)`` is told the number), so that a run without workers
+    says so and stops after the watch's timeout."""
     while True:
-        try:
-            client.wait_for_workers(1, timeout=report_every)
+        if completed.has_ready():
+            yield next(completed)
+        elif completed.is_empty():
             return
-        except (TimeoutError, DaskTimeoutError):
-            waited += report_every
-            log.info("waiting for Dask workers (%.0f s so far; batch jobs may be queued)",
-                     waited)
+        else:
+            on_count(watch.count())
+            time.sleep(poll)
 
 
-def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None):
+def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
+              worker_timeout=WORKER_TIMEOUT, queued=False):
     """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
     (:class:`pcskm.runner.writer.CubeWriter`). ``on_result(result, summary)`` is called after each
-    result is handed to the writer. Returns the :class:`RunSummary` (``summary`` if given,
-    filled as results arrive, so that the caller knows what was written however this ends);
-    a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by the CLI) cancels the remaining
-    tasks and returns with ``interrupted`` set."""
+    result is handed to the writer. With no worker connected for ``worker_timeout`` seconds
+    (``math.inf``: no limit; ``queued``: batch jobs, which may wait in a queue), it stops
+    with :class:`NoWorkers` (:class:`WorkerWatch`). Returns the :class:`RunSummary`
+    (``summary`` if given, filled as results arrive, so that the caller knows what was
+    written however this ends); a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by
+    the CLI) cancels the remaining tasks and returns with ``interrupted`` set."""
     from distributed import as_completed
 
     summary = summary if summary is not None else RunSummary(n_tasks=len(tasks))
@@ -126,17 +174,18 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         by_key[key] = task
         futures.append(client.submit(cells.evaluate, task, key=key, pure=False,
                                      priority=len(tasks) - i))
-    _wait_for_a_worker(client)
+    watch = WorkerWatch(client, worker_timeout, queued=queued)
+    _wait_for_a_worker(client, watch)
     shown = Progress(sum(task.n_cells for task in tasks), bar=progress)
     done_before = cube.done_cells()
     start = last = time.perf_counter()
-    workers = summary.max_workers = _n_workers(client)
+    workers = summary.max_workers = watch.count()
     shown.workers(workers)
     try:
         completed = as_completed(futures)
-        for future in completed:
+        for future in _arrivals(completed, watch, shown.workers):
             task = by_key[future.key]
-            now, count = time.perf_counter(), _n_workers(client)
+            now, count = time.perf_counter(), watch.count()
             summary.worker_seconds += (workers + count) / 2 * (now - last)  # trapezoid
             last, workers = now, count
             summary.max_workers = max(summary.max_workers, count)
@@ -194,7 +243,7 @@ class ClusterStartError(RuntimeError):
 
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
              data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None,
-             preload=()):
+             preload=(), worker_timeout=None):
     """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
 
     ``preload``: Python files of user estimators (single modules) that every worker imports
@@ -207,26 +256,55 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     **cluster_options)`` (only when there is something to compute). Returns the
     :class:`RunSummary` (``interrupted`` set if SIGINT or SIGTERM stopped it before every
     task was written), or None when nothing was missing. The run is recorded in the store
-    whenever it wrote cells, however it ends.
+    whenever it wrote cells, however it ends. ``worker_timeout``: the seconds without a
+    worker after which the run stops (:class:`NoWorkers`); ``math.inf``: never; None:
+    :data:`WORKER_TIMEOUT`, no limit for batch jobs (``cluster`` in ``cluster_options``),
+    which may wait in their queue for hours.
     """
     from .cube import store_lock
 
     with store_lock(store):
         return _run_locked(spec, store, client, cluster_options, selection, force, data_dir,
-                           progress, on_result, min_work, reuse_from, preload)
+                           progress, on_result, min_work, reuse_from, preload, worker_timeout)
 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
-                on_result, min_work, reuse_from, preload=()):
-    from .clusters import is_local
-    from .compiling import compile_kernels
-    from .cube import prepare
-    from .preload import import_files, ship
-    from .reuse import copy_done_blocks
+                on_result, min_work, reuse_from, preload, worker_timeout):
+    from .cube import CubeView
+    from .preload import import_files
     from .tasks import plan
 
     started, clock = datetime.now(UTC), time.perf_counter()
+    where = cluster_options if client is None else {"client": True}
     import_files(preload)  # before the store records the estimators' provenance
+    with contextlib.ExitStack() as stack:
+        if client is None and _is_new(store):  # a run that fails to start leaves no store
+            view = CubeView.planned(store, spec, data_dir)
+            client = _start_cluster(stack, cluster_options or {}, plan(
+                spec, view, selection=selection, data_dir=data_dir, min_work=min_work).tasks)
+        return _prepared_run(spec, store, client, cluster_options, selection, force,
+                             data_dir, progress, on_result, min_work, reuse_from, preload,
+                             started, clock, where, worker_timeout)
+
+
+def _is_new(store):
+    """Whether ``store`` is yet to be created (no such path, or an empty folder)."""
+    store = Path(store)
+    return not store.exists() or (store.is_dir() and not any(store.iterdir()))
+
+
+def _prepared_run(spec, store, client, cluster_options, selection, force, data_dir, progress,
+                  on_result, min_work, reuse_from, preload, started, clock, where,
+                  worker_timeout):
+    """The run once the store can be created: prepare it, plan, compute (``client``, or a
+    cluster of ``cluster_options`` started now, with the ``preload`` files shipped to its
+    workers) and record (``where``: the cluster options, or ``{"client": True}`` for a
+    client given by the caller)."""
+    from .cube import prepare
+    from .preload import ship
+    from .reuse import copy_done_blocks
+    from .tasks import plan
+
     cube, action = prepare(store, spec, data_dir)
     log.info("store: %s (%s)", cube.path.resolve(), action)
     if reuse_from is not None:
@@ -242,7 +320,6 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
         return None
     if force:
         cube.clear_done(the_plan.tasks)
-    where = cluster_options if client is None else {"client": True}
     summary = RunSummary(n_tasks=len(the_plan.tasks))
     cube.begin_run(run_start(spec, started, where, selection))
 
@@ -260,12 +337,13 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
     try:
         with contextlib.ExitStack() as stack:
             if client is None:
-                if is_local(**(cluster_options or {})):  # workers share this machine's cache
-                    compile_kernels(the_plan.tasks)
-                client = _start_cluster(stack, cluster_options or {})
+                client = _start_cluster(stack, cluster_options or {}, the_plan.tasks)
             ship(client, preload)
+            queued = bool((cluster_options or {}).get("cluster"))
+            if worker_timeout is None:
+                worker_timeout = math.inf if queued else WORKER_TIMEOUT
             run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result,
-                      summary=summary)
+                      summary=summary, worker_timeout=worker_timeout, queued=queued)
     except KeyboardInterrupt:  # while starting, computing, writing or stopping the cluster
         summary.interrupted = not summary.complete
     except BaseException as error:
@@ -276,11 +354,15 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
     return summary
 
 
-def _start_cluster(stack, cluster_options):
-    """Enter ``dask_client(**cluster_options)`` on ``stack``; a failure to start is a
-    :class:`ClusterStartError` (nothing was computed yet)."""
-    from .clusters import dask_client
+def _start_cluster(stack, cluster_options, tasks):
+    """Enter ``dask_client(**cluster_options)`` on ``stack`` (the Numba kernels of ``tasks``
+    compiled first for a local cluster, whose workers share this machine's cache); a failure
+    to start is a :class:`ClusterStartError` (nothing was computed yet)."""
+    from .clusters import dask_client, is_local
+    from .compiling import compile_kernels
 
+    if is_local(**cluster_options):
+        compile_kernels(tasks)
     try:
         return stack.enter_context(dask_client(**cluster_options))
     except (RuntimeError, OSError, TimeoutError) as error:

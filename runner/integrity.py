@@ -35,6 +35,7 @@ from .cube import (
     DONE_DIMS,
     FIT_DIMS,
     MISSING,
+    NOT_APPLICABLE,
     SCORE_VARIABLES,
     DamagedStore,
     check_store,
@@ -219,8 +220,25 @@ def _verify_done(store, name, group, found):
         found.damage.append(Damage(name, "done", coords, file, "corrupt", problem,
                                    "done markers: every block of the group is recomputed",
                                    np.ones(done_array.shape, bool)))
+        found.done[name] = _computed_blocks(group, done_array.shape)
         return
     found.done[name] = done_array[...]
+
+
+def _computed_blocks(group, shape):
+    """The blocks (algorithm, init, kind, percent, run) whose every fit has a status (none
+    ``missing``, not all ``not_applicable``): those that were done, as far as the status
+    tells, when the ``done`` markers themselves are lost (a status chunk that cannot be read
+    tells nothing)."""
+    status, computed = group["status"], np.zeros(shape, np.uint8)
+    for coords in itertools.product(*map(range, status.cdata_shape)):
+        try:
+            values = status.blocks[coords][0, 0, 0]  # (percent, run, fold, sparsity)
+        except Exception:  # a damaged chunk: reported by verify's chunk check
+            continue
+        computed[coords[:3]] = ((values != MISSING).all(axis=(-2, -1))
+                                & (values != NOT_APPLICABLE).any(axis=(-2, -1)))
+    return computed
 
 
 def _read_scored(group):

@@ -2,6 +2,7 @@
 dry run, status, report, datasets and refusals."""
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -122,3 +123,25 @@ def test_datasets_list_and_bad_only_selection():
     assert listed.returncode == 0 and "brodinova-5-5" in listed.stdout
     bad = pcskm("run", "smoke", "--dry-run", "--only", "algorithm=KMEANS")
     assert bad.returncode == 2 and "matches nothing" in bad.stderr
+
+
+def test_the_resume_command_keeps_where_and_how_to_compute():
+    """Issue 35: after a lost scheduler the run printed ``pcskm run SPEC --store ...``,
+    which on a cluster computes on the login node. The resume command must parse back to
+    the options given (but --force: the forced run cleared its done markers already)."""
+    from pcskm.runner.cli import _resume_command
+
+    given = ["--quiet", "run", "paper", "--scheduler", "tcp://10.0.0.5:8786", "--workers",
+             "8", "--only", "kind=random|must-link", "--data-dir", "/data dir", "--force"]
+    command = _resume_command(build_parser().parse_args(given), "results/paper.zarr")
+    assert command == ("pcskm --quiet run paper --store results/paper.zarr --data-dir "
+                       "'/data dir' --only 'kind=random|must-link' --workers 8 "
+                       "--scheduler tcp://10.0.0.5:8786")
+    words = shlex.split(command)
+    assert words[0] == "pcskm"
+    resumed, original = build_parser().parse_args(words[1:]), build_parser().parse_args(given)
+    assert {**vars(original), "force": False, "store": "results/paper.zarr"} == vars(resumed)
+    for cluster in (["--cluster", "slurm", "--jobs", "4"],
+                    ["--cluster", "pbs", "--minimum-jobs", "1", "--maximum-jobs", "9"]):
+        args = build_parser().parse_args(["run", "smoke", *cluster])
+        assert shlex.split(_resume_command(args, "s.zarr"))[-len(cluster):] == cluster

@@ -53,17 +53,13 @@ def write_report(store, out_dir=None, focus=None):
     ``report.md``. ``focus``: the algorithm Analysis 1 compares with every other one (default:
     the spec's ``[report] focus``, else PCSKM; :mod:`.study`). Raises ``DamagedStore`` if the
     store fails verification, ValueError for a ``focus`` that is not an algorithm of the
-    cube."""
-    from pcskm.runner.cube import DamagedStore, write_error
-    from pcskm.runner.integrity import verify
+    cube (before anything is written). A store swapped by another run while it is read is
+    read again (:func:`pcskm.runner.cube.read_consistently`)."""
+    from pcskm.runner.cube import read_consistently, write_error
 
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
-    found = verify(store)
-    if not found.ok:
-        raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
-    opened = open_store(store)
     if focus is not None:
-        study.check_focus(opened, focus)
+        study.check_focus(open_store(store), focus)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -73,5 +69,17 @@ def write_report(store, out_dir=None, focus=None):
     if error is not None:
         raise OutputNotWritable(f"cannot write the report into {out} ({error.strerror}); "
                                 "give another folder with --out")
-    results = collect(opened, sidecar=_sidecar_for(store, out))
-    return write_document(results, out, focus=focus)
+    sidecar = _sidecar_for(store, out)
+    return read_consistently(store, lambda: write_document(_verified_results(store, sidecar),
+                                                           out, focus=focus))
+
+
+def _verified_results(store, sidecar):
+    """The results of the store, which must pass verification."""
+    from pcskm.runner.cube import DamagedStore
+    from pcskm.runner.integrity import verify
+
+    found = verify(store)
+    if not found.ok:
+        raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
+    return collect(open_store(store), sidecar=sidecar)

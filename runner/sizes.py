@@ -1,0 +1,199 @@
+"""The size of a spec's store and of what the client holds while it writes it, computed from
+the layout before anything is created, and the refusal of what cannot fit
+(docs/reference/cli.md, Size check).
+
+The store: every array of every group, uncompressed, and of it the values a complete store
+holds (the entries of each algorithm's s grid, or its no-s entry; the rest are fill values,
+which compress to almost nothing). The client: the ``done`` (and ``scored``) markers of every
+group, the constraint counts of every data set, the writer's chunks (it holds up to
+:data:`pcskm.runner.writer.MAX_BYTES` of them, and at least one chunk of every variable of an
+(algorithm, init, kind)) and a copy of the largest for encoding it.
+"""
+
+import os
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pcskm.experiments import cells
+
+from .cube import (
+    _FIT_VARIABLES,
+    FIT_DIMS,
+    SCORE_VARIABLES,
+    Layout,
+    score_variables,
+    wanted_scores,
+)
+
+# The client's seconds of writing per MiB (uncompressed) of the chunks a plan fills: the
+# paper run of docs/results/paper/runs.csv wrote for 119.9 s, and its plan fills 9,590 MiB of
+# chunks (0.0125 s per MiB; that run, on 2 workers, also rewrote chunks every minute, which a
+# short run on many workers does less). `python benchmarks/bench_writer.py paper --workers
+# 256 --hours 0.0156` (its default slice of 271 tasks, replayed at the pace of 256 workers)
+# measured 71.4 s of CPU for 1,611 MiB, 0.044 s per MiB, with 990 writes and 366 reads back of
+# its 624 chunks (chunks released at the 512 MiB limit) and synthetic values: an upper bound;
+# the constant is that of the real run, which the estimate has to match.
+WRITE_SECONDS_PER_MIB = 0.0125
+
+
+class TooLarge(ValueError):
+    """The spec's store, or what the client holds while writing it, does not fit."""
+
+
+def _itemsize(dtype):
+    return np.dtype(dtype).itemsize
+
+
+def binary(size):
+    """``"229 MiB"``, ``"3.6 TiB"``."""
+    if size < 1024:
+        return f"{size:.0f} B"
+    units = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    power = min(int(np.log2(size) // 10), len(units))
+    return f"{size / 1024 ** power:.1f} {units[power - 1]}"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    store_bytes: int  # every array, uncompressed
+    values_bytes: int  # the values of a complete store (its non-fill entries), uncompressed
+    chunk_bytes: int  # the writer's largest chunk: one (algorithm, init, kind) of every variable
+    client_bytes: int  # the most the client holds for the results
+
+    def describe(self):
+        return (f"store: {binary(self.values_bytes)} of values when complete "
+                f"({binary(self.store_bytes)} uncompressed with its fill values); client "
+                f"memory for the results: up to {binary(self.client_bytes)} (largest chunk "
+                f"{binary(self.chunk_bytes)})")
+
+
+def sizes(layout):
+    """The :class:`Sizes` of a store of ``layout`` (a :class:`pcskm.runner.cube.Layout`)."""
+    from .writer import MAX_BYTES
+
+    fit_item = sum(_itemsize(dtype) for dtype, _, _ in _FIT_VARIABLES.values())
+    scores = score_variables(layout.fixed)
+
+    def score_bytes(bits, per_s):
+        """Bytes per cell (``per_s``: per cell and s) of the score variables of ``bits``."""
+        return sum(_itemsize(SCORE_VARIABLES[n][2]) for n in scores
+                   if SCORE_VARIABLES[n][0] & bits and (SCORE_VARIABLES[n][1] == FIT_DIMS)
+                   == per_s)
+
+    per_s, per_cell = fit_item + score_bytes(~0, True), score_bytes(~0, False)
+    markers = 1 + bool(scores)  # done, and scored with the selection scores
+    store = values = markers_bytes = counts = chunk = all_chunks = 0
+    for group in layout.groups.values():
+        n_alg, n_init, n_kind, n_pct, n_run, n_fold, n_s = group.fit_shape()
+        cell_runs = n_pct * n_run * n_fold  # one (algorithm, init, kind)
+        weights = 4 * len(group.feature_names)
+        one = cell_runs * (n_s * per_s + per_cell + weights)
+        blocks = n_alg * n_init * n_kind
+        store += blocks * one
+        all_chunks += blocks * one
+        chunk = max(chunk, one)
+        wanted = wanted_scores(layout.fixed, layout.algorithms, group.algorithms)
+        for name, bits in zip(group.algorithms, wanted, strict=True):
+            sparse = layout.algorithms.get(name, {}).get("estimator") in cells.SPARSE
+            used = n_s - 1 if sparse else 1
+            values += n_init * n_kind * cell_runs * (
+                used * (fit_item + score_bytes(bits, True)) + score_bytes(bits, False)
+                + weights)
+        markers_bytes += markers * blocks * n_pct * n_run
+        counts += 4 * n_kind * cell_runs
+    store += markers_bytes + counts
+    values += markers_bytes + counts
+    client = markers_bytes + counts + min(all_chunks, MAX_BYTES + chunk) + chunk
+    return Sizes(store_bytes=store, values_bytes=values, chunk_bytes=chunk,
+                 client_bytes=client)
+
+
+def chunks_bytes(layout, chunks):
+    """Uncompressed bytes of the writer's ``chunks`` ((data set, algorithm, init, kind)
+    positions, :func:`pcskm.runner.writer.chunks_of`): one chunk of every variable each."""
+    counts = Counter(chunk[0] for chunk in chunks)
+    return sum(sizes(Layout(groups={name: layout.groups[name]}, fixed=layout.fixed,
+                            algorithms=layout.algorithms)).chunk_bytes * n
+               for name, n in counts.items())
+
+
+def written_bytes(view, tasks):
+    """Uncompressed bytes of the chunks that ``tasks`` fill in the store of ``view`` (a
+    :class:`pcskm.runner.cube.CubeView`), each written whole once."""
+    from .writer import chunks_of
+
+    chunks = {chunk for task in tasks for chunk in chunks_of(task, view)}
+    return chunks_bytes(view.layout, chunks)
+
+
+def write_seconds(view, tasks):
+    """The client's estimated time to write the results of ``tasks`` (its one writer):
+    :data:`WRITE_SECONDS_PER_MIB` times the MiB of the chunks they fill."""
+    return WRITE_SECONDS_PER_MIB * written_bytes(view, tasks) / 2**20
+
+
+def available_memory():
+    """Memory this machine can give without swapping (``MemAvailable`` of /proc/meminfo,
+    else the free physical pages)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _existing_folder(path):
+    path = Path(path).resolve()
+    while not path.exists():
+        path = path.parent
+    return path
+
+
+def free_disk(path):
+    """``(folder, bytes free)`` on the file system where ``path`` is (or will be) written."""
+    folder = _existing_folder(path)
+    return folder, shutil.disk_usage(folder).free
+
+
+def disk_used(path):
+    """Bytes of the files under ``path`` (0 if it does not exist)."""
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+def check_sizes(layout, path, *, copies=False):
+    """Raise :class:`TooLarge`, with the numbers, if the store of ``layout`` at ``path``
+    cannot fit on its disk (its values, less what the store holds now; all of them when the
+    store is ``copies``: rebuilt beside the old one) or the client's memory; returns the
+    :class:`Sizes`."""
+    found = sizes(layout)
+    folder, free = free_disk(path)
+    needed = found.values_bytes - (0 if copies else disk_used(path))
+    problems = []
+    if needed > free:
+        problems.append(f"its values need {binary(needed)} on disk and {folder} has "
+                        f"{binary(free)} free")
+    memory = available_memory()
+    if found.client_bytes > memory:
+        problems.append(f"the client would hold up to {binary(found.client_bytes)} of results "
+                        f"in memory (the largest chunk, one (algorithm, init, kind) of every "
+                        f"variable, is {binary(found.chunk_bytes)}) and this machine has "
+                        f"{binary(memory)} available")
+    if problems:
+        raise TooLarge(f"the store {path} of this spec cannot be written: "
+                       + "; ".join(problems) + ". Make the spec smaller (n_runs, "
+                       "percentages, kinds, data sets) or split it into several specs")
+    return found
