@@ -145,3 +145,105 @@ def test_the_resume_command_keeps_where_and_how_to_compute():
                     ["--cluster", "pbs", "--minimum-jobs", "1", "--maximum-jobs", "9"]):
         args = build_parser().parse_args(["run", "smoke", *cluster])
         assert shlex.split(_resume_command(args, "s.zarr"))[-len(cluster):] == cluster
+
+
+OPEN_STUDY = """
+name = "open"
+datasets = ["blobs"]
+algorithms = ["PCKM", "COPKM", "KMeans"]
+inits = ["dkm++", "seeding"]
+kinds = ["random"]
+percentages = [0.5, 1]
+n_runs = 25
+n_folds = 5
+
+[data.blobs]
+path = "blobs.csv"
+label_column = "group"
+standardise = true
+
+[variants.COPKM]
+estimator = "copkm:COPKMeans"
+
+[variants.KMeans]
+estimator = "sklearn.cluster:KMeans"
+constraints = "ignore"
+params = { n_init = 1 }
+"""
+
+COPKM = '''
+import numpy as np
+
+
+class COPKMeans:
+    """COP-KMeans (Wagstaff et al., 2001): raises when a point has no allowed cluster."""
+
+    def __init__(self, n_clusters=3, init=None, max_iter=20):
+        self.n_clusters, self.init, self.max_iter = n_clusters, init, max_iter
+
+    def get_params(self, deep=True):
+        return {"n_clusters": self.n_clusters, "init": self.init, "max_iter": self.max_iter}
+
+    def fit(self, X, must_link=None, cannot_link=None):
+        n = len(X)
+        must, cannot = [[] for _ in range(n)], [[] for _ in range(n)]
+        for partners, pairs in ((must, must_link), (cannot, cannot_link)):
+            for a, b in pairs:
+                partners[a].append(b)
+                partners[b].append(a)
+        centres = np.array(self.init, dtype=float)
+        for _ in range(self.max_iter):
+            labels = np.full(n, -1)
+            for i in range(n):
+                for c in np.argsort(((centres - X[i]) ** 2).sum(axis=1)):
+                    if all(labels[j] in (-1, c) for j in must[i]) and \\
+                            all(labels[j] != c for j in cannot[i]):
+                        labels[i] = c
+                        break
+                else:
+                    raise RuntimeError(f"point {i} has no allowed cluster")
+            centres = np.array([X[labels == c].mean(axis=0) if np.any(labels == c)
+                                else centres[c] for c in range(self.n_clusters)])
+        self.labels_ = labels
+        return self
+'''
+
+
+def test_killed_run_of_an_open_study_then_rerun_gives_the_same_cube(tmp_path):
+    """The kill/rerun guarantee holds for a study of a CSV data set with user estimators (a
+    preloaded module whose fits fail on some cells, and scikit-learn's KMeans): the client and
+    its workers killed (SIGKILL to the process group) once results arrive, then the rerun, give
+    the cube of the uninterrupted run, failed fits and their messages included."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    groups = np.repeat([1, 2, 3], 40)
+    X = np.column_stack([rng.normal(size=(120, 2)) + 3 * groups[:, None], rng.normal(
+        size=(120, 2)), groups])
+    np.savetxt(tmp_path / "blobs.csv", X, delimiter=",", header="a,b,c,d,group", comments="",
+               fmt="%.5f")
+    (tmp_path / "copkm.py").write_text(COPKM)
+    spec = tmp_path / "open.toml"
+    spec.write_text(OPEN_STUDY)
+    run = ["run", spec, "--preload", tmp_path / "copkm.py", "--workers", 2]
+    reference = tmp_path / "reference.zarr"
+    done = pcskm(*run, "--store", reference, "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    errors = xr.open_zarr(reference, group="blobs").status.sel(algorithm="COPKM")
+    assert 0 < int((errors == 6).sum()) < errors.size  # some fits fail, some do not
+    store = tmp_path / "killed.zarr"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pcskm.runner.cli", *map(str, run), "--store", str(store)],
+        cwd=tmp_path, stderr=subprocess.PIPE, start_new_session=True)
+    progress = Progress(process)
+    deadline = time.monotonic() + 120
+    while progress.cells() == 0 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)
+    progress.join()
+    n_cells = 3 * 2 * 2 * 25 * 5
+    assert done_cells(store) < n_cells  # killed before the end
+    resumed = pcskm(*run, "--store", store, "--no-progress", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert_same_cube(reference, store)
