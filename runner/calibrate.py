@@ -33,7 +33,12 @@ from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
 
 MAX_ROUNDS = 25  # at most one round per run of the paper spec
-PROBE_FOLDS = (1, 2, 3)
+PROBE_FOLDS = (1, 2, 3)  # of the paper's 10; a spec with fewer folds times its first three
+
+
+def _probe_folds(n_folds):
+    """The folds a probe times: :data:`PROBE_FOLDS`, or the first three of fewer folds."""
+    return PROBE_FOLDS if n_folds > max(PROBE_FOLDS) else tuple(range(min(n_folds, 3)))
 
 
 @dataclass
@@ -102,9 +107,10 @@ def _seconds(function, *args):
 def _probe(settings, kind, percents, run, warm):
     """The :class:`_Cost` of ``settings`` evaluated together on cells of ``run``."""
     blocks = tuple(Block(kind=kind, percent=percent, runs=(run,)) for percent in percents)
-    timed = Task(settings, blocks, folds=PROBE_FOLDS)
+    folds = _probe_folds(settings[0].n_folds)
+    timed = Task(settings, blocks, folds=folds)
     if warm:  # also builds the folds' constraint pools, a one-off cost per process
-        cells.evaluate(Task(settings, blocks[:1], folds=PROBE_FOLDS))
+        cells.evaluate(Task(settings, blocks[:1], folds=folds))
     fits = sum(_seconds(cells.fit, setting) for setting in settings if setting.shares_fits)
     seconds = _seconds(cells.evaluate, timed)
     return _Cost(per_sample=max(seconds - fits, 0.0) / timed.n_samples, per_task=fits)

@@ -247,3 +247,16 @@ def test_killed_run_of_an_open_study_then_rerun_gives_the_same_cube(tmp_path):
     resumed = pcskm(*run, "--store", store, "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert_same_cube(reference, store)
+
+
+def test_dry_run_of_a_spec_with_three_folds(tmp_path):
+    """The calibration times the folds a spec has: with 3 folds, folds 0 to 2 (it timed folds
+    1 to 3 of the paper's 10, and fold 3 does not exist)."""
+    from cubes import tiny_spec
+
+    spec = tmp_path / "three.toml"
+    spec.write_text(tiny_spec("three").replace("n_folds = 10", "n_folds = 3"))
+    out = pcskm("run", spec, "--store", tmp_path / "three.zarr", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert "cells: 3 in the spec, 0 done, 3 to compute" in out.stdout
+    assert not (tmp_path / "three.zarr").exists()
