@@ -91,19 +91,33 @@ def _n_workers(client):
     return len(client.scheduler_info().get("workers", {}))
 
 
-def _wait_for_a_worker(client, report_every=60.0):
-    """Wait (without limit: batch jobs may queue for long) until a worker has connected."""
+def _wait_for_a_worker(client, report_every=60.0, poll_every=1.0):
+    """Wait (without limit: batch jobs may queue for long) until a worker has connected,
+    logging every ``report_every`` seconds the batch jobs waited for and their queue state;
+    a batch job that was not accepted (:func:`pcskm.runner.clusters.submission_failure`)
+    ends the wait with a :class:`ClusterStartError` within ``poll_every`` seconds."""
     from distributed.client import TimeoutError as DaskTimeoutError
 
-    waited = 0.0
+    from .clusters import queued_jobs, submission_failure
+
+    cluster = getattr(client, "cluster", None)  # None for a --scheduler client
+    start = time.monotonic()
+    report_at = report_every
     while True:
         try:
-            client.wait_for_workers(1, timeout=report_every)
+            client.wait_for_workers(1, timeout=poll_every)
             return
         except (TimeoutError, DaskTimeoutError):
-            waited += report_every
-            log.info("waiting for Dask workers (%.0f s so far; batch jobs may be queued)",
-                     waited)
+            pass
+        failure = submission_failure(cluster)
+        if failure is not None:
+            raise ClusterStartError(f"job submission failed: {failure}")
+        waited = time.monotonic() - start
+        if waited >= report_at:
+            report_at += report_every
+            jobs = queued_jobs(cluster)
+            log.info("waiting for Dask workers (%.0f s so far; %s)", waited,
+                     f"{jobs} queued" if jobs else "batch jobs may be queued")
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None):
