@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pcskm.experiments import cells
+from pcskm.experiments import DataNotFoundError, cells
 
 from .progress import Progress
 from .tasks import fits, format_only, task_key
@@ -120,6 +120,29 @@ def _wait_for_a_worker(client, report_every=60.0, poll_every=1.0):
                      f"{jobs} queued" if jobs else "batch jobs may be queued")
 
 
+class WorkersLackData(DataNotFoundError):
+    """The Dask workers cannot read the data files that the client read: raised once, on the
+    first task that meets it, and not counted as a failed task (docs/guide/hpc.md)."""
+
+
+def evaluate_on_worker(task):
+    """:func:`pcskm.experiments.cells.evaluate` on a worker; a data file it cannot find is a
+    :class:`WorkersLackData` naming this worker's host, the folder it looked in and the two
+    fixes (the client found the files when it planned the run)."""
+    try:
+        return cells.evaluate(task)
+    except DataNotFoundError:
+        from pcskm.experiments import resolve_data_dir
+
+        setting = task.settings[0]
+        folder, how = resolve_data_dir(setting.data_dir)
+        raise WorkersLackData(
+            f"the Dask workers cannot see the data folder: on worker host {platform.node()} "
+            f"the files of {setting.dataset} are not in {folder} ({how}), while the client "
+            "found them. Either give --data-dir a folder every worker can read at that path, "
+            "or set PCSKM_DATA in the workers' environment (docs/guide/hpc.md)") from None
+
+
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None):
     """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
     (:class:`pcskm.runner.writer.CubeWriter`). ``on_result(result, summary)`` is called after each
@@ -138,7 +161,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     for i, task in enumerate(tasks):
         key = task_key(task, i, token)
         by_key[key] = task
-        futures.append(client.submit(cells.evaluate, task, key=key, pure=False,
+        futures.append(client.submit(evaluate_on_worker, task, key=key, pure=False,
                                      priority=len(tasks) - i))
     _wait_for_a_worker(client)
     shown = Progress(sum(task.n_cells for task in tasks), bar=progress)
@@ -179,6 +202,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                     on_result(result, summary)
             elif future.status == "error":
                 error = future.exception()
+                if isinstance(error, WorkersLackData):  # every task would fail alike
+                    client.cancel(futures)
+                    raise WorkersLackData(str(error)) from None
                 message = "".join(traceback.format_exception_only(type(error), error)).strip()
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
