@@ -38,7 +38,6 @@ from pcskm.algorithms.metrics import _f_score_rows
 
 from .datasets import load
 from .protocol import Protocol
-from .selection_scores import CellScores, SelectionScorer
 
 # Spec estimator names -> estimator classes of the ``algorithms`` package.
 ESTIMATOR_CLASSES = {
@@ -449,6 +448,8 @@ def evaluate(task):
     draws = [cv.draw_key(setting.algorithm, setting.init) for setting in task.settings]
     seeded = {draws[i] for i, setting in enumerate(task.settings)
               if setting.init == SEEDING and i not in shared}
+    from .selection_scores import SelectionScorer  # imports scikit-learn: not at start-up
+
     scorers = [SelectionScorer(setting, fitter, cv.permutation_seed()) if setting.has_scores
                else None for setting, fitter in zip(task.settings, fitters, strict=True)]
     results = [[] for _ in task.settings]
@@ -485,6 +486,8 @@ def _sample(cv, n_samples, block, run, fold, setting, seeded):
     Seeding fills computed from them (:class:`Fitter`), an empty ``FitCache`` for their
     PCKM clusterings and s paths, and the :class:`CellScores` of their selection scores
     (its CV folds drawn from the cell's key, when first needed)."""
+    from .selection_scores import CellScores  # imports scikit-learn: not at start-up
+
     cell = (block.kind, block.percent, run, fold, setting.algorithm, setting.init)
     must_link, cannot_link = cv.constraints(*cell)
     constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=n_samples)

@@ -132,16 +132,20 @@ def cmd_run(args):
 
 
 def cmd_status(args):
-    from .cube import DamagedStore, IncompatibleStore, check_store
-    from .integrity import verify
-    from .summary import status_text
-
     store = Path(args.store)
-    if not store.exists():
+    if not store.exists():  # before the imports: an answer at once
         log.error("no store at %s", store)
         return EXIT_USAGE
+    from .cube import DamagedStore, IncompatibleStore, check_store
+    from .summary import status_text
+
     check_store(store)
-    found = verify(store) if args.verify else None
+    if args.verify:
+        from .integrity import verify
+
+        found = verify(store)
+    else:
+        found = None
     try:
         text = status_text(store, found)
     except IncompatibleStore:
@@ -165,12 +169,12 @@ def cmd_verify(args):
 
 
 def cmd_report(args):
-    from pcskm.experiments.report import write_report
-
     store = Path(args.store)
-    if not store.exists():
+    if not store.exists():  # before the imports: an answer at once
         log.error("no store at %s", store)
         return EXIT_USAGE
+    from pcskm.experiments.report import write_report
+
     out_dir = Path(args.out) if args.out else store.with_name(store.stem + "-report")
     write_report(store, out_dir)
     log.info("report written to %s", out_dir)
