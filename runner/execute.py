@@ -129,8 +129,11 @@ def evaluate_on_worker(task):
     """:func:`pcskm.experiments.cells.evaluate` on a worker; a data file it cannot find is a
     :class:`WorkersLackData` naming this worker's host, the folder it looked in and the two
     fixes (the client found the files when it planned the run)."""
+    from .compiling import reported_to_client
+
     try:
-        return cells.evaluate(task)
+        with reported_to_client():
+            return cells.evaluate(task)
     except DataNotFoundError:
         from pcskm.experiments import resolve_data_dir
 
@@ -152,10 +155,13 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     tasks and returns with ``interrupted`` set."""
     from distributed import as_completed
 
+    from .compiling import WorkersCompiling
+
     summary = summary if summary is not None else RunSummary(n_tasks=len(tasks))
     if not tasks:
         return summary
     writer = CubeWriter(cube, tasks)
+    compiling = WorkersCompiling(client).start()  # before a worker can start a task
     token = uuid.uuid4().hex[:8]
     by_key, futures = {}, []
     for i, task in enumerate(tasks):
@@ -163,7 +169,11 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         by_key[key] = task
         futures.append(client.submit(evaluate_on_worker, task, key=key, pure=False,
                                      priority=len(tasks) - i))
-    _wait_for_a_worker(client)
+    try:
+        _wait_for_a_worker(client)
+    except BaseException:
+        compiling.stop()
+        raise
     shown = Progress(sum(task.n_cells for task in tasks), bar=progress)
     done_before = cube.done_cells()
     start = last = time.perf_counter()
@@ -217,6 +227,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         summary.interrupted = True
         client.cancel(futures)
     finally:
+        compiling.stop()
         shown.close()
         with held_signals():  # every result taken reaches the disk, however the run ends
             began = time.perf_counter()
