@@ -122,9 +122,9 @@ def _checked_job_class(job_class):
             message = (text.partition("stderr:\n")[2].strip()
                        or text.partition("stdout:\n")[2].partition("stderr:")[0].strip()
                        or text.strip())
-        self.failures.append(message)
+        self.failures.append("; ".join(filter(None, map(str.strip, message.splitlines()))))
         self.status = Status.failed  # closing the cluster expects a job that did not start
-        raise SubmissionFailed(message)
+        raise SubmissionFailed(self.failures[-1])
 
     return type(job_class.__name__, (job_class,),
                 {"_submit_job": _submit_job, "failures": [], "__module__": __name__})
