@@ -13,6 +13,11 @@ DEGENERATE_WEIGHTS = 3
 
 STATUS_NAMES = ("converged", "max_iter", "empty_cluster", "degenerate_weights")
 FAILED = frozenset({EMPTY_CLUSTER, DEGENERATE_WEIGHTS})
+# The runner's code for a fit of a user estimator that raised or returned unusable labels
+# (docs/reference/estimator-contract.md); no engine returns it.
+ERROR = 4
+FIT_STATUS_NAMES = (*STATUS_NAMES, "error")
+FIT_FAILED = FAILED | {ERROR}
 
 EMPTY_CLUSTER_POLICIES = {"fail": 0, "zero": 1, "relocate": 2}
 

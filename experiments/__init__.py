@@ -11,6 +11,7 @@ _EXPORTS = {
                      "list_datasets", "load", "match_datasets", "verify"], ".datasets"),
     **dict.fromkeys(["KIND_CODES", "KINDS", "Protocol", "kind_code", "pct10", "seed_sequence",
                      "sparsity_grid"], ".protocol"),
+    **dict.fromkeys(["DataDefinition", "DataError", "load_definition"], ".sources"),
     **dict.fromkeys(["ESTIMATORS", "INITS", "AlgorithmVariant", "ExperimentSpec", "list_specs",
                      "load_spec", "parse_spec"], ".spec"),
     **dict.fromkeys(["format_table1", "table1"], ".table1"),

@@ -7,12 +7,14 @@ The data folder holds the files under the same relative paths as the authors' re
 ``$XDG_CACHE_HOME/pcskm`` (default ``~/.cache/pcskm``).
 """
 
+import functools
 import hashlib
 import os
-import tempfile
-import urllib.error
-import urllib.request
+from importlib import resources
 from pathlib import Path
+
+import pooch
+import requests
 
 COMMIT = "6556e8eb820d5043e510d2ee07e8fdc24dd975c4"
 BASE_URL = f"https://raw.githubusercontent.com/avouros/Code-PCSKM/{COMMIT}"
@@ -78,9 +80,13 @@ FETCH_HINT = (
     "run `pcskm datasets fetch` to download the paper's files into it, or point the project "
     f"at a folder that holds them with {ENV_VAR}=/path (or the option --data-dir /path)"
 )
+RETRIES = 2  # pooch's retries of a failed download (it waits 1 s, then 2 s)
 
-# The download function; tests replace it (there is no network in the test environment).
-_urlopen = urllib.request.urlopen
+# The clustering benchmark suite (docs/method/datasets.md §8.1): its release and the SHA-256
+# of every file of the batteries uci, other, wut, graves, fcps and sipu (clustbench_registry.txt)
+CLUSTBENCH_VERSION = "v1.1.0"
+CLUSTBENCH_ENV = "PCSKM_CLUSTBENCH"  # a local copy of the suite
+CLUSTBENCH_URL = f"https://github.com/gagolews/clustering-data-v1/raw/{CLUSTBENCH_VERSION}"
 
 _verified = {}  # (resolved path, mtime_ns, size) -> sha256 of the file content
 
@@ -94,9 +100,9 @@ class ChecksumError(ValueError):
 
 
 def default_data_dir():
-    """The user cache folder: ``$XDG_CACHE_HOME/pcskm``, else ``~/.cache/pcskm``."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "pcskm"
+    """The user cache folder, ``pooch.os_cache("pcskm")``: ``$XDG_CACHE_HOME/pcskm``, else
+    ``~/.cache/pcskm`` on Linux (the platform's cache folder elsewhere)."""
+    return Path(pooch.os_cache("pcskm"))
 
 
 def resolve_data_dir(data_dir=None):
@@ -157,39 +163,38 @@ def is_available(relpath, data_dir=None):
     return True
 
 
-def download(relpath, folder, base_url=BASE_URL):
-    """Download ``base_url/relpath`` into ``folder/relpath``, checking SHA-256 before an
-    atomic rename (a partial or wrong download never takes the file's place)."""
-    target = Path(folder) / relpath
-    target.parent.mkdir(parents=True, exist_ok=True)
-    url = f"{base_url.rstrip('/')}/{relpath}"
-    digest = hashlib.sha256()
-    handle, tmp_name = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".part"
-    )
+def _download(relpath, folder, base_url, known, otherwise):
+    """Download ``base_url/relpath`` into ``folder/relpath`` with pooch, which checks the
+    SHA-256 in ``known`` before moving the file into place (a partial or wrong download never
+    takes the file's place). ``otherwise``: how to get the file without downloading, for
+    the error when the download fails."""
+    # the folder is resolved once, by resolve_data_dir (pooch's own env override would
+    # take precedence over --data-dir)
+    if not base_url.startswith(("https://", "http://", "ftp://")):
+        raise ValueError(f"the download address must be https://, http:// or ftp://; got "
+                         f"{base_url!r}")
+    fetcher = pooch.create(path=folder, base_url=f"{base_url.rstrip('/')}/",
+                           registry={relpath: known}, retry_if_failed=RETRIES)
+    url = fetcher.get_url(relpath)
     try:
-        with os.fdopen(handle, "wb") as out:
-            try:
-                with _urlopen(url) as response:
-                    for block in iter(lambda: response.read(1 << 20), b""):
-                        digest.update(block)
-                        out.write(block)
-            except (urllib.error.URLError, OSError) as error:
-                raise DataNotFoundError(
-                    f"could not download {url} ({error}). Check the internet connection and "
-                    f"retry `pcskm datasets fetch`, or copy the paper's files into a folder and "
-                    f"set {ENV_VAR}=/path (or --data-dir /path)"
-                ) from error
-        if digest.hexdigest() != SHA256[relpath]:
-            raise ChecksumError(
-                f"the download of {url} has SHA-256 {digest.hexdigest()}, expected "
-                f"{SHA256[relpath]}; nothing was written"
-            )
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+        return Path(fetcher.fetch(relpath))
+    except requests.RequestException as error:
+        raise DataNotFoundError(
+            f"could not download {url} ({error}). Check the internet connection and "
+            f"retry{otherwise}"
+        ) from error
+    except ValueError as error:  # pooch: the hash of the download differs
+        raise ChecksumError(
+            f"the download of {url} does not have the SHA-256 {known} that pcskm knows for "
+            f"{relpath}; nothing was written ({error})"
+        ) from error
+
+
+def download(relpath, folder, base_url=BASE_URL):
+    """Download the paper's file ``relpath`` into ``folder`` (:func:`_download`)."""
+    return _download(relpath, folder, base_url, SHA256[relpath],
+                     " `pcskm datasets fetch`, or copy the paper's files into a folder and set "
+                     f"{ENV_VAR}=/path (or --data-dir /path)")
 
 
 def fetch_files(relpaths, data_dir=None, base_url=BASE_URL):
@@ -216,3 +221,27 @@ def verify(data_dir=None):
         else:
             report[relpath] = "ok" if _cached_sha256(path) == SHA256[relpath] else "mismatch"
     return report
+
+
+@functools.cache
+def clustbench_registry():
+    """``{relative path: SHA-256}`` of the suite's files (``clustbench_registry.txt``)."""
+    text = (resources.files("pcskm.experiments") / "clustbench_registry.txt").read_text()
+    return dict(line.split() for line in text.splitlines()
+                if line.strip() and not line.startswith("#"))
+
+
+def clustbench_cache():
+    """The folder the suite's files are fetched into: ``<user cache>/clustbench-v1.1.0``."""
+    return default_data_dir() / f"clustbench-{CLUSTBENCH_VERSION}"
+
+
+def fetch_clustbench(relpaths):
+    """Make the suite's files ``relpaths`` present and verified in :func:`clustbench_cache`
+    (downloaded from ``CLUSTBENCH_URL``); returns that folder."""
+    folder, registry = clustbench_cache(), clustbench_registry()
+    for relpath in relpaths:
+        _download(relpath, folder, CLUSTBENCH_URL, registry[relpath],
+                  f", or point {CLUSTBENCH_ENV} (or the data table's clustbench_dir) at a copy "
+                  "of the suite (docs/method/datasets.md §8.1)")
+    return folder

@@ -18,9 +18,12 @@ fits of a setting share (parameters, data set) is validated once per task (:clas
 LKM and SKM with a deterministic init use nothing random: they are fitted once per task and
 the fit reused for every kind, percentage and run (§6); their constraint counts and
 satisfied fractions are still per cell. A sparse setting may also get the per-s selection
-scores of docs/method/selection.md (:mod:`pcskm.experiments.selection_scores`).
+scores of docs/method/selection.md (:mod:`pcskm.experiments.selection_scores`). A user
+estimator (an import path, docs/reference/estimator-contract.md) is fitted through its own
+``fit`` (:class:`UserFitter`), from the same initial centres and constraints.
 """
 
+import dataclasses
 import functools
 import time
 from dataclasses import dataclass
@@ -30,35 +33,21 @@ import numpy as np
 
 from pcskm import algorithms
 from pcskm.algorithms._jit import kernel
-from pcskm.algorithms._result import FAILED, STATUS_NAMES
+from pcskm.algorithms._result import ERROR, FIT_FAILED, FIT_STATUS_NAMES
 from pcskm.algorithms._sparse import FitCache
 from pcskm.algorithms._validation import check_sparsity
 from pcskm.algorithms.constraints import Constraints, _satisfied_rows
 from pcskm.algorithms.metrics import _f_score_rows
 
+from . import estimators
 from .datasets import load
-from .protocol import Protocol
 
-# Spec estimator names -> estimator classes of the ``algorithms`` package.
-ESTIMATOR_CLASSES = {
-    "LKM": "LloydKMeans",
-    "SKM": "SparseKMeans",
-    "PCKM": "PCKMeans",
-    "MPCKM": "MPCKMeans",
-    "PCSKM": "PCSKMeans",
-}
-SPARSE = frozenset({"SKM", "PCSKM"})  # fitted over the s grid with fit_path
-# Estimator parameters the runner sets for every cell (make_estimator, fit), so a variant
-# cannot: what sets each one instead.
-RUNNER_PARAMETERS = {
-    "n_clusters": "the data set's number of classes",
-    "init": "the spec's inits",
-    "random_state": "the cell's Seeding key, derived from the spec's seed "
-                    "(docs/method/protocol.md §2)",
-    "sparsity": "the s grid of the spec's sparsity_start, sparsity_step and "
-                "sparsity_max_values (docs/method/protocol.md §7; sparsity_max_values = 1 "
-                "fits sparsity_start only)",
-}
+# the built-in names live in .estimators; ESTIMATOR_CLASSES and RUNNER_PARAMETERS stay
+# importable from here
+from .estimators import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, SPARSE, estimator_class  # noqa: F401
+from .protocol import Protocol
+from .sources import DataDefinition
+
 UNCONSTRAINED = frozenset({"LKM", "SKM"})  # never see the constraints (except via Seeding)
 # The spec's max_iter is the authors' MATLAB maxIter (LKM, PCKM, SKM, PCSKM:
 # docs/method/protocol.md §1).
@@ -91,6 +80,8 @@ class Setting:
     cv_folds: int = 0  # constraint folds of the CV scores, 0: none (docs/method/selection.md)
     gap_permutations: int = 0  # null data sets of the gap statistic, 0: none
     cv_runs: int | None = None  # runs 0 to cv_runs - 1 get the CV scores; None: every run
+    data: DataDefinition | None = None  # the spec's [data.NAME] table; None: a registry name
+    constraints: str = "use"  # a user estimator's fit takes the constraints, or "ignore"s them
 
     def __post_init__(self):
         if (self.cv_folds or self.gap_permutations) and not self.is_sparse:
@@ -110,11 +101,23 @@ class Setting:
             cv_folds=spec.cv_folds if variant.name in spec.cv_algorithms else 0,
             gap_permutations=spec.gap_permutations if variant.estimator in SPARSE else 0,
             cv_runs=spec.cv_runs if variant.name in spec.cv_algorithms else None,
+            data=None if isinstance(spec.data_ref(dataset), str) else spec.data_ref(dataset),
+            constraints=variant.constraints,
         )
 
     @property
+    def data_ref(self):
+        """What :func:`dataset` loads: the spec's definition, else the registry name."""
+        return self.dataset if self.data is None else self.data
+
+    @property
     def is_sparse(self):
-        return self.estimator in SPARSE
+        return estimators.is_sparse(self.estimator)
+
+    @property
+    def is_user(self):
+        """True for a user estimator (an import path, :mod:`.estimators`)."""
+        return estimators.is_import_path(self.estimator)
 
     @property
     def shares_fits(self):
@@ -128,8 +131,9 @@ class Setting:
 
     @property
     def uses_constraints(self):
-        """True when the clustering uses the constraints (not only to seed: LKM, SKM)."""
-        return self.estimator not in UNCONSTRAINED
+        """True when the clustering uses the constraints (not only to seed: LKM, SKM; not
+        at all: a user estimator with ``constraints = "ignore"``)."""
+        return self.estimator not in UNCONSTRAINED and self.constraints == "use"
 
     @property
     def has_scores(self):
@@ -169,11 +173,11 @@ class Task:
     def __post_init__(self):
         if not self.settings:
             raise ValueError("a task needs at least one setting")
-        protocols = {(s.dataset, s.data_dir, s.seed, s.n_folds, s.design)
+        protocols = {(s.dataset, s.data_ref, s.data_dir, s.seed, s.n_folds, s.design)
                      for s in self.settings}
         if len(protocols) > 1:
             raise ValueError("the settings of a task must share the data set, data folder, "
-                             f"seed, number of folds and design; got {sorted(protocols)}")
+                             f"seed, number of folds and design; got {sorted(map(str, protocols))}")
 
     @property
     def dataset(self):
@@ -227,6 +231,7 @@ class BlockResult:
     cv_folds_used: np.ndarray  # (run, fold) int8: the folds K used; 0: too few groups
     gap: np.ndarray
     gap_sd: np.ndarray
+    fit_error: np.ndarray = None  # (run,) str: a user fit's first error in the run; "": none
 
 
 @dataclass
@@ -241,7 +246,8 @@ class TaskResult:
 
 @functools.lru_cache(maxsize=64)
 def dataset(name, data_dir=None):
-    """The data set, loaded once per process."""
+    """The data set (a registry name or a spec's ``DataDefinition``), loaded once per
+    process."""
     return load(name, data_dir)
 
 
@@ -262,32 +268,29 @@ def deterministic_centres(name, data_dir, init):
     return centres
 
 
-def estimator_class(estimator):
-    """The estimator class of a spec estimator name (LKM, SKM, PCKM, MPCKM, PCSKM)."""
-    return getattr(algorithms, ESTIMATOR_CLASSES[estimator])
-
-
 def make_estimator(setting, init, random_state=None):
     """The estimator of ``setting`` starting from ``init`` (a centres array or "seeding")."""
     params = dict(setting.params)
     if setting.estimator in USES_SPEC_MAX_ITER:
         params.setdefault("max_iter", setting.max_iter)
-    n_clusters = dataset(setting.dataset, setting.data_dir).n_clusters
+    n_clusters = dataset(setting.data_ref, setting.data_dir).n_clusters
     return estimator_class(setting.estimator)(n_clusters=n_clusters, init=init,
                                               random_state=random_state, **params)
 
 
-_IS_FAILED = np.isin(np.arange(len(STATUS_NAMES)), list(FAILED))  # by status code
+_IS_FAILED = np.isin(np.arange(len(FIT_STATUS_NAMES)), list(FIT_FAILED))  # by status code
 
 
 class _Fit(NamedTuple):
     """One fit, one row per s (one row for the non-sparse estimators): labels (S, n) int64,
-    weights (S, p), n_iter (S,) and status codes (S,), both int64."""
+    weights (S, p), n_iter (S,) and status codes (S,), both int64; ``error``: why a user
+    estimator's fit failed (status ``error``), "" otherwise."""
 
     labels: np.ndarray
     weights: np.ndarray
     n_iter: np.ndarray
     status: np.ndarray
+    error: str = ""
 
 
 class Fitter:
@@ -306,11 +309,13 @@ class Fitter:
     of a cell that share its draws can share each fill's centres.
     """
 
+    shares_inits = False  # its fits depend on the init (see UserFitter)
+
     def __init__(self, setting):
-        data = dataset(setting.dataset, setting.data_dir)
-        seeded = setting.init == SEEDING
+        data = dataset(setting.data_ref, setting.data_dir)
+        seeded = self.needs_seed = setting.init == SEEDING
         init = SEEDING if seeded else deterministic_centres(
-            setting.dataset, setting.data_dir, setting.init)
+            setting.data_ref, setting.data_dir, setting.init)
         self.estimator = make_estimator(setting, init)
         self.X = self.estimator._checked_input(data.X)
         self.sparsities = (check_sparsity(setting.sparsities, data.n_features,
@@ -363,6 +368,139 @@ class Fitter:
                     np.array([result.status], dtype=np.int64))
 
 
+class InvalidFitResult(ValueError):
+    """A user estimator's fit returned labels or weights the runner cannot record."""
+
+
+class UserFitter:
+    """The fits of one setting of a user estimator (docs/reference/estimator-contract.md):
+    per fit, ``cls(n_clusters=k, **params)`` with ``random_state`` (an int from the cell's
+    Seeding key) and ``init`` (the (k, p) centres of the setting's init, computed by the
+    built-in code: the data set's DKM++, ROBIN(D) or Maximin(D) centres, or Seeding's from
+    the cell's constraints) when its constructor takes them, then ``fit(X, must_link=...,
+    cannot_link=...)`` ((m, 2) int64 arrays), or ``fit(X)`` with ``constraints = "ignore"``.
+    A class with ``sparsity`` is fitted once per s of the grid (or once through its
+    ``fit_path``). A fit that raises, or returns labels that are not one integer in 0.. per
+    point with exactly ``n_clusters`` distinct values, has status ``error`` and its message
+    (``_Fit.error``). A class without ``init`` fits the same for every init of a cell:
+    ``shares_inits`` tells :func:`evaluate` to fit it once per cell."""
+
+    def __init__(self, setting):
+        data = dataset(setting.data_ref, setting.data_dir)
+        self.contract = estimators.contract(setting.estimator)
+        self.params = dict(setting.params)
+        self.n_clusters = data.n_clusters
+        # the built-in initialisation (Seeding's data-points fill, as LKM's) gives the centres
+        self.initial = Fitter(dataclasses.replace(setting, estimator="LKM", params=(),
+                                                  constraints="use"))
+        self.X = self.initial.X
+        self.sparsities = (check_sparsity(setting.sparsities, data.n_features,
+                                          name="sparsities")
+                           if self.contract.sparse else None)
+        self.uses_constraints = setting.constraints == "use"
+        self.shares_inits = not self.contract.takes_init
+        self.needs_seed = self.contract.takes_random_state or (
+            self.contract.takes_init and self.initial.needs_seed)
+
+    def __call__(self, constraints, seeding_seed=None, seedings=None, cache=None):
+        """Fit with the cell's :class:`Constraints` and Seeding SeedSequence (``seedings``:
+        see :meth:`Fitter.__call__`; ``cache`` is not used); returns a :class:`_Fit`."""
+        keywords = {"n_clusters": self.n_clusters, **self.params}
+        if self.contract.takes_random_state:
+            if seeding_seed is None:
+                raise ValueError("a user estimator that takes random_state needs the cell's "
+                                 "Seeding key")
+            keywords["random_state"] = int(seeding_seed.generate_state(1)[0])
+        if self.contract.takes_init:
+            centres, _ = self.initial.initial_state(constraints, seeding_seed, seedings)
+            keywords["init"] = np.array(centres)  # the user's own copy
+        pairs = ({"must_link": np.array(constraints.must_link, dtype=np.int64),
+                  "cannot_link": np.array(constraints.cannot_link, dtype=np.int64)}
+                 if self.uses_constraints else {})
+        if self.sparsities is None:
+            rows = [self._fit(keywords, pairs)]
+        elif self.contract.fit_path:
+            rows = self._fit_path(keywords, pairs)
+        else:
+            rows = [self._fit({**keywords, "sparsity": float(s)}, pairs)
+                    for s in self.sparsities]
+        labels, weights, n_iter, errors = zip(*rows, strict=True)
+        status = np.array([ERROR if error else 0 for error in errors], dtype=np.int64)
+        return _Fit(np.stack(labels), np.stack(weights), np.array(n_iter, dtype=np.int64),
+                    status, next((error for error in errors if error), ""))
+
+    def _fit(self, keywords, pairs):
+        """One fit: ``(labels, weights, n_iter, error)``."""
+        try:
+            model = self.contract.cls(**keywords)
+            model.fit(np.array(self.X), **pairs)
+            return self._row(model.labels_, getattr(model, "weights_", None),
+                             getattr(model, "n_iter_", None))
+        except Exception as error:  # the user's code: any exception is a failed fit
+            return self._failed(error)
+
+    def _fit_path(self, keywords, pairs):
+        """The s grid in one call of ``fit_path``: rows of ``(labels, weights, n_iter,
+        error)``."""
+        try:
+            path = self.contract.cls(**keywords).fit_path(np.array(self.X), self.sparsities,
+                                                          **pairs)
+            labels = np.asarray(path.labels)
+            if labels.ndim != 2 or labels.shape[0] != len(self.sparsities):
+                raise InvalidFitResult(f"fit_path returned labels of shape {labels.shape}; "
+                                       f"expected ({len(self.sparsities)}, "
+                                       f"{self.X.shape[0]}), one row per s")
+            weights = getattr(path, "weights", None)
+            n_iter = getattr(path, "n_iter", None)
+        except Exception as error:  # the user's code: any exception is a failed fit
+            return [self._failed(error)] * len(self.sparsities)
+        rows = []
+        for i, row in enumerate(labels):
+            try:
+                rows.append(self._row(row, None if weights is None else weights[i],
+                                      None if n_iter is None else n_iter[i]))
+            except Exception as error:
+                rows.append(self._failed(error))
+        return rows
+
+    def _row(self, labels, weights, n_iter):
+        """Check a fit's labels (one integer >= 0 per point, ``n_clusters`` distinct values,
+        numbered 0..k-1 in order here) and weights (p values, NaN if absent)."""
+        n_samples, n_features = self.X.shape
+        labels = np.asarray(labels)
+        if labels.shape != (n_samples,):
+            raise InvalidFitResult(f"labels_ has shape {labels.shape}; expected "
+                                   f"({n_samples},), one label per point")
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise InvalidFitResult(f"labels_ are {labels.dtype}, not integers")
+        if labels.min() < 0:
+            raise InvalidFitResult("labels_ holds negative labels: every point needs a "
+                                   "cluster")
+        values, numbered = np.unique(labels, return_inverse=True)
+        if len(values) != self.n_clusters:
+            raise InvalidFitResult(f"labels_ has {len(values)} distinct clusters; "
+                                   f"n_clusters is {self.n_clusters}")
+        if weights is None:
+            weights = np.full(n_features, np.nan)
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != (n_features,):
+            raise InvalidFitResult(f"weights_ has shape {weights.shape}; expected "
+                                   f"({n_features},), one weight per feature")
+        n_iter = int(n_iter) if n_iter is not None and np.ndim(n_iter) == 0 else -1
+        return numbered.astype(np.int64), weights, min(n_iter, np.iinfo(np.int16).max), ""
+
+    def _failed(self, error):
+        n_samples, n_features = self.X.shape
+        return (np.zeros(n_samples, np.int64), np.full(n_features, np.nan), -1,
+                f"{type(error).__name__}: {error}")
+
+
+def make_fitter(setting):
+    """The :class:`Fitter` of a built-in estimator's setting, the :class:`UserFitter` of a
+    user estimator's."""
+    return UserFitter(setting) if setting.is_user else Fitter(setting)
+
+
 def fit(setting, constraints=None, seeding_seed=None):
     """One fit of ``setting`` (see :class:`Fitter`); ``constraints`` defaults to none.
 
@@ -370,9 +508,9 @@ def fit(setting, constraints=None, seeding_seed=None):
     them; their clustering ignores them.
     """
     if constraints is None:
-        n_samples = dataset(setting.dataset, setting.data_dir).n_samples
+        n_samples = dataset(setting.data_ref, setting.data_dir).n_samples
         constraints = Constraints.empty(n_samples)
-    return Fitter(setting)(constraints, seeding_seed)
+    return make_fitter(setting)(constraints, seeding_seed)
 
 
 def _empty_block(block, setting, n_folds, n_features):
@@ -386,6 +524,7 @@ def _empty_block(block, setting, n_folds, n_features):
         weights=np.full((*shape, n_features), np.nan),
         cv_score=np.full(shape, np.nan), cv_folds_used=np.full(shape[:2], -1, np.int8),
         gap=np.full(shape, np.nan), gap_sd=np.full(shape, np.nan),
+        fit_error=np.full(shape[0], "", dtype=object),
     )
 
 
@@ -423,10 +562,12 @@ def _record_fit(r, f, fit_labels, fit_weights, fit_n_iter, fit_status, is_failed
 
 def _record(result, r, f, fitted, test, test_classes, n_classes, constraints):
     """Record ``fitted`` (a :class:`_Fit`) for the cell (r, f) of ``result``."""
-    _record_fit(r, f, *fitted, _IS_FAILED, test, test_classes, n_classes, constraints.pairs,
+    _record_fit(r, f, *fitted[:4], _IS_FAILED, test, test_classes, n_classes, constraints.pairs,
                 constraints.is_must_link, result.f_score, result.precision, result.recall,
                 result.satisfied, result.status, result.n_iter, result.weights)
     result.n_constraints[r, f] = len(constraints)
+    if fitted.error and not result.fit_error[r]:
+        result.fit_error[r] = fitted.error
 
 
 def evaluate(task):
@@ -435,19 +576,18 @@ def evaluate(task):
     setting in the paired design, each setting alone in the unpaired one (§6)."""
     start = time.perf_counter()
     first = task.settings[0]
-    data = dataset(first.dataset, first.data_dir)
-    cv = protocol(first.dataset, first.data_dir, first.seed, first.n_folds, first.design)
+    data = dataset(first.data_ref, first.data_dir)
+    cv = protocol(first.data_ref, first.data_dir, first.seed, first.n_folds, first.design)
     folds = task.fold_list
     tests = [cv.test_index(fold) for fold in folds]
     test_classes = [data.y[test] for test in tests]
-    n_classes = data.n_clusters
-    fitters = [Fitter(setting) for setting in task.settings]
+    n_classes = data.n_classes
+    fitters = [make_fitter(setting) for setting in task.settings]
     shared = {index: fitters[index](Constraints.empty(data.n_samples))  # its one fit
               for index, setting in enumerate(task.settings) if setting.shares_fits}
     # the key parts of each setting's draws: () for every setting in the paired design
     draws = [cv.draw_key(setting.algorithm, setting.init) for setting in task.settings]
-    seeded = {draws[i] for i, setting in enumerate(task.settings)
-              if setting.init == SEEDING and i not in shared}
+    seeded = {draws[i] for i, fitter in enumerate(fitters) if fitter.needs_seed and i not in shared}
     from .selection_scores import SelectionScorer  # imports scikit-learn: not at start-up
 
     scorers = [SelectionScorer(setting, fitter, cv.permutation_seed()) if setting.has_scores
@@ -460,14 +600,23 @@ def evaluate(task):
             for f, (fold, test) in enumerate(zip(folds, tests, strict=True)):
                 samples = {}  # draw key -> the cell's constraints, Seeding key and Seeding
                 # fills, and what its selection scores share
+                reused = {}  # (algorithm, draw key) -> the cell's fit of a class without init
                 for index, fitter in enumerate(fitters):
                     if draws[index] not in samples:
                         samples[draws[index]] = _sample(cv, data.n_samples, block, run, fold,
                                                         task.settings[index],
                                                         draws[index] in seeded)
                     constraints, seeding_seed, seedings, cache, scores = samples[draws[index]]
-                    fitted = (shared[index] if index in shared
-                              else fitter(constraints, seeding_seed, seedings, cache))
+                    key = ((task.settings[index].algorithm, draws[index])
+                           if fitter.shares_inits else None)
+                    if index in shared:
+                        fitted = shared[index]
+                    elif key in reused:
+                        fitted = reused[key]
+                    else:
+                        fitted = fitter(constraints, seeding_seed, seedings, cache)
+                        if key is not None:
+                            reused[key] = fitted
                     _record(block_results[index], r, f, fitted, test, test_classes[f],
                             n_classes, constraints)
                     if scorers[index] is not None:

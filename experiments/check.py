@@ -12,7 +12,7 @@ integers and the status compare exactly.
 import numpy as np
 import pandas as pd
 
-from pcskm.algorithms._result import STATUS_NAMES
+from pcskm.algorithms._result import FIT_STATUS_NAMES
 
 from . import cells
 from .cells import Block, Setting, Task
@@ -38,7 +38,7 @@ def _setting(spec, row, data_dir):
             or row.init not in spec.inits:
         cell = ", ".join(f"{key}={value}" for key, value in row.items())
         raise ValueError(f"cell ({cell}) is not in spec {spec.name}")
-    n_features = cells.dataset(row.dataset, data_dir).n_features
+    n_features = cells.dataset(spec.data_ref(row.dataset), data_dir).n_features
     return Setting.from_spec(spec, row.dataset, variants[row.algorithm], row.init,
                              spec.sparsity_grid(n_features), data_dir)
 
@@ -60,7 +60,7 @@ def recompute(spec, table, data_dir=None):
             for name in FLOATS:
                 out.at[index, f"{name}_recomputed"] = getattr(fitted, name)[0, 0, entry]
             out.at[index, "n_iter_recomputed"] = int(fitted.n_iter[0, 0, entry])
-            out.at[index, "status_recomputed"] = STATUS_NAMES[fitted.status[0, 0, entry]]
+            out.at[index, "status_recomputed"] = FIT_STATUS_NAMES[fitted.status[0, 0, entry]]
             out.at[index, "n_constraints_recomputed"] = int(fitted.n_constraints[0, 0])
     agrees = np.ones(len(out), dtype=bool)
     for name in FLOATS:

@@ -37,7 +37,8 @@ class Dataset:
 
     ``uninformative`` marks the known uninformative columns (None when nothing is known);
     ``informative`` marks the known informative ones (None when unknown; only the
-    Brodinova sets have it).
+    Brodinova sets have it). ``k``: the number of clusters to fit when it is not the number
+    of classes (a spec's ``n_clusters``, docs/method/datasets.md §8).
     """
 
     name: str
@@ -50,6 +51,7 @@ class Dataset:
     code: int
     subset: int = 0
     informative: np.ndarray | None = None
+    k: int | None = None
 
     def __post_init__(self):
         n, p = self.X.shape
@@ -72,8 +74,13 @@ class Dataset:
         return self.X.shape[1]
 
     @property
-    def n_clusters(self):
+    def n_classes(self):
         return int(self.y.max()) + 1
+
+    @property
+    def n_clusters(self):
+        """The number of clusters fitted: ``k`` if given, else the number of classes."""
+        return self.n_classes if self.k is None else self.k
 
     @property
     def feature_quality(self):
@@ -272,9 +279,9 @@ def list_datasets():
     return list(_REGISTRY)
 
 
-def _entry(name):
+def _entry(name, extra=()):
     if name not in _REGISTRY:
-        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3)
+        close = difflib.get_close_matches(str(name), [*_REGISTRY, *extra], n=3)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise ValueError(
             f"unknown data set {name!r}{hint} (see `pcskm datasets list` for all names)"
@@ -282,26 +289,35 @@ def _entry(name):
     return _REGISTRY[name]
 
 
-def match_datasets(patterns):
-    """Expand names and fnmatch patterns (``"digits048-*"``) over ``list_datasets()``, in
-    the order given, without duplicates; raise on an unknown name or an empty pattern."""
+def match_datasets(patterns, extra=()):
+    """Expand names and fnmatch patterns (``"digits048-*"``) over ``list_datasets()`` and the
+    names ``extra`` (a spec's ``[data.NAME]`` tables), in the order given, without
+    duplicates; raise on an unknown name or an empty pattern."""
     if isinstance(patterns, str):
         patterns = [patterns]
     names = []
     for pattern in patterns:
         if any(char in pattern for char in "*?["):
-            matched = fnmatch.filter(list_datasets(), pattern)
+            matched = fnmatch.filter([*list_datasets(), *extra], pattern)
             if not matched:
                 raise ValueError(f"the data set pattern {pattern!r} matches no data set")
+        elif pattern in extra:
+            matched = [pattern]
         else:
-            matched = [_entry(pattern).name]
+            matched = [_entry(pattern, extra).name]
         names.extend(name for name in matched if name not in names)
     return names
 
 
 def load(name, data_dir=None):
-    """The data set ``name``; file-backed sets are read from the data folder (``data_dir``,
-    else ``$PCSKM_DATA``, else the user cache) and checked against their SHA-256."""
+    """The data set ``name`` (a registry name, or a spec's
+    :class:`~pcskm.experiments.sources.DataDefinition`); file-backed registry sets are read
+    from the data folder (``data_dir``, else ``$PCSKM_DATA``, else the user cache) and checked
+    against their SHA-256."""
+    if not isinstance(name, str):
+        from .sources import load_definition
+
+        return load_definition(name, data_dir)
     return _entry(name).build(data_dir)
 
 

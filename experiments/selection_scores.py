@@ -131,7 +131,7 @@ class SelectionScorer:
         setting = self.setting
         if self.fitter.start is not None:
             cache = _DETERMINISTIC_NULLS
-            key = (setting.dataset, setting.data_dir, setting.init, setting.seed,
+            key = (setting.data_ref, setting.data_dir, setting.init, setting.seed,
                    self.null_key[1], setting.sparsities, setting.gap_permutations)
         else:
             cache, key = cell.nulls, self.null_key

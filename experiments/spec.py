@@ -9,6 +9,10 @@ Seeding), the percentages (a list, or ``{start, stop, step}`` with an inclusive 
 folds, ``max_iter``, the s grid (``sparsity_*``), the ``design`` (paired or unpaired
 constraint samples, docs/method/protocol.md §6) and the per-s selection scores the runner
 stores (``cv_folds``, ``cv_algorithms``, ``gap_permutations``; docs/method/selection.md).
+Data sets outside the registry are defined in ``[data.NAME]`` tables
+(:mod:`pcskm.experiments.sources`, docs/method/datasets.md §8) and listed in ``datasets``.
+The ``[report]`` table (``focus``: the algorithm ``pcskm report`` compares with the others)
+is outside the hash.
 The bundled specs are ``smoke``, ``quick``,
 ``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """
@@ -17,14 +21,24 @@ import difflib
 import hashlib
 import json
 import numbers
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from .cells import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, SPARSE, estimator_class
-from .datasets import match_datasets
+from . import estimators
+from .datasets import list_datasets, match_datasets
+from .estimators import (
+    CONSTRAINT_MODES,
+    ESTIMATOR_CLASSES,
+    RUNNER_PARAMETERS,
+    SPARSE,
+    estimator_class,
+    is_import_path,
+)
 from .protocol import DESIGNS, INIT_CODES, KINDS, pct10, sparsity_grid
+from .sources import parse_definition
 
 ESTIMATORS = tuple(ESTIMATOR_CLASSES)
 INITS = tuple(INIT_CODES)  # dkm++, seeding, robin, maximin
@@ -34,7 +48,7 @@ _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
     "design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": None,
-    "cv_runs": None,
+    "cv_runs": None, "data": {}, "report": {},
 }
 # Keys added after specs and stores were first written, with the value that everything
 # written before them implies: left out of the hash at that value (so that such a spec keeps
@@ -42,11 +56,14 @@ _DEFAULTS = {
 # cv_algorithms is stored resolved: the algorithms that get CV scores, none when cv_folds is 0.
 # cv_runs is None for CV scores in every run (and when cv_folds is 0).
 ADDED_DEFAULTS = {"design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": [],
-                  "cv_runs": None}
+                  "cv_runs": None, "data": {}}
 _REQUIRED = ("datasets", "algorithms", "inits", "kinds", "percentages", "n_runs")
 _KEYS = ("name", *_REQUIRED, *_DEFAULTS)
-_VARIANT_KEYS = ("estimator", "params")
+_VARIANT_KEYS = ("estimator", "params", "constraints")
 _RANGE_KEYS = ("start", "stop", "step")
+# The [report] table: how pcskm report presents the results (docs/reference/spec-toml.md,
+# "[report]"). It changes no result, so it is neither in to_dict nor in the hash.
+_REPORT_KEYS = ("focus",)
 # The content that determines the results; name, description and source text do not.
 _UNHASHED = ("name", "description", "source_text")
 
@@ -57,18 +74,31 @@ def _canonical_json(value):
 
 @dataclass(frozen=True)
 class AlgorithmVariant:
-    """An algorithm of a spec: ``estimator`` (LKM, SKM, PCKM, MPCKM or PCSKM) with constructor
-    ``params`` (e.g. ``PCSKM-paper`` = PCSKM with ``weight_update="paper"``)."""
+    """An algorithm of a spec: ``estimator`` (LKM, SKM, PCKM, MPCKM or PCSKM, or the import
+    path of a user estimator, docs/reference/estimator-contract.md) with constructor
+    ``params`` (e.g. ``PCSKM-paper`` = PCSKM with ``weight_update="paper"``); a user
+    estimator's ``constraints`` is "use" (``fit(X, must_link=, cannot_link=)``) or
+    "ignore" (``fit(X)``)."""
 
     name: str
     estimator: str
     params: dict = field(default_factory=dict)
+    constraints: str = "use"
 
     def __hash__(self):
-        return hash((self.name, self.estimator, _canonical_json(self.params)))
+        return hash((self.name, self.estimator, _canonical_json(self.params), self.constraints))
+
+    @property
+    def is_user(self):
+        return is_import_path(self.estimator)
 
     def to_dict(self):
-        return {"name": self.name, "estimator": self.estimator, "params": dict(self.params)}
+        """The variant as the spec hash and the cube record it (``constraints`` only for a
+        user estimator, so that the built-ins' hashes stay as they were)."""
+        out = {"name": self.name, "estimator": self.estimator, "params": dict(self.params)}
+        if self.is_user:
+            out["constraints"] = self.constraints
+        return out
 
 
 @dataclass(frozen=True)
@@ -96,7 +126,9 @@ class ExperimentSpec:
     gap_permutations: int = 0  # null data sets of the gap statistic; 0: none (§3)
     cv_algorithms: tuple = ()  # the algorithms that get CV scores (empty when cv_folds is 0)
     cv_runs: int | None = None  # CV scores in runs 0 to cv_runs - 1 only; None: every run
+    data: tuple = ()  # the DataDefinitions of the [data.NAME] tables, in spec order
     source_text: str = ""
+    focus: str | None = None  # [report] focus: the algorithm the report compares with the others
 
     def sparsity_grid(self, n_features):
         """The s grid of docs/method/protocol.md §7 for ``n_features`` columns."""
@@ -115,8 +147,15 @@ class ExperimentSpec:
             "sparsity_max_values": self.sparsity_max_values, "design": self.design,
             "cv_folds": self.cv_folds, "gap_permutations": self.gap_permutations,
             "cv_algorithms": list(self.cv_algorithms), "cv_runs": self.cv_runs,
+            "data": {definition.name: definition.to_dict() for definition in self.data},
             "source_text": self.source_text,
         }
+
+    def data_ref(self, name):
+        """What loads data set ``name`` (``datasets.load`` takes either): its
+        :class:`~pcskm.experiments.sources.DataDefinition` if the spec defines it, else the
+        registry name."""
+        return next((d for d in self.data if d.name == name), name)
 
     def hash(self):
         """SHA-256 of the canonical JSON of the validated content (not the raw text; name,
@@ -130,8 +169,9 @@ class ExperimentSpec:
 class _Checker:
     """Validation helpers whose errors name the spec and the offending key."""
 
-    def __init__(self, source):
+    def __init__(self, source, check_external=True):
         self.source = source
+        self.check_external = check_external
 
     def fail(self, message):
         raise ValueError(f"spec {self.source}: {message}")
@@ -266,12 +306,32 @@ class _Checker:
             self.fail("cv_algorithms is set but cv_folds is 0 (no cross-validation); set "
                       "cv_folds to 2 or more, or remove cv_algorithms")
         chosen = self.choices(names, [v.name for v in algorithms], "cv_algorithms", "algorithm")
+        users = [v.name for v in algorithms if v.is_user and v.name in chosen]
+        if users:
+            self.fail(f"cv_algorithms lists {', '.join(users)}, a user estimator: the "
+                      "selection scores need the built-in engines (SKM and PCSKM)")
         unscored = [name for name in chosen if name not in sparse]
         if unscored:
             self.fail(f"cv_algorithms lists {', '.join(unscored)}, which fit no s grid; the "
                       f"spec's SKM and PCSKM algorithms are {', '.join(sparse)}")
         return (cv_folds, gap_permutations, tuple(name for name in sparse if name in chosen),
                 cv_runs)
+
+    def report(self, table, algorithms):
+        """The ``[report]`` table's ``focus``: one of the spec's algorithms, or None."""
+        if not isinstance(table, dict):
+            self.fail(f"report must be a table ([report]); got {table!r}")
+        self.keys(table, _REPORT_KEYS, "[report]")
+        if "focus" not in table:
+            return None
+        names = [variant.name for variant in algorithms]
+        focus = table["focus"]
+        if not isinstance(focus, str) or focus not in names:
+            close = difflib.get_close_matches(str(focus), names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.fail(f"report.focus {focus!r} is not an algorithm of the spec{hint} (the "
+                      f"spec's algorithms: {', '.join(names)})")
+        return focus
 
     def algorithms(self, names, variants):
         if not isinstance(variants, dict):
@@ -284,24 +344,85 @@ class _Checker:
                 self.fail(f"{where} must be a table with estimator and params")
             self.keys(table, _VARIANT_KEYS, where)
             if "estimator" not in table:
-                self.fail(f"{where} needs an estimator (one of {', '.join(ESTIMATORS)})")
-            self.choices([table["estimator"]], ESTIMATORS, f"{where}.estimator", "estimator")
+                self.fail(f"{where} needs an estimator (one of {', '.join(ESTIMATORS)}, or "
+                          "an import path \"package.module:ClassName\")")
+            estimator = table["estimator"]
+            if not isinstance(estimator, str):
+                self.fail(f"{where}.estimator must be a string; got {estimator!r}")
+            if ":" not in estimator and estimator not in ESTIMATORS:
+                close = difflib.get_close_matches(estimator, ESTIMATORS, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                self.fail(f"unknown estimator {estimator!r} in {where}.estimator{hint} (valid: "
+                          f"{', '.join(ESTIMATORS)}, or the import path "
+                          "\"package.module:ClassName\" of a user estimator)")
+            if "constraints" in table and not is_import_path(estimator):
+                self.fail(f"{where}.constraints applies to user estimators (import paths); "
+                          f"{estimator} decides itself how it uses the constraints")
         self.choices(names, (*ESTIMATORS, *variants), "algorithms", "algorithm")
         unused = [name for name in variants if name not in names]
         if unused:
             self.fail(f"variants {', '.join(unused)} defined but not listed in algorithms")
         return tuple(
             AlgorithmVariant(name, name, {}) if name in ESTIMATORS
+            else self.user_variant(name, variants[name])
+            if is_import_path(variants[name]["estimator"])
             else AlgorithmVariant(name, variants[name]["estimator"],
                                   self.params(variants[name].get("params", {}),
                                               variants[name]["estimator"], f"variants.{name}"))
             for name in names
         )
 
+    def user_variant(self, name, table):
+        """A variant of a user estimator (an import path), checked against the contract of
+        docs/reference/estimator-contract.md (the class is imported here)."""
+        where = f"variants.{name}"
+        params = table.get("params", {})
+        if not isinstance(params, dict):
+            self.fail(f"{where}.params must be a table; got {params!r}")
+        try:
+            _canonical_json(params)
+        except TypeError as error:
+            self.fail(f"{where}.params holds a value that is not a string, number, boolean, "
+                      f"list or table: {error}")
+        constraints = table.get("constraints", "use")
+        if constraints not in CONSTRAINT_MODES:
+            self.fail(f"{where}.constraints must be one of {', '.join(CONSTRAINT_MODES)}; got "
+                      f"{constraints!r}")
+        try:
+            if self.check_external:
+                estimators.check(table["estimator"], params, constraints)
+        except estimators.EstimatorError as error:
+            self.fail(f"{where}: {error}")
+        return AlgorithmVariant(name, table["estimator"], dict(params), constraints)
 
-def parse_spec(text, *, source="<string>", default_name="spec"):
-    """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``."""
-    check = _Checker(source)
+def _data_tables(check, tables, folder):
+    """The DataDefinitions of the ``[data.NAME]`` tables (docs/reference/spec-toml.md)."""
+    if not isinstance(tables, dict):
+        check.fail(f"data must hold [data.NAME] tables; got {tables!r}")
+    registry = set(list_datasets())
+    definitions = []
+    for name, table in tables.items():
+        if name in registry:
+            check.fail(f"[data.{name}]: {name!r} is a registry data set; give the table "
+                       "another name")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
+            check.fail(f"[data.{name}]: a data set name is letters, digits and _ . + - "
+                       f"(it names a group of the cube); got {name!r}")
+        try:
+            definitions.append(parse_definition(name, table, folder, check.check_external))
+        except ValueError as error:
+            check.fail(str(error))
+    return tuple(definitions)
+
+
+def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
+               check_external=True):
+    """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``. ``folder``: where
+    the relative paths of ``[data.NAME]`` tables resolve (default: the working folder).
+    ``check_external=False`` reads a store's spec, where the files of its data tables and
+    the modules of its user estimators may be absent: it neither checks that the files
+    exist nor imports the estimators (their contract is not checked)."""
+    check = _Checker(source, check_external)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -317,10 +438,15 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
     patterns = values["datasets"]
     if not isinstance(patterns, list) or not patterns:
         check.fail(f"datasets must be a non-empty list of names or patterns; got {patterns!r}")
+    data = _data_tables(check, values["data"], Path.cwd() if folder is None else folder)
     try:
-        datasets = tuple(match_datasets([str(p) for p in patterns]))
+        datasets = tuple(match_datasets([str(p) for p in patterns],
+                                        extra=[d.name for d in data]))
     except ValueError as error:
         check.fail(f"in datasets: {error}")
+    unused = [d.name for d in data if d.name not in datasets]
+    if unused:
+        check.fail(f"[data.{'], [data.'.join(unused)}] defined but not listed in datasets")
     algorithms = check.algorithms(values["algorithms"], values["variants"])
     cv_folds, gap_permutations, cv_algorithms, cv_runs = check.selection_scores(values,
                                                                                 algorithms)
@@ -352,7 +478,9 @@ def parse_spec(text, *, source="<string>", default_name="spec"):
         gap_permutations=gap_permutations,
         cv_algorithms=cv_algorithms,
         cv_runs=cv_runs,
+        data=data,
         source_text=text,
+        focus=check.report(values["report"], algorithms),
     )
 
 
@@ -377,4 +505,4 @@ def load_spec(name_or_path):
             f"such file{hint}"
         )
     return parse_spec(path.read_text(encoding="utf-8"), source=str(path),
-                      default_name=path.stem)
+                      default_name=path.stem, folder=path.resolve().parent)

@@ -27,6 +27,8 @@ def _resume_command(args, store):
         parts += ["--data-dir", str(args.data_dir)]
     if args.only:
         parts += ["--only", args.only]
+    for file in args.preload or ():
+        parts += ["--preload", str(file)]
     return shlex.join(parts)
 
 
@@ -86,8 +88,10 @@ def cmd_run(args):
 
     from .cube import IncompatibleStore
     from .execute import ClusterStartError, run_spec
+    from .preload import import_files
     from .tasks import check_selection, parse_only
 
+    import_files(args.preload or ())  # the spec may name their classes
     spec = load_spec(args.spec)
     store = Path(args.store) if args.store else default_store(spec.name)
     selection = parse_only(args.only)
@@ -100,7 +104,7 @@ def cmd_run(args):
         summary = run_spec(spec, store, cluster_options=_cluster_options(args),
                            selection=selection, force=args.force,
                            data_dir=args.data_dir, progress=not args.no_progress,
-                           reuse_from=args.reuse_from)
+                           reuse_from=args.reuse_from, preload=args.preload or ())
     except DataNotFoundError:
         raise  # a usage error (fetch the data), not a failed run: main() reports it
     except IncompatibleStore as error:
@@ -199,7 +203,7 @@ def cmd_report(args):
     from pcskm.experiments.report import write_report
 
     out_dir = Path(args.out) if args.out else store.with_name(store.stem + "-report")
-    write_report(store, out_dir)
+    write_report(store, out_dir, focus=args.focus)
     log.info("report written to %s", out_dir)
     return EXIT_OK
 
@@ -230,6 +234,12 @@ def cmd_check(args):
 def cmd_datasets(args):
     from pcskm.experiments import DataNotFoundError, datasets
 
+    if args.action == "list" and args.spec:
+        from pcskm.experiments import sources
+        from pcskm.experiments.spec import load_spec
+
+        print(sources.format_spec_table(load_spec(args.spec), args.data_dir))
+        return EXIT_OK
     if args.action == "list":
         print(datasets.format_dataset_table(args.data_dir))
         return EXIT_OK
@@ -298,6 +308,10 @@ def build_parser():
     run.add_argument("--calibration-seconds", type=float, default=60.0,
                      help="time budget of the --dry-run calibration (default 60)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--preload", action="append", metavar="FILE.py",
+                     help="a Python module of a user estimator (the spec names it "
+                          "\"FILE:ClassName\"), imported here and shipped to every Dask "
+                          "worker before any task; repeatable")
     where = run.add_argument_group("where to compute (default: a local cluster)")
     where.add_argument("--workers", type=_worker_count,
                        help="worker processes of the local cluster (default: one per core)")
@@ -354,6 +368,8 @@ def build_parser():
     report.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
                         help=store_help)
     report.add_argument("--out", help="output folder (default: <store>-report)")
+    report.add_argument("--focus", help="the algorithm Analysis 1 compares with every other "
+                                        "one (default: the spec's [report] focus, else PCSKM)")
     report.set_defaults(func=cmd_report)
 
     check = commands.add_parser(
@@ -380,6 +396,10 @@ def build_parser():
         if action == "fetch":
             sub.add_argument("names", nargs="*",
                              help="data set names or patterns (default: every data set)")
+        if action == "list":
+            sub.add_argument("spec", nargs="?",
+                             help="a spec: list its [data.NAME] data sets instead, read and "
+                                  "checked")
         # also after the action; SUPPRESS keeps a --data-dir given before it
         sub.add_argument("--data-dir", default=argparse.SUPPRESS, help=data_dir_help)
     data.set_defaults(func=cmd_datasets)

@@ -30,7 +30,7 @@ def warm_up_tasks(tasks):
     data set with the fewest points among those the plan runs it on."""
     chosen = {}  # (algorithm, init) -> (n_samples, task)
     for task in tasks:
-        n_samples = cells.dataset(task.dataset, task.settings[0].data_dir).n_samples
+        n_samples = cells.dataset(task.settings[0].data_ref, task.settings[0].data_dir).n_samples
         block = task.blocks[0]
         one_cell = (Block(block.kind, block.percent, block.runs[:1]),)
         for setting in task.settings:

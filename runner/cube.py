@@ -52,17 +52,23 @@ import numpy as np
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 
-from pcskm.algorithms._result import STATUS_NAMES
-from pcskm.experiments import cells
+from pcskm.algorithms._result import FIT_STATUS_NAMES, STATUS_NAMES
+from pcskm.experiments import cells, estimators
 from pcskm.experiments.protocol import pct10
+from pcskm.experiments.sources import check_folds, definition_json
 from pcskm.experiments.spec import ADDED_DEFAULTS
 
 log = logging.getLogger("pcskm")
 
 SCHEMA_VERSION = 1
-STATUS_FLAGS = ("missing", *STATUS_NAMES, "not_applicable")
+# "error" (a user estimator's failed fit) came after "not_applicable": appended, so that
+# every store keeps its codes.
+STATUS_FLAGS = ("missing", *STATUS_NAMES, "not_applicable", "error")
 MISSING = 0
-NOT_APPLICABLE = len(STATUS_FLAGS) - 1
+NOT_APPLICABLE = STATUS_FLAGS.index("not_applicable")
+ERROR = STATUS_FLAGS.index("error")
+# The cube's code of each status code of a fit (pcskm.algorithms._result.FIT_STATUS_NAMES).
+FIT_STATUS_CODES = np.array([STATUS_FLAGS.index(name) for name in FIT_STATUS_NAMES], np.int8)
 FIT_DIMS = ("algorithm", "init", "kind", "percent", "run", "fold", "sparsity")
 BLOCK_DIMS = FIT_DIMS[:4]
 DONE_DIMS = (*BLOCK_DIMS, "run")
@@ -72,14 +78,14 @@ SCORE_CELL_DIMS = FIT_DIMS[:-1]  # one entry per cell: no sparsity
 # Spec fields a store may grow along; every other field of the spec (seed, n_folds,
 # max_iter, the s grid rule) fixes the results and must match the store's.
 EXTENDABLE = ("datasets", "algorithms", "inits", "kinds", "seeding_kinds", "percentages",
-              "n_runs")
+              "n_runs", "data")  # data: a data set's definition; its digest is checked instead
 FREE = ("name", "description", "source_text")
 
 _FIT_VARIABLES = {  # name: (dtype, fill value, attributes)
     "f_score": ("f4", np.nan, {
         "long_name": "pairwise F-score on the fold's test points (docs/method/protocol.md §8.1)",
-        "comment": "NaN for a failed fit (empty_cluster, degenerate_weights) and where no "
-                   "fit exists (status missing or not_applicable)"}),
+        "comment": "NaN for a failed fit (empty_cluster, degenerate_weights, error) and "
+                   "where no fit exists (status missing or not_applicable)"}),
     "precision": ("f4", np.nan, {"long_name": "pairwise precision on the test points"}),
     "recall": ("f4", np.nan, {"long_name": "pairwise recall on the test points"}),
     "satisfied": ("f4", np.nan, {
@@ -93,7 +99,8 @@ _FIT_VARIABLES = {  # name: (dtype, fill value, attributes)
         "flag_meanings": " ".join(STATUS_FLAGS),
         "comment": "missing: not computed yet; not_applicable: no such fit (an s entry of a "
                    "non-sparse algorithm or the no-s entry of a sparse one, or Seeding with "
-                   "a kind outside the spec's seeding_kinds)"}),
+                   "a kind outside the spec's seeding_kinds); error: a user estimator's fit "
+                   "raised or returned unusable labels (its message: fit_error)"}),
     "n_iter": ("i2", -1, {
         "long_name": "iterations (E-step passes; weight updates for SKM/PCSKM)",
         "_FillValue": -1}),
@@ -141,6 +148,43 @@ def score_variables(fixed):
     """The selection-score variables of a store with the settings ``fixed``."""
     bits = score_bits(fixed)
     return [name for name, (bit, *_) in SCORE_VARIABLES.items() if bits & bit]
+
+
+# A user estimator's first error message per block and run (FIT_ERROR_DIMS), in stores
+# whose algorithms include one (docs/reference/cube-schema.md).
+FIT_ERROR_DIMS = ("algorithm", "init", "kind", "percent", "run")
+FIT_ERROR_ATTRS = {
+    "long_name": "first error of a user estimator's fits in this (algorithm, init, kind, "
+                 "percent, run), in fold and s order: exception type and message; \"\" for "
+                 "none (docs/reference/estimator-contract.md)",
+    "comment": "the fits with status error are counted by the status variable"}
+# What algorithm_definitions records of a user estimator's origin: a change warns, the rest
+# of a definition must match the store's.
+PROVENANCE_KEYS = ("distribution", "version", "source_sha256")
+
+
+def definition_is_sparse(definition):
+    """Whether an algorithm of ``algorithm_definitions`` fits the s grid (SKM, PCSKM, a user
+    estimator with ``sparsity``)."""
+    return definition.get("sparse", definition.get("estimator") in cells.SPARSE)
+
+
+def has_user_algorithms(definitions):
+    """Whether ``algorithm_definitions`` hold a user estimator (the store then has the
+    ``fit_error`` variable)."""
+    return any(estimators.is_import_path(d.get("estimator", "")) for d in definitions.values())
+
+
+def algorithm_definition(variant):
+    """What the cube records of a spec's algorithm: estimator and params, and for a user
+    estimator its constraints mode, whether it fits the s grid and its provenance
+    (:func:`pcskm.experiments.estimators.provenance`)."""
+    definition = {"estimator": variant.estimator, "params": variant.params}
+    if variant.is_user:
+        definition.update(constraints=variant.constraints,
+                          sparse=estimators.is_sparse(variant.estimator),
+                          **estimators.provenance(variant.estimator))
+    return _json(definition)
 
 
 def wanted_scores(fixed, definitions, algorithms):
@@ -358,7 +402,9 @@ def spec_layout(spec, data_dir=None):
     kinds = _union(spec.kinds, spec.seeding_kinds)
     groups = {}
     for name in spec.datasets:
-        data = cells.dataset(name, data_dir)
+        ref = spec.data_ref(name)
+        data = cells.dataset(ref, data_dir)
+        check_folds(data, spec.n_folds)
         sha = _data_sha256(data)
         attrs = {
             "dataset": name, "code": data.code, "subset": data.subset,
@@ -367,6 +413,8 @@ def spec_layout(spec, data_dir=None):
             "source": data.source, "data_sha256": sha,
             "feature_quality": data.feature_quality or "unknown",
         }
+        if not isinstance(ref, str):  # a [data.NAME] table of the spec
+            attrs["definition"] = definition_json(ref)
         uninformative = None if data.uninformative is None else tuple(
             bool(v) for v in data.uninformative)
         groups[name] = GroupLayout(
@@ -379,8 +427,7 @@ def spec_layout(spec, data_dir=None):
         )
     spec_dict = spec.to_dict()
     fixed = _json({k: v for k, v in spec_dict.items() if k not in EXTENDABLE + FREE})
-    variants = _json({v.name: {"estimator": v.estimator, "params": v.params}
-                      for v in spec.algorithms})
+    variants = {v.name: algorithm_definition(v) for v in spec.algorithms}
     return Layout(groups=groups, fixed=fixed, algorithms=variants)
 
 
@@ -409,9 +456,11 @@ def merge_layouts(old, new, store="the store", check_scores=True,
                             f"{new.fixed.get(key)!r} in this spec")
     scores = _merge_scores(old, new, store, problems) if check_scores else {}
     for name in sorted(set(old.algorithms) & set(new.algorithms)):
-        if old.algorithms[name] != new.algorithms[name]:
-            problems.append(f"algorithm {name} is {old.algorithms[name]} in {store} but "
-                            f"{new.algorithms[name]} in this spec")
+        before, now = (_without_provenance(layout.algorithms[name]) for layout in (old, new))
+        if before != now:
+            problems.append(f"algorithm {name} is {before} in {store} but {now} in this spec")
+        elif old.algorithms[name] != new.algorithms[name]:
+            _warn_provenance(name, old.algorithms[name], new.algorithms[name], store)
     groups = dict(old.groups)
     for name, group in new.groups.items():
         if name not in old.groups:
@@ -419,8 +468,12 @@ def merge_layouts(old, new, store="the store", check_scores=True,
             continue
         before = old.groups[name]
         if before.attrs.get("data_sha256") != group.attrs.get("data_sha256"):
-            problems.append(f"the data of {name} differ from the data in {store} (SHA-256 "
-                            f"{before.attrs.get('data_sha256')} vs {group.attrs['data_sha256']})")
+            problems.append(f"the data of {name} differ from the data in {store}: SHA-256 "
+                            f"{before.attrs.get('data_sha256')} there, "
+                            f"{group.attrs['data_sha256']} as loaded now ({group.attrs['source']})"
+                            f". The file was edited or another version was read: restore the "
+                            f"data the store was computed from, or give the changed data set "
+                            f"another name (or use another --store)")
         if len(before.sparsity) != len(group.sparsity) or not np.allclose(
                 before.sparsity, group.sparsity, rtol=0, atol=1e-12):
             problems.append(f"the s grid of {name} is {_rounded(before.sparsity)} in {store} "
@@ -454,6 +507,25 @@ def merge_layouts(old, new, store="the store", check_scores=True,
         )
     return Layout(groups=groups, fixed={**old.fixed, **scores},
                   algorithms={**old.algorithms, **new.algorithms})
+
+
+def _without_provenance(definition):
+    return {k: v for k, v in definition.items() if k not in PROVENANCE_KEYS}
+
+
+def _origin(definition):
+    if definition.get("version", "unknown") != "unknown":
+        return f"{definition.get('distribution')} {definition['version']}"
+    return f"a module with source SHA-256 {str(definition.get('source_sha256'))[:12]}"
+
+
+def _warn_provenance(name, before, now, store):
+    """Warn that user estimator ``name`` comes from another version than the store's done
+    cells, and say how to recompute them."""
+    log.warning("algorithm %s: the cells in %s were computed with %s, this run uses %s; the "
+                "done cells are kept (and the store now records %s). To recompute them, "
+                "use a new --store, or rerun with --force --only algorithm=%s",
+                name, store, _origin(before), _origin(now), _origin(now), name)
 
 
 def _merge_scores(old, new, store, problems):
@@ -569,9 +641,10 @@ def _create_score_arrays(group, layout, fixed):
                       SCORED_ATTRS)[...] = 0
 
 
-def _write_group(root, layout, fixed):
+def _write_group(root, layout, fixed, fit_errors=False):
     """Create one data set's group: coordinates, then empty (fill-valued) arrays, those of
-    the selection scores that ``fixed`` turns on included."""
+    the selection scores that ``fixed`` turns on and, with ``fit_errors``, ``fit_error``
+    included."""
     attrs = {**layout.attrs, "feature_names": list(layout.feature_names)}
     group = root.create_group(layout.dataset, attributes=attrs)
     for name, values in layout.coords().items():
@@ -614,6 +687,9 @@ def _write_group(root, layout, fixed):
                    "comment": "written after the data; cells not marked done are "
                               "recomputed by the next run"})
     _create_score_arrays(group, layout, fixed)
+    if fit_errors:
+        _create_array(group, "fit_error", FIT_ERROR_DIMS, (n_alg, n_init, n_kind, n_pct, n_run),
+                      str, "", FIT_ERROR_ATTRS, chunk[:5])[...] = ""  # every chunk exists
     return group
 
 
@@ -645,7 +721,7 @@ def write_layout(path, layout, spec, history=(), runs=()):
     root = zarr.open_group(str(path), mode="w-", zarr_format=3,
                            attributes=_root_attrs(layout, spec, history, runs))
     for group in layout.groups.values():
-        _write_group(root, group, layout.fixed)
+        _write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms))
     _consolidate(path)
 
 
@@ -688,7 +764,8 @@ def read_layout(path):
             attrs=gattrs,
         )
     # a store written before a spec key existed was made with the key's implied value
-    return Layout(groups=groups, fixed={**ADDED_DEFAULTS, **attrs["protocol"]},
+    implied = {k: v for k, v in ADDED_DEFAULTS.items() if k not in EXTENDABLE}
+    return Layout(groups=groups, fixed={**implied, **attrs["protocol"]},
                   algorithms=attrs["algorithm_definitions"])
 
 
@@ -721,7 +798,8 @@ def _copy_group(source, target, old, new):
     }
     target = writable_arrays(target)
     scores = [name for name in (*SCORE_VARIABLES, "scored") if name in source]
-    for name in (*_FIT_VARIABLES, "weights", "n_constraints", "done", *scores):
+    errors = ["fit_error"] if "fit_error" in source else []
+    for name in (*_FIT_VARIABLES, "weights", "n_constraints", "done", *scores, *errors):
         array = source[name]
         dims = array.metadata.dimension_names
         if dims[0] == "algorithm":  # one algorithm at a time keeps memory bounded
@@ -801,7 +879,8 @@ def prepare(path, spec, data_dir=None):
                 and merged.fixed != old.fixed:  # only selection scores turned on
             _add_score_arrays(path, merged, spec, history, runs)
             action = "extended"
-        elif merged != old:
+        elif merged.groups != old.groups or merged.fixed != old.fixed \
+                or merged.algorithms.keys() != old.algorithms.keys():
             _rebuild(path, old, merged, spec, history, runs)
             action = "extended"
         else:

@@ -244,8 +244,12 @@ class ClusterStartError(RuntimeError):
 
 
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
-             data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None):
+             data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None,
+             preload=()):
     """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
+
+    ``preload``: Python files of user estimators (single modules) that every worker imports
+    before any task (:mod:`pcskm.runner.preload`; ``pcskm run --preload``).
 
     With ``reuse_from`` (another store), the blocks done there are copied first
     (:func:`pcskm.runner.reuse.copy_done_blocks`) and only the rest is computed.
@@ -260,18 +264,20 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
 
     with store_lock(store):
         return _run_locked(spec, store, client, cluster_options, selection, force, data_dir,
-                           progress, on_result, min_work, reuse_from)
+                           progress, on_result, min_work, reuse_from, preload)
 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
-                on_result, min_work, reuse_from):
+                on_result, min_work, reuse_from, preload=()):
     from .clusters import is_local
     from .compiling import compile_kernels
     from .cube import prepare
+    from .preload import import_files, ship
     from .reuse import copy_done_blocks
     from .tasks import plan
 
     started, clock = datetime.now(UTC), time.perf_counter()
+    import_files(preload)  # before the store records the estimators' provenance
     cube, action = prepare(store, spec, data_dir)
     log.info("store: %s (%s)", cube.path.resolve(), action)
     if reuse_from is not None:
@@ -308,6 +314,7 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
                 if is_local(**(cluster_options or {})):  # workers share this machine's cache
                     compile_kernels(the_plan.tasks)
                 client = _start_cluster(stack, cluster_options or {})
+            ship(client, preload)
             run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result,
                       summary=summary)
     except KeyboardInterrupt:  # while starting, computing, writing or stopping the cluster

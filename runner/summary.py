@@ -18,13 +18,13 @@ import zarr
 
 from pcskm.experiments.spec import parse_spec
 
-from .cube import applicable, complete_blocks, wanted_scores
+from .cube import applicable, complete_blocks, definition_is_sparse, wanted_scores
+from .fit_errors import error_lines
 from .tasks import matches, parse_only
 
 CELLS_AND_FITS = ("cells = (data set, algorithm, init, kind, percent, run, fold) entries the "
                   "spec runs; fits = one per cell and s (SKM, PCSKM: every s of the data "
                   "set's grid), a fit shared by several cells counted in each")
-SPARSE_ESTIMATORS = ("SKM", "PCSKM")
 
 
 @dataclass
@@ -49,7 +49,7 @@ def _labels(array):
 class _Store:
     attrs: dict
     spec: object  # the store's current spec (ExperimentSpec), for what it runs
-    estimators: dict  # algorithm name -> estimator
+    definitions: dict  # algorithm name -> its algorithm_definitions entry
     groups: list  # of _Group
 
 
@@ -73,9 +73,9 @@ def _read(path, found):
                done=_complete(name, group, attrs, found))
         for name, group in root.groups()]
     return _Store(attrs=attrs,
-                  spec=parse_spec(attrs["spec_toml"], default_name=attrs.get("spec_name", "")),
-                  estimators={name: definition["estimator"] for name, definition
-                              in attrs["algorithm_definitions"].items()},
+                  spec=parse_spec(attrs["spec_toml"], default_name=attrs.get("spec_name", ""),
+                                  check_external=False),
+                  definitions=attrs["algorithm_definitions"],
                   groups=groups)
 
 
@@ -99,7 +99,7 @@ def _rows(store, selection):
                     done += n_done
                     cells += (int(selected.sum()) * n_runs
                               if applicable(store.spec, init, kind) else n_done)
-            sparse = store.estimators.get(algorithm) in SPARSE_ESTIMATORS
+            sparse = definition_is_sparse(store.definitions.get(algorithm, {}))
             cells, done = cells * group.n_folds, done * group.n_folds
             rows.append((group.name, algorithm, cells, done, cells - done,
                          done * (group.n_sparsity if sparse else 1)))
@@ -141,5 +141,10 @@ def status_text(path, found=None):
                      f"{done} done, {missing} missing")
     if selections:
         lines.append(f"whole spec: {total[2]} cells, {total[3]} done, {total[4]} missing")
+    errors = error_lines(path)
+    if errors:
+        lines.append("Failed fits of user estimators (status error; every message: "
+                     "pcskm.runner.fit_errors.fit_errors(store)):")
+        lines.extend(f"  {line}" for line in errors)
     lines.append("Failed fits (F = NaN) are counted by pcskm report (coverage.csv).")
     return "\n".join(lines)

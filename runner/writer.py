@@ -24,9 +24,16 @@ from collections import Counter
 
 import numpy as np
 
-from pcskm.algorithms._result import FAILED
+from pcskm.algorithms._result import FIT_FAILED
 
-from .cube import CV_SCORES, FIT_DIMS, GAP_SCORES, NOT_APPLICABLE, SCORE_VARIABLES
+from .cube import (
+    CV_SCORES,
+    FIT_DIMS,
+    FIT_STATUS_CODES,
+    GAP_SCORES,
+    NOT_APPLICABLE,
+    SCORE_VARIABLES,
+)
 
 FLUSH_SECONDS = 60.0
 MAX_BYTES = 512 * 2**20
@@ -57,15 +64,15 @@ def _spread(values, sparse, n_sparsity, fill):
 
 def block_records(result, setting, n_sparsity, scores=()):
     """The cube's records of one :class:`pcskm.experiments.cells.BlockResult`: ``{variable:
-    (run, fold, sparsity) array}`` (the status as code + 1, 0 meaning missing), the
+    (run, fold, sparsity) array}`` (the status as the cube's code, ``FIT_STATUS_CODES``), the
     (run, fold, feature) weights: the fit's, or for the sparse estimators their mean over
     the s values whose fit did not fail, and the selection-score variables ``scores`` (the
     store's): per s, or (run, fold) for cv_folds_used."""
     sparse = setting.is_sparse
-    records = {name: _spread(getattr(result, name) + (1 if name == "status" else 0),
-                             sparse, n_sparsity, fill)
+    records = {name: _spread(FIT_STATUS_CODES[result.status] if name == "status"
+                             else getattr(result, name), sparse, n_sparsity, fill)
                for name, fill in _FILLS.items()}
-    records["weights"] = (mean_weights(result.weights, np.isin(result.status, list(FAILED)))
+    records["weights"] = (mean_weights(result.weights, np.isin(result.status, list(FIT_FAILED)))
                           if sparse else result.weights[..., 0, :])
     for name in scores:
         _, dims, _, fill, _ = SCORE_VARIABLES[name]
@@ -85,6 +92,12 @@ def score_names(group):
     return tuple(name for name in SCORE_VARIABLES if name in group)
 
 
+def block_names(group):
+    """The group's per-block variables the writer fills besides the fit records: the user
+    estimators' ``fit_error``, where the store has it."""
+    return ("fit_error",) if "fit_error" in group else ()
+
+
 def chunks_of(task, cube):
     """The (data set, algorithm, init, kind) positions of the chunks ``task`` writes to."""
     return {(task.dataset, *cube.block_index(task.dataset, s.algorithm, s.init, block.kind))
@@ -99,7 +112,7 @@ class _Chunk:
 
     def __init__(self, group, position, has_done):
         self.values = {}
-        for name in (*_FILLS, "weights", *score_names(group)):
+        for name in (*_FILLS, "weights", *score_names(group), *block_names(group)):
             array = group[name]
             self.values[name] = (array[position] if has_done else
                                  np.full(array.shape[3:], array.fill_value, array.dtype))
@@ -158,6 +171,8 @@ class CubeWriter:
                 for variable, values in block_records(result, setting, n_sparsity,
                                                       scores).items():
                     chunk.values[variable][p, runs] = values
+                if "fit_error" in chunk.values:
+                    chunk.values["fit_error"][p, runs] = result.fit_error
                 chunk.done.append((p, runs, carried_scores(setting)))
                 chunk.dirty = True
                 self.n_constraints[name][k, p, runs] = result.n_constraints

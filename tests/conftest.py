@@ -1,3 +1,7 @@
+import functools
+import http.server
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,6 +29,42 @@ def data_dir():
         pytest.skip(f"the paper's data files are not in {folder} ({how}) and could not be "
                     f"fetched: {error}")
     return folder
+
+
+CLUSTBENCH = Path(os.environ.get("PCSKM_CLUSTBENCH") or REPO.parent / "shared/clustbench-data")
+
+
+@pytest.fixture(scope="session")
+def clustbench_dir():
+    """The clustering benchmark suite's batteries (``$PCSKM_CLUSTBENCH``, else the copy beside
+    the clone, as .ci/run finds it); the tests that need them skip only when it is absent."""
+    if not (CLUSTBENCH / "wut").is_dir():
+        pytest.skip(f"the clustbench batteries are not in {CLUSTBENCH} (set PCSKM_CLUSTBENCH)")
+    return CLUSTBENCH
+
+
+@pytest.fixture
+def serve():
+    """``serve(folder)``: the http:// address of ``folder`` served on 127.0.0.1 (the
+    downloads of the tests stay on this machine)."""
+    servers = []
+
+    def start(folder):
+        handler = functools.partial(_QuietHandler, directory=str(folder))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_port}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
 
 
 @pytest.fixture(scope="session")

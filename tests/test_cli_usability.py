@@ -9,9 +9,10 @@ import shlex
 import subprocess
 import sys
 import time
-import urllib.error
 
+import pooch
 import pytest
+import requests
 from cubes import pcskm
 
 from pcskm.experiments import _datafiles
@@ -72,10 +73,11 @@ def test_debug_shows_the_traceback(no_data, tmp_path):
 
 
 def test_a_failed_download_is_one_line_and_exit_code_1(tmp_path, monkeypatch, capsys):
-    def offline(url):
-        raise urllib.error.URLError("Name or service not known")
+    def offline(self, url, output_file, pooch):
+        raise requests.ConnectionError("Name or service not known")
 
-    monkeypatch.setattr(_datafiles, "_urlopen", offline)
+    monkeypatch.setattr(pooch.HTTPDownloader, "__call__", offline)
+    monkeypatch.setattr(_datafiles, "RETRIES", 0)
     code = main(["datasets", "fetch", "--data-dir", str(tmp_path), "fisheriris"])
     assert code == 1
     assert one_clear_line(capsys.readouterr().err)

@@ -2,7 +2,7 @@
 
 import os
 import shutil
-import urllib.error
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -287,9 +287,10 @@ def test_checksum_mismatch_is_detected_even_after_a_verified_load(data_dir, tmp_
     assert not dataset_info("fisheriris", tmp_path)["available"]
 
 
-def test_fetch_from_a_local_url_then_verify(data_dir, tmp_path):
+def test_fetch_from_a_local_url_then_verify(data_dir, tmp_path, serve):
     target = tmp_path / "cache"
-    report = fetch(["fisheriris", "digits048-*"], target, base_url=data_dir.as_uri())
+    url = serve(data_dir)
+    report = fetch(["fisheriris", "digits048-*"], target, base_url=url)
     assert len(report) == 11 and set(report.values()) == {"downloaded"}
     status = verify(target)
     assert status["datasets/real/fisheriris.mat"] == "ok"
@@ -298,32 +299,34 @@ def test_fetch_from_a_local_url_then_verify(data_dir, tmp_path):
     np.testing.assert_array_equal(load("digits048-contaminated-4", target).X[:, :16],
                                   load("digits048-4", data_dir).X)
     # everything, of which 11 files are already there; no temporary file is left behind
-    report = fetch(data_dir=target, base_url=data_dir.as_uri())
+    report = fetch(data_dir=target, base_url=url)
     assert list(report.values()).count("present") == 11 and len(report) == 24
     assert all(s == "ok" for p, s in verify(target).items() if p.startswith("datasets/"))
     assert not [p for p in target.rglob("*") if p.name.endswith(".part")]
 
 
-def test_fetch_rejects_a_wrong_download(data_dir, tmp_path):
+def test_fetch_rejects_a_wrong_download(data_dir, tmp_path, serve, monkeypatch):
+    monkeypatch.setattr(_datafiles, "RETRIES", 0)  # pooch retries a wrong download too
     source = tmp_path / "source"
     bad = source / "datasets/real/fisheriris.mat"
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"not the file")
-    with pytest.raises(ValueError, match="SHA-256"):
-        fetch(["fisheriris"], tmp_path / "cache", base_url=source.as_uri())
+    with pytest.raises(_datafiles.ChecksumError, match="SHA-256") as error:
+        fetch(["fisheriris"], tmp_path / "cache", base_url=serve(source))
+    assert "datasets/real/fisheriris.mat" in str(error.value)
     folder = tmp_path / "cache/datasets/real"
     assert not list(folder.iterdir())  # neither the file nor a temporary one
 
 
 def test_fetch_without_network_says_how_to_fix_it(tmp_path, monkeypatch):
-    def offline(url):
-        raise urllib.error.URLError("no network")
-
-    monkeypatch.setattr(_datafiles, "_urlopen", offline)
+    monkeypatch.setattr(_datafiles, "RETRIES", 0)
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
     with pytest.raises(FileNotFoundError) as error:
-        fetch(["ionosphere"], tmp_path)
+        fetch(["ionosphere"], tmp_path, base_url=url)
     message = str(error.value)
-    assert _datafiles.BASE_URL + "/datasets/real/ionosphere.mat" in message
+    assert url + "/datasets/real/ionosphere.mat" in message
     assert "PCSKM_DATA=/path" in message and "--data-dir" in message
     assert not list(Path(tmp_path, "datasets/real").iterdir())
 

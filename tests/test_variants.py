@@ -352,7 +352,8 @@ def test_design_key_defaults_to_paired_and_keeps_older_hashes():
     base = parse_spec(TINY)
     assert base.design == "paired"
     assert parse_spec(TINY + 'design = "paired"\n').hash() == base.hash()
-    added_since = ("design", "cv_folds", "gap_permutations", "cv_algorithms", "cv_runs")
+    added_since = ("design", "cv_folds", "gap_permutations", "cv_algorithms", "cv_runs",
+                   "data")
     content = {k: v for k, v in base.to_dict().items()
                if k not in ("name", "description", "source_text", *added_since)}
     older = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

@@ -14,6 +14,7 @@ as computed.
 import logging
 from pathlib import Path
 
+from . import study
 from .aggregate import collect, sidecar_path
 from .document import write_document
 from .fits import open_store
@@ -47,9 +48,12 @@ def _sidecar_for(store, out):
     return out / beside.name
 
 
-def write_report(store, out_dir=None):
+def write_report(store, out_dir=None, focus=None):
     """Write the report of the cube at ``store`` into ``out_dir``; returns the path of
-    ``report.md``. Raises ``DamagedStore`` if the store fails verification."""
+    ``report.md``. ``focus``: the algorithm Analysis 1 compares with every other one (default:
+    the spec's ``[report] focus``, else PCSKM; :mod:`.study`). Raises ``DamagedStore`` if the
+    store fails verification, ValueError for a ``focus`` that is not an algorithm of the
+    cube."""
     from pcskm.runner.cube import DamagedStore, write_error
     from pcskm.runner.integrity import verify
 
@@ -57,6 +61,9 @@ def write_report(store, out_dir=None):
     found = verify(store)
     if not found.ok:
         raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
+    opened = open_store(store)
+    if focus is not None:
+        study.check_focus(opened, focus)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -66,5 +73,5 @@ def write_report(store, out_dir=None):
     if error is not None:
         raise OutputNotWritable(f"cannot write the report into {out} ({error.strerror}); "
                                 "give another folder with --out")
-    results = collect(open_store(store), sidecar=_sidecar_for(store, out))
-    return write_document(results, out)
+    results = collect(opened, sidecar=_sidecar_for(store, out))
+    return write_document(results, out, focus=focus)

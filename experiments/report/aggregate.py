@@ -177,8 +177,9 @@ def collect(store, sidecar=None):
 
 
 def _family_members(results):
-    """The reported data sets of the cube: their labels and members present."""
-    for family in families.ALL:
+    """The reported data sets of the cube (:func:`families.reported`): their labels and
+    members present."""
+    for family in families.reported(results.store.names):
         members, label = family.present(results.store.names)
         if members:
             results.family_labels[family.label] = label
@@ -218,7 +219,7 @@ def _finish_sidecar(path, store):
 
 def _combine_families(results):
     combined = []
-    for family in families.ALL:
+    for family in families.reported(results.store.names):
         members = results.family_members.get(family.label)
         if not members:
             continue

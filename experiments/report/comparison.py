@@ -1,12 +1,13 @@
-"""Analysis 1 under every selection of s (docs/method/protocol.md §10, §10.1): does PCSKM beat
-the other algorithms whatever the selection? The verdict of each test at both levels, the
-per-data-set differences, and each data set's values (the data-set-level values of Analysis
-1: the mean over its cases of V) that the selections figure draws.
+"""Analysis 1 under every selection of s (docs/method/protocol.md §10, §10.1): does the focus
+algorithm (PCSKM in the paper; :mod:`.study`) beat the other algorithms whatever the selection?
+The verdict of each test at both levels, the per-data-set differences, and each data set's
+values (the data-set-level values of Analysis 1: the mean over its cases of V) that the
+selections figure draws.
 
-A verdict reads one test row of :func:`statistics.analyses`: "PCSKM better" or "PCSKM worse"
-when the Holm-adjusted p (over the seven tests of the selection and level) is below
-:data:`claims.ALPHA`, on the side of the larger signed-rank sum; "no difference" otherwise;
-"not computed" without a used case.
+A verdict reads one test row of :func:`statistics.analyses`: "<focus> better" or "<focus>
+worse" (:data:`BETTER`, :data:`WORSE` for PCSKM) when the Holm-adjusted p (over the tests of
+the selection and level) is below :data:`claims.ALPHA`, on the side of the larger signed-rank
+sum; "no difference" otherwise; "not computed" without a used case.
 """
 
 import numpy as np
@@ -14,23 +15,26 @@ import pandas as pd
 
 from . import statistics
 from .claims import ALPHA
-from .performance import PAPER_ALGORITHMS, case_values
+from .performance import algorithms, case_values
 from .selection import ORDER
 
-BETTER, WORSE, SAME, NONE = "PCSKM better", "PCSKM worse", "no difference", "not computed"
-ANALYSIS1 = tuple(f"PCSKM vs {other}" for other in statistics.ANALYSIS1_OTHERS)
+BETTER_, WORSE_ = "better", "worse"  # after the focus algorithm's name
+SAME, NONE = "no difference", "not computed"
+BETTER, WORSE = f"PCSKM {BETTER_}", f"PCSKM {WORSE_}"  # the paper's focus
 COLUMNS = ["selection", "test", "level", "verdict", "n", "n_units", "not_computed",
            "dropped_nan", "wins", "losses", "ties", "p_value", "p_holm", "direction",
            "mean_diff", "hl_estimate", "rank_biserial"]
 
 
 def verdict(row):
-    """The verdict of one test row (module docstring)."""
+    """The verdict of one test row (module docstring); the focus is the row's ``x``
+    (default PCSKM)."""
     if row.n == 0:
         return NONE
     if not row.p_holm < ALPHA:
         return SAME
-    return BETTER if row.direction == "PCSKM" else WORSE
+    focus = getattr(row, "x", statistics.PAPER.focus)
+    return f"{focus} {BETTER_ if row.direction == focus else WORSE_}"
 
 
 def _ordered(frame):
@@ -41,31 +45,36 @@ def _ordered(frame):
 
 
 def analysis1_tests(tests):
-    """``selections_analysis1.csv``: the four tests of Analysis 1 under every selection, at
-    both levels, with their verdict."""
+    """``selections_analysis1.csv``: the tests of Analysis 1 (the focus against each other
+    algorithm) under every selection, at both levels, with their verdict."""
     if tests.empty:
         return pd.DataFrame(columns=COLUMNS)
-    rows = tests[tests.test.isin(ANALYSIS1)].copy()
+    rows = tests[tests.analysis == 1].copy()
     rows["verdict"] = [verdict(row) for row in rows.itertuples()]
     return _ordered(rows[COLUMNS])
 
 
-SHORT = {BETTER: "better", WORSE: "worse", SAME: "no diff.", NONE: "n/a"}
+SHORT = {SAME: "no diff.", NONE: "n/a"}
+
+
+def _short(verdict):
+    return SHORT.get(verdict, verdict.rsplit(" ", 1)[-1])
 
 
 def _cell(row):
-    """One level of one test: the verdict (short), the Holm-adjusted p and PCSKM's
-    wins/losses."""
+    """One level of one test: the verdict (short), the Holm-adjusted p and the focus
+    algorithm's wins/losses."""
     p = "n/a" if np.isnan(row.p_holm) else f"{row.p_holm:.2g}"
-    return f"{SHORT[row.verdict]} (p {p}; {row.wins}/{row.losses})"
+    return f"{_short(row.verdict)} (p {p}; {row.wins}/{row.losses})"
 
 
 def verdict_table(table):
     """report.md's compact table of :func:`analysis1_tests`: one row per selection with the
     cases and data sets used, and per test the verdict at the cases level, then at the
-    data-set level, each with its Holm-adjusted p and PCSKM's wins/losses."""
+    data-set level, each with its Holm-adjusted p and the focus algorithm's wins/losses."""
     if table.empty:
         return pd.DataFrame()
+    focus = table.x.iloc[0] if "x" in table else statistics.PAPER.focus
     cells = table.assign(cell=[_cell(row) for row in table.itertuples()])
     rows = []
     for selection, group in cells.groupby("selection", sort=False):
@@ -76,21 +85,22 @@ def verdict_table(table):
             for level, part in group.groupby("level", sort=False)}
         rows.append({"selection": selection,
                      "used (cases; data sets)": f"{used.get('cases')}; {used.get('datasets')}",
-                     **{test.removeprefix("PCSKM "): f"{by.cell.get((test, 'cases'), 'n/a')}"
-                                                     f" · sets: "
-                                                     f"{by.cell.get((test, 'datasets'), 'n/a')}"
-                        for test in ANALYSIS1 if (test, "cases") in by.index}})
+                     **{test.removeprefix(f"{focus} "): f"{by.cell.get((test, 'cases'), 'n/a')}"
+                                                       f" · sets: "
+                                                       f"{by.cell.get((test, 'datasets'), 'n/a')}"
+                        for test in table.test.unique() if (test, "cases") in by.index}})
     return pd.DataFrame(rows)
 
 
 def per_dataset_tables(breakdown):
     """Per test of Analysis 1, the per-data-set table (:func:`statistics.breakdown`) with the
-    selections as rows and the data sets as columns: the mean V(PCSKM) - V(other) over the
-    data set's used cases and PCSKM's wins/losses/ties; '*' when some cases are not used."""
+    selections as rows and the data sets as columns: the mean V(focus) - V(other) over the
+    data set's used cases and the focus algorithm's wins/losses/ties; '*' when some cases are
+    not used."""
     if breakdown.empty:
         return {}
     tables = {}
-    for test in ANALYSIS1:
+    for test in breakdown.test[breakdown.analysis == 1].unique():
         part = breakdown[breakdown.test == test]
         if part.empty:
             continue
@@ -105,21 +115,22 @@ def per_dataset_tables(breakdown):
     return tables
 
 
-def dataset_values(results):
-    """Per reported data set, selection and algorithm of the paper: the mean over the data
-    set's Analysis-1 settings ((Seeding, random) and the deterministic inits x the three
-    kinds) of V, on the settings where each of them has a complete V under that selection
-    (``n_settings`` of ``statistics.ANALYSIS1_SETTINGS``), with the algorithm's ``rank`` (1:
-    the best). Empty without families."""
-    if results.families is None:
+def dataset_values(results, plan=statistics.PAPER):
+    """Per reported data set, selection and algorithm of ``plan`` (the focus and the others;
+    the paper's: its five): the mean over the data set's Analysis-1 settings (the paper's:
+    (Seeding, random) and the deterministic inits x the three kinds) of V, on the settings
+    where each of them has a complete V under that selection (``n_settings`` of
+    ``plan.settings``), with the algorithm's ``rank`` (1: the best). Empty without families
+    or plan."""
+    if results.families is None or plan is None:
         return pd.DataFrame()
     values, complete = case_values(results)
-    shown = [a for a in PAPER_ALGORITHMS if a in values.algorithm.values]
+    shown = [a for a in algorithms(results) if a in plan.algorithms]
     rows = []
     for family in values.family.values:
         for selection in values.selection.values:
             per_setting = []
-            for init, kind in statistics.ANALYSIS1_SETTINGS:
+            for init, kind in plan.settings:
                 if init not in values.init.values or kind not in values.kind.values:
                     continue
                 at = {"selection": selection, "family": family, "init": init, "kind": kind,
@@ -140,10 +151,10 @@ def dataset_values(results):
                                        "n_settings", "rank"])
 
 
-def pcskm_table(values):
+def focus_table(values, focus=statistics.PAPER.focus):
     """report.md's table of :func:`dataset_values`: one row per selection, one column per
-    data set, PCSKM's value and its rank among the algorithms."""
-    pcskm = values[values.algorithm == "PCSKM"] if not values.empty else values
+    data set, the focus algorithm's value and its rank among the algorithms."""
+    pcskm = values[values.algorithm == focus] if not values.empty else values
     if pcskm.empty:
         return pd.DataFrame()
     cells = pcskm.assign(cell=[f"{r.value:.3f} ({_ordinal(r.rank)})"

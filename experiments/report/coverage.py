@@ -63,27 +63,36 @@ COUNTS = (
     ("computed_samples", "samples with a computed cell"),
     ("fits", "(cell, s) entries computed: one per cell for LKM, PCKM and MPCKM, one per s "
              "of the grid for SKM and PCSKM; a fit shared by several cells counted in each"),
-    ("failed_fits", "fits with status empty_cluster or degenerate_weights (F = NaN)"),
+    ("failed_fits", "fits with status {failures} (F = NaN)"),
 )
 
 
-def counts(coverage_table, samples_table):
-    """The totals of :data:`COUNTS` over the cube: ``count``, ``value``, ``definition``."""
+def flag_list(flags):
+    """"a, b or c": the statuses ``flags`` in a sentence."""
+    flags = list(flags)
+    return " or ".join([", ".join(flags[:-1]), flags[-1]] if len(flags) > 1 else flags)
+
+
+def counts(coverage_table, samples_table, failure_flags=("empty_cluster", "degenerate_weights")):
+    """The totals of :data:`COUNTS` over the cube: ``count``, ``value``, ``definition`` (the
+    failed fits' with the store's ``failure_flags``, :attr:`fits.Store.failure_flags`)."""
     totals = {**coverage_table[["cells", "computed", "fits", "failed_fits"]].sum().rename(
         {"computed": "computed_cells"}).to_dict(),
         **samples_table[["samples", "computed_samples"]].sum().to_dict()}
-    return pd.DataFrame([{"count": name, "value": int(totals[name]), "definition": text}
+    return pd.DataFrame([{"count": name, "value": int(totals[name]),
+                          "definition": text.format(failures=flag_list(failure_flags))}
                          for name, text in COUNTS])
 
 
 def grid_differences(store, results):
-    """Sentences naming how the cube's grid differs from the paper's study."""
+    """Sentences naming how the cube's grid differs from the paper's study (a data set of
+    the user's own is a family of its own, :func:`families.family_of`)."""
     notes = []
     absent = [f.label for f in families.PAPER_STUDY if f.label not in results.family_members]
     if absent:
         notes.append("data sets not in the cube: " + ", ".join(absent))
     for label, members in results.family_members.items():
-        family = next(f for f in families.ALL if f.label == label)
+        family = families.family_of(members[0])
         if members[0] in family.members and len(members) < family.n_members:
             notes.append(f"{label}: {len(members)} of {family.n_members} subsets in the cube "
                          f"({', '.join(members)}); its values average these only")

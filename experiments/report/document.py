@@ -19,6 +19,7 @@ from . import (
     performance,
     selection_figure,
     statistics,
+    study,
     ties,
     weights,
 )
@@ -84,7 +85,7 @@ DESIGNS = {
 }
 
 
-def _header(doc, results, out, written):
+def _header(doc, results, found, out, written):
     store, attrs = results.store, results.store.attrs
     doc.heading(f"Report of {store.path.name}", level=1)
     versions = attrs.get("versions") or {}
@@ -112,19 +113,39 @@ def _header(doc, results, out, written):
     doc.paragraph(
         "Reading guide. Section numbers (§) refer to pcskm's protocol, "
         "docs/method/protocol.md. A *missing* cell is not computed yet: it is never averaged, "
-        "only counted. A *failed* fit (status empty_cluster or degenerate_weights) has F = "
+        f"only counted. A *failed* fit (status {_failures_named(results)}) has F = "
         "NaN: means are nanmean over the computed cells (§9) and the failures are counted. "
         "Digits: every step per subset, then the mean over the subsets in the cube. "
         f"The {len(results.selections)} selections of s of this cube (section 3) are shown "
         "side by side: " + ", ".join(f"**{name}**" for name in results.selections) + "; "
         "**paper** reads the test labels (optimistic) and **oracle** is an upper bound, not a "
         "selection.")
+    if found.plan is None or not found.plan.paper:
+        doc.paragraph(_focus_line(found))
+
+
+def _failures_named(results):
+    return coverage.flag_list(results.store.failure_flags)
+
+
+def _focus_line(found):
+    """The focus of a study other than the paper's (docs/guide/quick-study.md, "A study that
+    is not the paper's")."""
+    if found.plan is None:
+        return (f"No focus algorithm: {found.focus_note}. The comparisons of one algorithm "
+                "with the others (sections 3.4 and 5) are left out.")
+    return (f"Focus algorithm: **{found.plan.focus}** (`pcskm report --focus`, else "
+            "`[report] focus` of the spec, else PCSKM; docs/reference/spec-toml.md). Analysis 1 "
+            f"(sections 3.4 and 5) compares it with {', '.join(found.plan.others)}.")
 
 
 def _coverage(doc, results, out, written):
     doc.heading("1. What the cube holds")
     notes = coverage.grid_differences(results.store, results)
-    if notes:
+    if not families.paper_labels(results, families.PAPER_STUDY):
+        doc.paragraph("The cube holds none of the paper's data sets: its grid is not compared "
+                      "with the paper's.")
+    elif notes:
         doc.paragraph("**Differences from the paper's grid (REDUCED GRID where values are "
                       "fewer):**")
         doc.bullets(notes)
@@ -134,7 +155,8 @@ def _coverage(doc, results, out, written):
     _csv(table, out, "coverage.csv", written)
     if table.empty:
         return
-    totals = coverage.counts(table, pd.concat(results.samples, ignore_index=True))
+    totals = coverage.counts(table, pd.concat(results.samples, ignore_index=True),
+                             results.store.failure_flags)
     _csv(totals, out, "counts.csv", written)
     doc.paragraph("The counts used throughout (`counts.csv`; docs/reference/cube-schema.md, "
                   "Counts):")
@@ -167,7 +189,7 @@ def _failures(doc, results, out, written):
     table = failures.family_table(results)
     _csv(table, out, "failures.csv", written)
     doc.paragraph(
-        "A fit fails with status empty_cluster or degenerate_weights (F = NaN); means leave "
+        f"A fit fails with status {_failures_named(results)} (F = NaN); means leave "
         "it out (§9). `failures.csv` gives, per data set (digits: summed over the subsets), "
         "algorithm, init, kind and percentage, the computed cells and fits, the failed fits "
         "and their share (`failed_fit_rate`), the cells with no successful fit at any s "
@@ -194,8 +216,11 @@ def _failures(doc, results, out, written):
                  for g in gaps.itertuples()])
 
 
-def _table1(doc, results, out, written):
+def _table1(doc, results, found, out, written):
     doc.heading("2. Table 1: data set constraints")
+    if not found.table1:
+        doc.paragraph(f"Does not apply: {found.table1_note}.")
+        return None
     used = pd.concat(results.constraints_used, ignore_index=True)
     _csv(used, out, "constraints_in_cube.csv", written)
     table = constraint_table.table(results.store, used)
@@ -237,6 +262,10 @@ EXPLANATIONS = {
     "oracle": "**oracle** (upper bound): per run and fold the s with the best test F. No "
               "selection of s per cell can do better; it is not a selection a user can make.",
 }
+# fixed-loo in a cube without the paper's six (fixed_s.choose_fixed pools its own data sets)
+OWN_FIXED_LOO = ("**fixed-loo**: one s per algorithm for a whole data set, chosen on the other "
+                 "data sets of the cube: the s whose relative position s / sqrt(p) gives the "
+                 "best mean F there (section 3.2; docs/guide/choosing-s.md).")
 SCORED = ("cv", "gap", "gap-1sd")
 
 
@@ -249,14 +278,16 @@ def _cv_runs_note(name, results):
             "`cv_runs`): under cv every algorithm is compared on those runs.")
 
 
-def _choosing_s(doc, results, tests, by_dataset, out, written):
+def _choosing_s(doc, results, plan, tests, by_dataset, out, written):
     doc.heading("3. Choosing s")
     doc.paragraph(
         "SKM and PCSKM are fitted over a grid of s (§7), and the reported F depends on which s "
         "is taken. Every selection below is computed for every sparse algorithm; a "
         "non-sparse algorithm has one fit, which every selection takes. Each is stored in "
         f"`{results.sidecar.name}` and shown side by side in the figures and the analyses:")
-    doc.bullets([EXPLANATIONS[name] + _cv_runs_note(name, results)
+    explanations = EXPLANATIONS if families.paper_labels(results) else {
+        **EXPLANATIONS, "fixed-loo": OWN_FIXED_LOO}
+    doc.bullets([explanations[name] + _cv_runs_note(name, results)
                  for name in results.selections])
     absent = [name for name in SCORED if name not in results.selections]
     if absent:
@@ -267,13 +298,13 @@ def _choosing_s(doc, results, tests, by_dataset, out, written):
     _ties(doc, results, out, written)
     _fixed(doc, results, out, written)
     _paper_and_honest(doc, results, out, written)
-    _comparison(doc, results, tests, by_dataset, out, written)
+    _comparison(doc, results, plan, tests, by_dataset, out, written)
 
 
 def _in_family_order(frame, results):
-    """``frame`` with its ``dataset`` labels in the order of ``families.ALL`` (stable)."""
-    rank = {results.family_labels[f.label]: i for i, f in enumerate(families.ALL)
-            if f.label in results.family_labels}
+    """``frame`` with its ``dataset`` labels in the reported order
+    (:func:`families.reported`; stable)."""
+    rank = {results.family_labels[label]: i for i, label in enumerate(results.family_members)}
     if frame.empty:
         return frame
     return frame.sort_values("dataset", key=lambda d: d.map(rank), kind="stable")
@@ -316,13 +347,19 @@ def _fixed(doc, results, out, written):
     doc.heading("3.2 The fixed s, leave one data set out", level=3)
     table = results.fixed_s if results.fixed_s is not None else pd.DataFrame()
     _csv(table, out, "fixed_s.csv", written)
+    if families.paper_labels(results):
+        pool = "the paper's six"
+        outside = ("A data set outside the six is chosen for on all six; "
+                   "one with no other of the six in the cube gets no value. ")
+    else:  # fixed_s.choose_fixed: a cube without the six pools all its data sets
+        pool = "the cube (it holds none of the paper's six)"
+        outside = "A data set with no other in the cube gets no value. "
     doc.paragraph(
         "fixed-loo (docs/guide/choosing-s.md): for each data set and sparse algorithm, every "
-        "s of its grid is carried to each other data set of the paper's six by its relative "
+        "s of its grid is carried to each other data set of " + pool + " by its relative "
         "position s / sqrt(p) (the nearest grid value there) and scored by the mean over "
         "those data sets of their mean F (over their inits, kinds and percentages); the best "
-        "score wins (ties -> smallest s). A data set outside the six is chosen for on all six; "
-        "one with no other of the six in the cube gets no value. Every candidate and its "
+        "score wins (ties -> smallest s). " + outside + "Every candidate and its "
         "score: `fixed_s.csv`.")
     chosen = table[table.chosen] if not table.empty else table
     doc.table(chosen.drop(columns="chosen") if not chosen.empty else chosen, digits=3)
@@ -339,41 +376,66 @@ def _paper_and_honest(doc, results, out, written):
     doc.table(best_s.by_family(results, detail), digits=3)
 
 
-def _comparison(doc, results, tests, by_dataset, out, written):
+def _comparison(doc, results, plan, tests, by_dataset, out, written):
     doc.heading("3.4 Analysis 1 under every selection", level=3)
     table = comparison.analysis1_tests(tests)
+    if plan is None:
+        doc.paragraph("Not computed: the study has no focus algorithm (see the reading guide).")
+        return
     _csv(table, out, "selections_analysis1.csv", written)
-    doc.paragraph(
-        "Analysis 1 (§10: PCSKM against LKM, SKM, PCKM and MPCKM on the 60 cases) under "
-        "every selection. Each cell: the verdict at the cases level, then at the data-set "
-        "level (§10.1, \"sets\"): better or worse (for PCSKM) when the Holm-adjusted p "
-        f"(over the seven tests of the selection and level) is below {claims.ALPHA}, on the "
-        "side of the larger signed-rank sum, else no diff. (no difference); n/a: no case "
-        "used. With the adjusted p and PCSKM's wins/losses; with six data sets the "
-        "data-set level can hardly reach 0.05 (its smallest possible p: section 5), so read "
-        "its wins/losses. All numbers: `selections_analysis1.csv`; every test: section 5.")
+    focus = plan.focus
+    if plan.paper:
+        doc.paragraph(
+            "Analysis 1 (§10: PCSKM against LKM, SKM, PCKM and MPCKM on the 60 cases) under "
+            "every selection. Each cell: the verdict at the cases level, then at the data-set "
+            "level (§10.1, \"sets\"): better or worse (for PCSKM) when the Holm-adjusted p "
+            f"(over the seven tests of the selection and level) is below {claims.ALPHA}, on "
+            "the side of the larger signed-rank sum, else no diff. (no difference); n/a: no "
+            "case used. With the adjusted p and PCSKM's wins/losses; with six data sets the "
+            "data-set level can hardly reach 0.05 (its smallest possible p: section 5), so "
+            "read its wins/losses. All numbers: `selections_analysis1.csv`; every test: "
+            "section 5.")
+    else:
+        doc.paragraph(
+            f"Analysis 1 (§10: {focus} against {', '.join(plan.others)} on "
+            f"{len(plan.settings) * len(plan.datasets)} cases, {_settings(plan)} x "
+            f"{len(plan.datasets)} data set(s)) under every selection. Each cell: the verdict "
+            "at the cases level, then at the data-set level (§10.1, \"sets\"): better or "
+            f"worse (for {focus}) when the Holm-adjusted p (over the {len(plan.others)} "
+            f"test(s) of the selection and level) is below {claims.ALPHA}, on the side of the "
+            "larger signed-rank sum, else no diff. (no difference); n/a: no case used. With "
+            f"the adjusted p and {focus}'s wins/losses. All numbers: "
+            "`selections_analysis1.csv`; every test: section 5.")
     doc.table(comparison.verdict_table(table))
-    values = comparison.dataset_values(results)
+    values = comparison.dataset_values(results, plan)
     png = out / "figure_selections.png"
-    if selection_figure.figure(values, png):
+    if selection_figure.figure(values, png, focus):
         written.append(png)
         csv = _csv(values, out, "figure_selections.csv", written)
         doc.image(png, "Every selection of s per data set")
+        settings = ("((Seeding, random), DKM++/ROBIN(D)/Maximin(D) x random/must-link/"
+                    "cannot-link)" if plan.paper else f"({_settings(plan)})")
+        among = "the five algorithms" if plan.paper else "the algorithms"
         doc.paragraph(
             "Per data set, the mean of V (the mean F over the percentages) over its Analysis-1 "
-            "settings ((Seeding, random), DKM++/ROBIN(D)/Maximin(D) x random/must-link/"
-            "cannot-link) where every algorithm is complete: the data-set values of the "
-            "*datasets* level. One row per selection; PCSKM large. Below: PCSKM's value and "
-            f"its rank among the five algorithms. Plotted values: `{csv.name}`.")
-        doc.table(comparison.pcskm_table(values))
+            f"settings {settings} where every algorithm is complete: the data-set values of "
+            f"the *datasets* level. One row per selection; {focus} large. Below: {focus}'s "
+            f"value and its rank among {among}. Plotted values: `{csv.name}`.")
+        doc.table(comparison.focus_table(values, focus))
     else:
         doc.paragraph("Selections figure: not computed (no data set has a complete "
                       "Analysis-1 setting).")
     for test, wide in comparison.per_dataset_tables(by_dataset).items():
         doc.paragraph(
-            f"**{test}** per data set: mean V(PCSKM) − V({test.split(' vs ')[1]}) over the "
-            "data set's used cases (PCSKM's wins/losses/ties); '*': some cases not used.")
+            f"**{test}** per data set: mean V({focus}) − V({test.split(' vs ')[1]}) over the "
+            f"data set's used cases ({focus}'s wins/losses/ties); '*': some cases not used.")
         doc.table(wide)
+
+
+def _settings(plan):
+    """The (init, kind) settings of a plan in words: "DKM++/random, ..."."""
+    return f"{len(plan.settings)} setting(s) " + "(" + ", ".join(
+        f"{performance.INIT_LABELS.get(i, i)}/{k}" for i, k in plan.settings) + ")"
 
 
 def _performance(doc, results, out, written):
@@ -384,8 +446,10 @@ def _performance(doc, results, out, written):
     doc.paragraph(
         "Mean F-score (nanmean over runs x folds, §9; digits: mean over the subsets) against "
         "the percentage of constraints; band: one standard deviation over runs of the "
-        "per-run mean over folds. Columns: the paper's six data sets; the cube's other data "
-        "sets are in figures of their own (\"other data sets\"). The panels of each row "
+        "per-run mean over folds. Columns: " + (
+            "the paper's six data sets; the cube's other data sets are in figures of their "
+            "own (\"other data sets\")" if families.paper_labels(results) else
+            "the data sets of the cube") + ". The panels of each row "
         "share their F axis; a panel of the spec not computed yet says \"not computed\". "
         "Failed cells (F = NaN at the selected s, §11) are marked: a half-filled marker when "
         f"some cells of the point failed (their share written above it from "
@@ -487,25 +551,36 @@ def _breakdown_table(table):
         columns={"key": "test"})
 
 
-def _statistics(doc, tests, cases, by_dataset, out, written):
+def _statistics(doc, plan, tests, cases, by_dataset, out, written):
     doc.heading("5. Wilcoxon signed-rank analyses")
+    if plan is None:
+        doc.paragraph("Not computed: the study has no focus algorithm (see the reading guide).")
+        return
     _csv(tests, out, "wilcoxon_tests.csv", written)
     _csv(cases, out, "wilcoxon_cases.csv", written)
     _csv(by_dataset, out, "wilcoxon_datasets.csv", written)
-    doc.paragraph(
-        "`scipy.stats.wilcoxon(x, y, zero_method=\"wilcox\", correction=False, "
-        "alternative=\"two-sided\", method=\"auto\")` on the case values V (§10). Analysis 1: "
+    analyses = (
         "x = PCSKM, y = the other algorithm, 60 cases ((Seeding, random) and DKM++/ROBIN(D)/"
         "Maximin(D) x random/must-link/cannot-link, x six data sets). Analysis 2: x, y = two "
         "constraint kinds, 72 cases (DKM++/ROBIN(D)/Maximin(D) x PCKM/MPCKM/SKM/PCSKM x six "
-        "data sets). n: cases used; not_computed: cases with missing cells or absent from "
+        "data sets)." if plan.paper else
+        f"x = {plan.focus} (the focus algorithm), y = each other algorithm, "
+        f"{len(plan.settings) * len(plan.datasets)} cases ({_settings(plan)} x the "
+        f"{len(plan.datasets)} data set(s) of the cube). The paper's Analysis 2 (constraint "
+        "kinds of its four semi-supervised algorithms on its six data sets) is not run.")
+    doc.paragraph(
+        "`scipy.stats.wilcoxon(x, y, zero_method=\"wilcox\", correction=False, "
+        "alternative=\"two-sided\", method=\"auto\")` on the case values V (§10). Analysis 1: "
+        + analyses + " n: cases used; not_computed: cases with missing cells or absent from "
         "the cube; dropped_nan: computed cases with V = NaN; wins/losses: x > y / x < y; "
         "direction: the side with the larger signed-rank sum. Per case: "
         "`wilcoxon_cases.csv`.")
     doc.paragraph(
         "Every test is shown at two levels (§10.1). *cases*: the paper's test on the cases, "
-        "which repeat each data set 10 or 12 times (LKM's values, and SKM's under the "
-        "paper-style selection, repeat across kinds), so its p-values treat dependent cases "
+        + ("which repeat each data set 10 or 12 times (LKM's values, and SKM's under the "
+           "paper-style selection, repeat across kinds)" if plan.paper else
+           "which repeat each data set once per setting") +
+        ", so its p-values treat dependent cases "
         "as independent. *datasets*: one value "
         "per data set, the mean over its used cases, and the exact signed-rank test "
         "(`method=\"exact\"`); with n data sets its smallest two-sided p is 2 / 2^n. Both "
@@ -516,7 +591,9 @@ def _statistics(doc, tests, cases, by_dataset, out, written):
         "percentile interval "
         f"from {inference.N_RESAMPLES:,} bootstrap resamples of the data sets (whole data "
         "sets drawn with replacement). p (Holm): Holm's adjustment over the "
-        "family of the seven tests (4 of analysis 1, 3 of analysis 2) of one selection and "
+        + ("family of the seven tests (4 of analysis 1, 3 of analysis 2)" if plan.paper else
+           f"family of the {len(plan.others)} test(s)") +
+        " of one selection and "
         "level, those with a p-value (`holm_m`). All columns: `wilcoxon_tests.csv`; per data "
         "set: `wilcoxon_datasets.csv`.")
     if tests.empty:
@@ -550,9 +627,18 @@ def _weights(doc, results, out, written):
         "PCSKM: mean over every s of the grid (no best-s selection), runs and folds, of the "
         "non-failed fits; MPCKM: its metric diagonal, on its own y scale.")
     plotted = weights.plotted_table(results)
-    for stem, title, family_list, inits in weights.FIGURES:
+    figures = weights.figure_list(results)
+    if figures and figures[0][0] == weights.STUDY_STEM:
+        doc.paragraph("The paper's weight figures (Figure 2 and its appendix) draw its "
+                      "synthetic, Morris Water Maze and contaminated digits sets; the cube "
+                      "holds none of them, so one figure draws its own data sets with known "
+                      "uninformative features, every init and weighted algorithm.")
+    elif not figures:
+        doc.paragraph("No data set of the cube has known uninformative features and weights: "
+                      "no weight figure.")
+    for stem, title, family_list, inits, algorithms in figures:
         png = out / f"{stem}.png"
-        if weights.figure(results, title, family_list, inits, png):
+        if weights.figure(results, title, family_list, inits, png, algorithms):
             written.append(png)
             csv = _csv(plotted[plotted.figure == stem] if not plotted.empty else plotted, out,
                        f"{stem}.csv", written)
@@ -574,8 +660,11 @@ def _weights(doc, results, out, written):
     doc.table(summary)
 
 
-def _claims(doc, results, table1, tests, out, written):
+def _claims(doc, results, found, table1, tests, out, written):
     doc.heading("7. Paper vs ours")
+    if not found.claims:
+        doc.paragraph(f"Does not apply: {found.claims_note}.")
+        return
     table = claims.table(results, table1, tests)
     _csv(table, out, "claims.csv", written)
     doc.paragraph(
@@ -614,22 +703,23 @@ def _cell_sample(doc, results, out, written):
         "a table with the same columns.")
 
 
-def write_document(results, out):
-    """Write every table, figure and report.md of ``results`` into ``out``; returns the
-    path of report.md."""
+def write_document(results, out, focus=None):
+    """Write every table, figure and report.md of ``results`` into ``out`` (``focus``: see
+    :func:`study.study`); returns the path of report.md."""
     written = []
     doc = Document()
-    _header(doc, results, out, written)
+    found = study.study(results, focus)
+    _header(doc, results, found, out, written)
     _coverage(doc, results, out, written)
     _failures(doc, results, out, written)
-    table1 = _table1(doc, results, out, written)
-    tests, cases = statistics.analyses(results)
+    table1 = _table1(doc, results, found, out, written)
+    tests, cases = statistics.analyses(results, found.plan)
     by_dataset = statistics.breakdown(cases)
-    _choosing_s(doc, results, tests, by_dataset, out, written)
+    _choosing_s(doc, results, found.plan, tests, by_dataset, out, written)
     _performance(doc, results, out, written)
-    _statistics(doc, tests, cases, by_dataset, out, written)
+    _statistics(doc, found.plan, tests, cases, by_dataset, out, written)
     _weights(doc, results, out, written)
-    _claims(doc, results, table1, tests, out, written)
+    _claims(doc, results, found, table1, tests, out, written)
     _cell_sample(doc, results, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])

@@ -1,6 +1,8 @@
 """The data sets as the paper reports them (docs/method/protocol.md §9-§11): a *family* is one
 column of a figure or one data set of a Wilcoxon case, made of one or more cube groups (the ten
-digits subsets of "digits 0-4-8" are averaged after every per-subset step)."""
+digits subsets of "digits 0-4-8" are averaged after every per-subset step). A cube group that
+belongs to none of the paper's families (a data set of the user's own) is a family of its own,
+labelled with its name (:func:`reported`)."""
 
 from dataclasses import dataclass
 
@@ -69,11 +71,27 @@ ALL_DATASETS = "all data sets"
 
 
 def family_of(name):
-    """The family a cube group belongs to (ValueError for an unknown name)."""
+    """The family a cube group belongs to: one of :data:`ALL`, else a family of its own
+    labelled ``name``."""
     for family in ALL:
         if name in family.members or name in family.stand_ins:
             return family
-    raise ValueError(f"data set {name!r} belongs to no reported family")
+    return Family(name, (name,))
+
+
+def reported(names):
+    """The reported data sets of a cube whose groups are ``names``: the families of
+    :data:`ALL` with a member (or stand-in) among them, in the paper's order, then every
+    other group as a family of its own, in the cube's order."""
+    known = [family for family in ALL if family.present(names)[0]]
+    return (*known, *(Family(name, (name,)) for name in names
+                      if not any(name in f.members or name in f.stand_ins for f in known)))
+
+
+def paper_labels(results, study=PAPER_SIX):
+    """The labels of the families of ``study`` (default: the paper's six) in the cube."""
+    labels = {family.label for family in study}
+    return [label for label in results.family_members if label in labels]
 
 
 def count(data, name, family, **where):

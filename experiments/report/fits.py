@@ -3,13 +3,16 @@ data set with dims (algorithm, init, kind, percent, run, fold, sparsity), and th
 tell a fit that applies, one that is computed and one that failed.
 
 * ``applies`` (algorithm, sparsity): the entries an algorithm fills, the s grid for SKM and
-  PCSKM (and their variants), the NaN entry for the others.
+  PCSKM (and their variants, and a user estimator with ``sparsity``: ``Store.is_sparse``),
+  the NaN entry for the others.
 * ``expected`` (algorithm, init, kind, percent, run, fold): the cell belongs to the grid
   (its status is not ``not_applicable``, e.g. Seeding with a kind it is not run with).
 * ``computed``: expected, its run marked ``done``, and no applicable entry still ``missing``.
   A cell that is not computed is *missing*: it is never averaged, only counted.
-* ``failed`` (the fit dims): a computed fit with status ``empty_cluster`` or
-  ``degenerate_weights`` (F = NaN; ``nanmean`` leaves it out, the counts report it).
+* ``failed`` (the fit dims): a computed fit with a failure status (F = NaN; ``nanmean`` leaves
+  it out, the counts report it): every status of the store's flags but those of a fit with a
+  result (converged, max_iter) and of no fit (missing, not_applicable), so ``empty_cluster``,
+  ``degenerate_weights`` and any failure status a store adds (:func:`failure_flags`).
 
 In a store with the per-s selection scores (``cv_score``, ``gap``, ``gap_sd``;
 docs/reference/cube-schema.md, Selection scores), a cell is computed only when its block's
@@ -30,13 +33,13 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from pcskm.runner.cube import complete_blocks, wanted_scores
+from pcskm.runner.cube import complete_blocks, definition_is_sparse, wanted_scores
 
 FIT_DIMS = ("algorithm", "init", "kind", "percent", "run", "fold", "sparsity")
 CELL_DIMS = FIT_DIMS[:-1]
 LABEL_DIMS = ("algorithm", "init", "kind")
-SPARSE_ESTIMATORS = frozenset({"SKM", "PCSKM"})
-FAILED_FLAGS = ("empty_cluster", "degenerate_weights")
+FITTED_FLAGS = ("converged", "max_iter")  # a fit with labels and an F-score
+NO_FIT_FLAGS = ("missing", "not_applicable")  # not computed yet, or not in the grid
 DEFAULT_FLAGS = ("missing", "converged", "max_iter", "empty_cluster", "degenerate_weights",
                  "not_applicable")
 
@@ -56,11 +59,25 @@ class Store:
         return ds.assign_coords({dim: np.array([str(v) for v in ds[dim].values], dtype=str)
                                  for dim in LABEL_DIMS})
 
+    @property
+    def failure_flags(self):
+        """The failure statuses of the store (:func:`failure_flags` of its root
+        ``status_flags``)."""
+        flags = self.attrs.get("status_flags")
+        return failure_flags([flags[code] for code in sorted(flags, key=int)] if flags
+                             else DEFAULT_FLAGS)
+
     def estimator(self, algorithm):
         """The estimator behind an algorithm name (a variant's estimator, e.g. PCSKM for
         PCSKM-paper)."""
         definitions = self.attrs.get("algorithm_definitions") or {}
         return (definitions.get(algorithm) or {}).get("estimator", algorithm)
+
+    def is_sparse(self, algorithm):
+        """Whether an algorithm fills the s grid (SKM, PCSKM, a user estimator with
+        ``sparsity``)."""
+        definition = (self.attrs.get("algorithm_definitions") or {}).get(algorithm) or {}
+        return definition_is_sparse({"estimator": self.estimator(algorithm), **definition})
 
 
 def open_store(store):
@@ -73,6 +90,12 @@ def open_store(store):
     if not names:
         raise ValueError(f"{path} holds no data set group with f_score: not a pcskm cube")
     return Store(path=path, tree=tree, attrs=dict(tree.attrs), names=names)
+
+
+def failure_flags(flags):
+    """The statuses of a failed fit among ``flags`` (names, in code order): all but
+    :data:`FITTED_FLAGS` and :data:`NO_FIT_FLAGS`."""
+    return tuple(flag for flag in flags if flag not in (*FITTED_FLAGS, *NO_FIT_FLAGS))
 
 
 def status_codes(status):
@@ -119,7 +142,7 @@ def fit_table(store, name):
     codes = status_codes(ds.status)
     status = ds.status.load()
     sparse = xr.DataArray(
-        [store.estimator(str(a)) in SPARSE_ESTIMATORS for a in ds.algorithm.values],
+        [store.is_sparse(str(a)) for a in ds.algorithm.values],
         coords={"algorithm": ds.algorithm}, dims="algorithm")
     applies = sparse == ds.sparsity.notnull()
     expected = ((status != codes["not_applicable"]) & applies).any("sparsity")
@@ -127,7 +150,7 @@ def fit_table(store, name):
     bits = score_bits(store, ds)
     done = _with_scores(ds, bits)
     computed = expected & done & complete
-    failed = status.isin([codes[flag] for flag in FAILED_FLAGS]) & applies & computed
+    failed = status.isin([codes[flag] for flag in failure_flags(codes)]) & applies & computed
     out = xr.Dataset(
         {
             "f_score": ds.f_score.astype(np.float64),

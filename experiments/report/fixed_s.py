@@ -2,7 +2,8 @@
 algorithm for a whole data set, chosen leave-one-data-set-out, as a user would fix s from
 other data sets before seeing this one.
 
-The pool is the paper's six data sets (:data:`families.PAPER_SIX`) in the cube. For a held-out
+The pool is the paper's six data sets (:data:`families.PAPER_SIX`) in the cube; a cube with
+none of them (a study of the user's own data sets) pools every data set it holds. For a held-out
 data set h and an algorithm, every s of h's grid is a candidate. The grids end at sqrt(p),
 which differs between the data sets (iris 1.1 to 1.9, ionosphere 1.1 to 5.7), so a candidate
 is carried to another data set d by its relative position: s / sqrt(p_h) becomes the value of
@@ -78,7 +79,7 @@ def choose_fixed(per_s, n_features, members):
     family label to the fixed s per algorithm (a DataArray, NaN: none or non-sparse), table
     has one row per (held-out data set, algorithm, candidate s) with its relative position,
     training data sets, score and whether it was chosen."""
-    pool = [f.label for f in families.PAPER_SIX if f.label in members]
+    pool = [f.label for f in families.PAPER_SIX if f.label in members] or list(members)
     by_family = {label: mean_f_by_s([per_s[name] for name in names])
                  for label, names in members.items()}
     root = {label: np.sqrt(n_features[names[0]]) for label, names in members.items()}

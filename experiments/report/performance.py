@@ -19,6 +19,8 @@ PAPER_ALGORITHMS = ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
 COLOURS = {"LKM": "tab:orange", "SKM": "0.45", "PCKM": "tab:green", "MPCKM": "tab:red",
            "PCSKM": "tab:blue"}
 MARKERS = {"LKM": "s", "SKM": "v", "PCKM": "^", "MPCKM": "D", "PCSKM": "o"}
+# Any other algorithm (a variant with a name of its own, a user's): picked by its name
+OTHER_COLOURS = ("tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 INIT_LABELS = {"seeding": "Seeding", "dkm++": "DKM++", "robin": "ROBIN(D)",
                "maximin": "Maximin(D)"}
 KIND_LABELS = {"random": "random (both)", "must-link": "must-link", "cannot-link": "cannot-link",
@@ -35,10 +37,6 @@ FIGURES = (
 )
 OTHER_STEM, OTHER_TITLE = "figureA0_performance_other", "Other settings in the cube"
 PAPER_DATASETS = tuple(f.label for f in families.PAPER_SIX)
-EXTRA_DATASETS = tuple(f.label for f in families.ALL if f.label not in PAPER_DATASETS)
-# (stem suffix, title suffix, columns): the paper's six data sets, then the others
-DATASET_GROUPS = (("", "", PAPER_DATASETS),
-                  ("_extra", " (other data sets)", EXTRA_DATASETS))
 FAILED_LABEL_MIN = 0.1  # a point's failed share is written beside it from 10 %
 MARK_LABELS = {
     "hollow": "hollow marker: some expected cells missing",
@@ -52,9 +50,19 @@ MARK_STYLES = {"filled": {}, "hollow": {"markerfacecolor": "white"},
 
 def columns(results, datasets=None):
     """Figure columns: the families of ``datasets`` (default: all) in the cube, in the
-    order of ``families.ALL`` (a data set not in the spec has no column)."""
-    return [f.label for f in families.ALL if f.label in results.family_members
-            and (datasets is None or f.label in datasets)]
+    reported order (:func:`families.reported`; a data set not in the spec has no column)."""
+    return [label for label in results.family_members
+            if datasets is None or label in datasets]
+
+
+def dataset_groups(results):
+    """(stem suffix, title suffix, columns) of the grids: the paper's six data sets, then the
+    cube's others in figures of their own; a cube without any of the six has one group, its
+    data sets, with the plain stems and titles."""
+    others = tuple(label for label in columns(results) if label not in PAPER_DATASETS)
+    if not any(label in PAPER_DATASETS for label in columns(results)):
+        return (("", "", others),)
+    return (("", "", PAPER_DATASETS), ("_extra", " (other data sets)", others))
 
 
 def figure_specs(results):
@@ -66,7 +74,7 @@ def figure_specs(results):
     if other:
         grids.append((OTHER_STEM, OTHER_TITLE, other))
     return [(stem + stem_suffix, title + title_suffix, rows, datasets)
-            for stem_suffix, title_suffix, datasets in DATASET_GROUPS
+            for stem_suffix, title_suffix, datasets in dataset_groups(results)
             if datasets == PAPER_DATASETS or columns(results, datasets)
             for stem, title, rows in grids]
 
@@ -196,8 +204,8 @@ def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, sh
             ax.grid(alpha=0.3, linewidth=0.5)
             if r == len(rows) - 1 or (column, rows[r + 1]) not in panels:
                 ax.set_xlabel("constraints (% of the pool)", fontsize=8)
-    handles = [Line2D([], [], color=_colour(a), marker=MARKERS.get(_base(a), "o"),
-                      linestyle=_style(a), markersize=5) for a in algs]
+    handles = [Line2D([], [], color=colour(a), marker=marker(a), linestyle=_style(a),
+                      markersize=5) for a in algs]
     handles += [Line2D([], [], color="0.3", linestyle="none",
                        **({"marker": "x"} if m == "x" else {"marker": "o", **MARK_STYLES[m]}))
                 for m in marks]
@@ -237,33 +245,43 @@ def _line(ax, point, algorithm):
     marks, x = marks[shown], point.percent.values[shown]
     y, sd = point.f_mean.values[shown], point.f_std.values[shown]
     share = point.n_failed.values[shown] / point.n_cells.values[shown]
-    colour, marker = _colour(algorithm), MARKERS.get(_base(algorithm), "o")
-    ax.plot(x, y, color=colour, linestyle=_style(algorithm), linewidth=1.2)
-    ax.fill_between(x, np.clip(y - sd, 0, 1), np.clip(y + sd, 0, 1), color=colour, alpha=0.12,
+    colour_, marker_ = colour(algorithm), marker(algorithm)
+    ax.plot(x, y, color=colour_, linestyle=_style(algorithm), linewidth=1.2)
+    ax.fill_between(x, np.clip(y - sd, 0, 1), np.clip(y + sd, 0, 1), color=colour_, alpha=0.12,
                     linewidth=0)
     # markers at F = 1 or 0 sit on the axis edge: drawn whole (clip_on=False)
     for mark, style in MARK_STYLES.items():
         at = marks == mark
         if at.any():
-            ax.plot(x[at], y[at], color=colour, marker=marker, markersize=4, linestyle="none",
+            ax.plot(x[at], y[at], color=colour_, marker=marker_, markersize=4, linestyle="none",
                     clip_on=False, **style)
     gap = marks == "x"
     if gap.any():  # x in data units, y = 0 in axes units: on the x axis
         ax.plot(x[gap], np.zeros(gap.sum()), transform=ax.get_xaxis_transform(),
-                color=colour, marker="x", markersize=5, markeredgewidth=1.2, linestyle="none",
+                color=colour_, marker="x", markersize=5, markeredgewidth=1.2, linestyle="none",
                 clip_on=False)
     labelled = (marks == "half") & (share >= FAILED_LABEL_MIN)
     for xi, yi, fraction in zip(x[labelled], y[labelled], share[labelled], strict=True):
         ax.annotate(f"{fraction:.0%}", (xi, yi), xytext=(0, 3), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=6, color=colour)
+                    ha="center", va="bottom", fontsize=6, color=colour_)
 
 
 def _base(algorithm):
     return next((a for a in PAPER_ALGORITHMS if algorithm.startswith(a + "-")), algorithm)
 
 
-def _colour(algorithm):
-    return COLOURS.get(_base(algorithm), "tab:purple")
+def colour(algorithm):
+    """The colour of an algorithm: the paper's five and their "NAME-..." variants have theirs,
+    any other algorithm one of :data:`OTHER_COLOURS` by its name."""
+    base = _base(algorithm)
+    if base in COLOURS:
+        return COLOURS[base]
+    return OTHER_COLOURS[sum(algorithm.encode()) % len(OTHER_COLOURS)]
+
+
+def marker(algorithm):
+    """The marker of an algorithm (as :func:`colour`; "o" for any other)."""
+    return MARKERS.get(_base(algorithm), "o")
 
 
 def _style(algorithm):

@@ -1,17 +1,18 @@
 """The selections figure (docs/guide/choosing-s.md, "In the report"): one panel per reported
 data set, one row per selection of s, a dot per algorithm at its mean F over the data set's
-Analysis-1 settings (:func:`comparison.dataset_values`), PCSKM drawn larger, so that one can
-read how far the choice of s moves PCSKM among the others."""
+Analysis-1 settings (:func:`comparison.dataset_values`), the focus algorithm (PCSKM in the
+paper) drawn larger, so that one can read how far the choice of s moves it among the
+others."""
 
 import numpy as np
 
-from . import families, plotting
-from .performance import COLOURS, MARKERS, PAPER_ALGORITHMS
+from . import plotting
+from .performance import colour, marker
 from .selection import ORDER
 
 TAGS = {"paper": "paper (optimistic)", "oracle": "oracle (upper bound)"}
 TITLE = ("Mean F of each data set under every selection of s (mean over its Analysis-1 "
-         "settings with every algorithm complete; PCSKM large)")
+         "settings with every algorithm complete; {focus} large)")
 N_COLUMNS = 3
 
 
@@ -20,28 +21,28 @@ def label(selection):
     return TAGS.get(selection, selection)
 
 
-def figure(values, path):
-    """Draw :func:`comparison.dataset_values` (a DataFrame) and save it to ``path``; returns
-    the Figure, or None (drawing nothing) without values."""
+def figure(values, path, focus="PCSKM"):
+    """Draw :func:`comparison.dataset_values` (a DataFrame, its data sets and algorithms in
+    the order to show) with ``focus`` large, and save it to ``path``; returns the Figure, or
+    None (drawing nothing) without values."""
     from matplotlib.lines import Line2D
 
     if values.empty:
         return None
-    order = [f.label for f in families.ALL]
-    shown = sorted(values.family.unique(), key=order.index)
+    shown = list(values.family.unique())
     selections = [s for s in ORDER if s in set(values.selection)]
-    algs = [a for a in PAPER_ALGORITHMS if a in set(values.algorithm)]
+    algs = list(values.algorithm.unique())
     n_cols = min(N_COLUMNS, len(shown))
     n_rows = -(-len(shown) // n_cols)
     height = 0.25 * len(selections) + 0.3
-    frame = plotting.panel_grid([2.6] * n_cols, [height] * n_rows, TITLE, algs,
+    frame = plotting.panel_grid([2.6] * n_cols, [height] * n_rows, TITLE.format(focus=focus), algs,
                                 left=1.75, wgap=0.3, hgap=0.85)
     fig, grid = frame.fig, frame.grid
     y = {s: len(selections) - 1 - i for i, s in enumerate(selections)}
     for number, family in enumerate(shown):
         ax = fig.add_subplot(grid[number // n_cols, number % n_cols])
         part = values[values.family == family]
-        _panel(ax, part, y, algs)
+        _panel(ax, part, y, algs, focus)
         settings = sorted(set(part.n_settings))
         counted = (f"{settings[0]}" if len(settings) == 1
                    else f"{settings[0]}-{settings[-1]}")
@@ -54,13 +55,13 @@ def figure(values, path):
         ax.grid(axis="x", alpha=0.3, linewidth=0.5)
         if number + n_cols >= len(shown):
             ax.set_xlabel("mean F", fontsize=8)
-    handles = [Line2D([], [], color=COLOURS[a], marker=MARKERS[a], linestyle="none",
-                      markersize=7 if a == "PCSKM" else 5) for a in algs]
+    handles = [Line2D([], [], color=colour(a), marker=marker(a), linestyle="none",
+                      markersize=7 if a == focus else 5) for a in algs]
     plotting.finish(frame, handles, algs, path)
     return fig
 
 
-def _panel(ax, part, y, algs):
+def _panel(ax, part, y, algs, focus):
     """One data set: per selection row a light line over the algorithms' range and a dot
     per algorithm."""
     for selection, row in part.groupby("selection", sort=False):
@@ -71,8 +72,8 @@ def _panel(ax, part, y, algs):
             value = row.value[row.algorithm == algorithm]
             if value.empty:
                 continue
-            big = algorithm == "PCSKM"
-            ax.plot(value, [at], color=COLOURS[algorithm], marker=MARKERS[algorithm],
+            big = algorithm == focus
+            ax.plot(value, [at], color=colour(algorithm), marker=marker(algorithm),
                     markersize=7 if big else 5, linestyle="none", zorder=3 if big else 2,
                     alpha=1 if big else 0.8)
     for selection, at in y.items():

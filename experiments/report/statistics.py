@@ -18,7 +18,15 @@ exact null distribution. Both levels carry the Hodges-Lehmann estimate and inter
 rank-biserial correlation, the data-set-clustered bootstrap interval of the mean difference
 and Holm-adjusted p-values over the family of the seven tests of one selection and level.
 :func:`analyse_selection` takes the case values of any selection.
+
+Analysis 1 is one case of a :class:`Plan`: a focus algorithm against others on (init, kind)
+settings x data sets. :data:`PAPER` is the paper's (PCSKM against its four others on the 60
+cases, with Analysis 2); :func:`study_plan` gives any study's (the spec's ``[report] focus``
+against every other algorithm of the cube on every setting and data set of the cube, Analysis 1
+alone, Holm over its tests; docs/guide/quick-study.md, "A study that is not the paper's").
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -26,7 +34,7 @@ import scipy.stats
 
 from .._seeds import generator
 from . import families, inference
-from .performance import case_values
+from .performance import algorithms, case_values
 
 SIX = tuple(f.label for f in families.PAPER_SIX)
 DETERMINISTIC = ("dkm++", "robin", "maximin")
@@ -42,6 +50,49 @@ ANALYSIS2_PAIRS = (("must-link", "cannot-link"), ("must-link", "random"),
 LEVELS = {"cases": "auto", "datasets": "exact"}
 # the bootstrap's generator: master seed 0, key (6, analysis, test) (docs/method/protocol.md §2)
 BOOTSTRAP_SEED, BOOTSTRAP_KEY = 0, 6
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Analysis 1 of a study: ``focus`` (x) against each of ``others`` (y) on the cases
+    ``settings`` ((init, kind) pairs) x ``datasets`` (family labels); ``paper``: the paper's
+    plan, which adds Analysis 2 to the tests of each selection and level (and so to Holm's
+    family)."""
+
+    focus: str
+    others: tuple
+    settings: tuple
+    datasets: tuple
+    paper: bool = False
+
+    @property
+    def algorithms(self):
+        return (*self.others, self.focus)
+
+    def test_name(self, other):
+        return f"{self.focus} vs {other}"
+
+
+PAPER = Plan("PCSKM", ANALYSIS1_OTHERS, ANALYSIS1_SETTINGS, SIX, paper=True)
+
+
+def study_plan(results, focus):
+    """The Analysis-1 plan of ``results`` with ``focus`` (an algorithm of the cube): the
+    paper's (:data:`PAPER`) when the focus is PCSKM and every data set of the cube is one of
+    the paper's families with at least one of its six; else ``focus`` against every other
+    algorithm of the cube (:func:`performance.algorithms` order) on every (init, kind) where
+    the focus has expected cells, x every data set of the cube."""
+    data = results.families
+    labels = [str(f) for f in data.family.values]
+    paper_families = {f.label for f in families.ALL}
+    if (focus == PAPER.focus and set(labels) <= paper_families
+            and any(label in SIX for label in labels)):
+        return PAPER
+    expected = data.n_expected.sel(algorithm=focus).sum(("selection", "family", "percent"))
+    settings = tuple((str(i), str(k)) for i in expected.init.values
+                     for k in expected.kind.values if expected.sel(init=i, kind=k) > 0)
+    others = tuple(a for a in algorithms(results) if a != focus)
+    return Plan(focus, others, settings, tuple(labels))
 
 
 def wilcoxon(x, y, method="auto"):
@@ -152,26 +203,30 @@ COLUMNS = ["selection", "level", "analysis", "test", "x", "y", "n_cases", "dropp
            "hl_estimate", "hl_low", "hl_high", "hl_confidence", "rank_biserial"]
 
 
-def analyse_selection(selection, values, complete):
-    """Both analyses on the case values of one selection (``values``, ``complete``: V and
-    whether it is complete, per family, algorithm, init and kind; see
+def analyse_selection(selection, values, complete, plan=PAPER):
+    """The analyses of ``plan`` on the case values of one selection (``values``,
+    ``complete``: V and whether it is complete, per family, algorithm, init and kind; see
     :func:`performance.case_values`): ``(tests, cases)`` DataFrames, the tests one row per
-    (level, test) with Holm's adjustment over the seven tests of each level, the cases one
-    row per case and test with x, y and the state of the case."""
+    (level, test) with Holm's adjustment over the tests of each level (the paper's plan:
+    seven), the cases one row per case and test with x, y and the state of the case."""
     tests, case_rows = [], []
-    cases1 = [{"init": i, "kind": k, "family": f} for i, k in ANALYSIS1_SETTINGS for f in SIX]
-    for number, other in enumerate(ANALYSIS1_OTHERS, 1):
-        pairs = _pairs(values, complete, cases1, {"algorithm": "PCSKM"}, {"algorithm": other})
-        name = f"PCSKM vs {other}"
-        tests += _test_rows(1, number, name, "PCSKM", other, pairs)
+    cases1 = [{"init": i, "kind": k, "family": f} for i, k in plan.settings
+              for f in plan.datasets]
+    for number, other in enumerate(plan.others, 1):
+        pairs = _pairs(values, complete, cases1, {"algorithm": plan.focus},
+                       {"algorithm": other})
+        name = plan.test_name(other)
+        tests += _test_rows(1, number, name, plan.focus, other, pairs)
         case_rows.append(pairs.assign(analysis=1, test=name))
     cases2 = [{"init": i, "algorithm": a, "family": f} for i in DETERMINISTIC
               for a in ANALYSIS2_ALGORITHMS for f in SIX]
-    for number, (x_kind, y_kind) in enumerate(ANALYSIS2_PAIRS, 1):
+    for number, (x_kind, y_kind) in enumerate(ANALYSIS2_PAIRS if plan.paper else (), 1):
         pairs = _pairs(values, complete, cases2, {"kind": x_kind}, {"kind": y_kind})
         name = f"{x_kind} vs {y_kind}"
         tests += _test_rows(2, number, name, x_kind, y_kind, pairs)
         case_rows.append(pairs.assign(analysis=2, test=name))
+    if not tests:
+        return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
     tests = pd.DataFrame(tests).assign(selection=str(selection))
     tests["level"] = pd.Categorical(tests.level, categories=list(LEVELS), ordered=True)
     tests = tests.sort_values("level", kind="stable").reset_index(drop=True)
@@ -185,14 +240,16 @@ def analyse_selection(selection, values, complete):
     return tests[COLUMNS], cases
 
 
-def analyses(results):
-    """Both analyses, at both levels, for every selection of the cube: ``(tests, cases)``
-    (see :func:`analyse_selection`; the cases carry the data set's label)."""
-    if results.families is None:
+def analyses(results, plan=PAPER):
+    """The analyses of ``plan`` (None: none), at both levels, for every selection of the
+    cube: ``(tests, cases)`` (see :func:`analyse_selection`; the cases carry the data set's
+    label)."""
+    if results.families is None or plan is None or not (plan.others and plan.settings
+                                                        and plan.datasets):
         return pd.DataFrame(), pd.DataFrame()
     values, complete = case_values(results)
     found = [analyse_selection(str(selection), values.sel(selection=selection),
-                               complete.sel(selection=selection))
+                               complete.sel(selection=selection), plan)
              for selection in values.selection.values]
     tests = pd.concat([t for t, _c in found], ignore_index=True)
     cases = pd.concat([c for _t, c in found], ignore_index=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import families, plotting
+from . import families, performance, plotting
 from .fits import quiet
 
 WEIGHTED_ESTIMATORS = ("SKM", "PCSKM", "MPCKM")
@@ -33,6 +33,9 @@ FIGURES = (
      "Appendix: feature weights on the contaminated digits (subset means; random constraints)",
      families.CONTAMINATED, ("seeding", "dkm++", "robin", "maximin")),
 )
+# A cube with none of the FIGURES' data sets (a study of the user's own) gets one figure of
+# its data sets with known uninformative features, every init and weighted algorithm
+STUDY_STEM, STUDY_TITLE = "figure_weights", "Feature weights (random constraints)"
 INIT_LABELS = {"seeding": "Seeding", "dkm++": "DKM++", "robin": "ROBIN(D)",
                "maximin": "Maximin(D)"}
 FEATURE_FONTSIZE = 6  # points, the bars' feature labels
@@ -130,17 +133,35 @@ def share_table(results, pool):
     return table
 
 
+def figure_list(results):
+    """The weight figures of the report as (stem, title, families, inits, algorithms): the
+    paper's :data:`FIGURES` (rows :data:`FIGURE_ALGORITHMS`) when the cube holds one of their
+    data sets; else one figure of the cube's data sets with known uninformative features, its
+    inits and its weighted algorithms (``STUDY_STEM``), or none."""
+    drawn = {f.label for _stem, _title, family_list, _inits in FIGURES for f in family_list}
+    if drawn & set(results.family_members):
+        return [(*figure, FIGURE_ALGORITHMS) for figure in FIGURES]
+    weighted = [f for f in families.reported(results.store.names)
+                if f.label in results.family_weights]
+    if not weighted:
+        return []
+    found = {str(a) for f in weighted for a in results.family_weights[f.label].algorithm.values}
+    inits = tuple(str(i) for i in results.families.init.values)
+    return [(STUDY_STEM, STUDY_TITLE, tuple(weighted), inits,
+             tuple(a for a in performance.algorithms(results) if a in found))]
+
+
 def plotted_table(results):
-    """The plotted values of every weight figure: one row per (figure, family, init,
-    algorithm, percent, feature)."""
+    """The plotted values of every weight figure (:func:`figure_list`): one row per (figure,
+    family, init, algorithm, percent, feature)."""
     rows = []
-    for stem, _title, family_list, inits in FIGURES:
+    for stem, _title, family_list, inits, algorithms in figure_list(results):
         for family in family_list:
             data = results.family_weights.get(family.label)
             if data is None:
                 continue
             for init in inits:
-                for algorithm in FIGURE_ALGORITHMS:
+                for algorithm in algorithms:
                     panel = _panel(data, algorithm, init)
                     if panel is None:
                         continue
@@ -189,9 +210,15 @@ def _panel(data, algorithm, init):
     return mean.dropna("percent", how="all")
 
 
-def figure(results, title, family_list, inits, path):
-    """Draw one weight figure (rows: init x algorithm; columns: data sets) into ``path``;
-    returns the Figure, or None (drawing nothing) when none of its panels is computed.
+def colour(algorithm):
+    """Figure 2's colours for its three algorithms, the performance figures' for any other."""
+    return COLOURS.get(algorithm) or performance.colour(algorithm)
+
+
+def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHMS):
+    """Draw one weight figure (rows: init x ``algorithms``; columns: data sets) into
+    ``path``; returns the Figure, or None (drawing nothing) when none of its panels is
+    computed.
 
     Only the data sets, inits and algorithms of the spec are drawn; a panel of the spec not
     computed yet says "not computed". The bars carry their features' names (every bar when
@@ -202,10 +229,10 @@ def figure(results, title, family_list, inits, path):
 
     expected = {(f.label, init, a): families.count(results.families, "n_expected", f.label,
                                                    algorithm=a, init=init, kind=KIND) > 0
-                for f in family_list for init in inits for a in FIGURE_ALGORITHMS}
+                for f in family_list for init in inits for a in algorithms}
     shown = [f for f in family_list
-             if any(expected[(f.label, i, a)] for i in inits for a in FIGURE_ALGORITHMS)]
-    rows = [(init, a) for init in inits for a in FIGURE_ALGORITHMS
+             if any(expected[(f.label, i, a)] for i in inits for a in algorithms)]
+    rows = [(init, a) for init in inits for a in algorithms
             if any(expected[(f.label, init, a)] for f in shown)]
     panels = {(f.label, init, a): _panel(results.family_weights[f.label], a, init)
               if f.label in results.family_weights else None
@@ -217,7 +244,7 @@ def figure(results, title, family_list, inits, path):
     names = [str(name) for f, u in zip(shown, used, strict=True) if u
              for name in results.family_weights[f.label].feature_name.values]
     labels_height = max(plotting.text_width(name, FEATURE_FONTSIZE) for name in names) + 0.1
-    legend = [*FIGURE_ALGORITHMS, "known uninformative feature (shaded slot, light bar, grey "
+    legend = [*algorithms, "known uninformative feature (shaded slot, light bar, grey "
               "label)"]
     frame = plotting.panel_grid(
         [w or 1.2 for w in widths], [1.35] * len(rows),
@@ -245,7 +272,7 @@ def figure(results, title, family_list, inits, path):
                                                                       algorithm)]
                                       else "not in the spec")
                 continue
-            _bars(ax, panel, COLOURS[algorithm], widths[j])
+            _bars(ax, panel, colour(algorithm), widths[j])
             scale, low, high = y_axis(axis_panels(data, algorithm, init, inits))
             ax.set_yscale(scale)
             ax.set_ylim(low, high)
@@ -254,7 +281,7 @@ def figure(results, title, family_list, inits, path):
                               fontsize=8)
             ax.set_ylabel(("metric a" if algorithm == "MPCKM" else "weight")
                           + (" (log)" if scale == "log" else ""), fontsize=8)
-    handles = [Rectangle((0, 0), 1, 1, color=COLOURS[a]) for a in FIGURE_ALGORITHMS]
+    handles = [Rectangle((0, 0), 1, 1, color=colour(a)) for a in algorithms]
     handles.append(Rectangle((0, 0), 1, 1, facecolor="0.93", edgecolor="0.6"))
     plotting.finish(frame, handles, legend, path, dpi=120)
     return fig
