@@ -7,7 +7,6 @@ read: a block computed but not marked done is computed again by the next run.
 """
 
 import numpy as np
-import pandas as pd
 import zarr
 
 from .cube import ERROR
@@ -37,6 +36,8 @@ def fit_errors(path):
                          if ok and m)
             rows.append((name, labels["algorithm"][a], labels["init"][i], labels["kind"][k],
                          float(percents[p]), int((status[runs] == ERROR).sum()), first))
+    import pandas as pd  # not at start-up: pcskm status does without it
+
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
