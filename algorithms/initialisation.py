@@ -17,7 +17,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy.sparse.csgraph import minimum_spanning_tree
 
 from ._jit import kernel
 from ._kernels import cluster_means
@@ -87,6 +86,8 @@ def _dkmpp_density(normalised, eps):
 
 def _dkmpp(X, n_clusters):
     """DKM++ on validated input: ``(indices in selection order, eps)``."""
+    from scipy.sparse.csgraph import minimum_spanning_tree  # about a second: not at start-up
+
     n = X.shape[0]
     distances = _distance_matrix(X)
     normalised = distances / distances.max()

@@ -5,7 +5,6 @@
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
 
 N_GROUPS = 3
 N_PER_GROUP = 40
@@ -24,6 +23,8 @@ def _rotation(p_info, rng):
     while True:
         A = rng.uniform(size=(p_info, p_info))
         if np.linalg.matrix_rank(A) == p_info:
+            import scipy.linalg  # not at start-up (pcskm.runner.cli)
+
             return scipy.linalg.qr(A, pivoting=True)[0]
 
 

@@ -1,7 +1,6 @@
 """Reading one of the authors' ``.mat`` files (docs/method/datasets.md §2)."""
 
 import numpy as np
-import scipy.io
 
 
 def relabel(labels, *, name="labels"):
@@ -41,6 +40,8 @@ def read_labelled_mat(path):
 
     No scaling or centring; other variables (``constr``, ``constraints``) are ignored.
     """
+    import scipy.io  # not at start-up (pcskm.runner.cli)
+
     contents = scipy.io.loadmat(path, variable_names=["x", "x_labs"])
     for variable in ("x", "x_labs"):
         if variable not in contents:

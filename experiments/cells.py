@@ -46,7 +46,6 @@ from .datasets import load
 # importable from here
 from .estimators import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, SPARSE, estimator_class  # noqa: F401
 from .protocol import Protocol
-from .selection_scores import CellScores, SelectionScorer
 from .sources import DataDefinition
 
 UNCONSTRAINED = frozenset({"LKM", "SKM"})  # never see the constraints (except via Seeding)
@@ -589,6 +588,8 @@ def evaluate(task):
     # the key parts of each setting's draws: () for every setting in the paired design
     draws = [cv.draw_key(setting.algorithm, setting.init) for setting in task.settings]
     seeded = {draws[i] for i, fitter in enumerate(fitters) if fitter.needs_seed and i not in shared}
+    from .selection_scores import SelectionScorer  # imports scikit-learn: not at start-up
+
     scorers = [SelectionScorer(setting, fitter, cv.permutation_seed()) if setting.has_scores
                else None for setting, fitter in zip(task.settings, fitters, strict=True)]
     results = [[] for _ in task.settings]
@@ -634,6 +635,8 @@ def _sample(cv, n_samples, block, run, fold, setting, seeded):
     Seeding fills computed from them (:class:`Fitter`), an empty ``FitCache`` for their
     PCKM clusterings and s paths, and the :class:`CellScores` of their selection scores
     (its CV folds drawn from the cell's key, when first needed)."""
+    from .selection_scores import CellScores  # imports scikit-learn: not at start-up
+
     cell = (block.kind, block.percent, run, fold, setting.algorithm, setting.init)
     must_link, cannot_link = cv.constraints(*cell)
     constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=n_samples)

@@ -7,6 +7,7 @@ import os
 import shlex
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 log = logging.getLogger("pcskm")
@@ -189,17 +190,43 @@ def cmd_run(args):
     return EXIT_OK
 
 
-def cmd_status(args):
-    from .cube import DamagedStore, IncompatibleStore, check_store
-    from .integrity import verify
-    from .summary import status_text
+def cmd_compile(args):
+    """Fill the Numba cache with the kernels of a spec's cells, once (docs/guide/hpc.md)."""
+    from pcskm.algorithms._jit import cache_dir
+    from pcskm.experiments.spec import load_spec
 
+    from .compiling import compile_kernels
+    from .cube import CubeView
+    from .tasks import check_selection, parse_only, plan
+
+    spec = load_spec(args.spec)
+    selection = parse_only(args.only)
+    check_selection(spec, selection)
+    with tempfile.TemporaryDirectory() as folder:  # every cell missing: a store never made
+        view = CubeView.planned(Path(folder) / "never.zarr", spec, args.data_dir)
+        the_plan = plan(spec, view, selection=selection, data_dir=args.data_dir)
+    compile_kernels(the_plan.tasks)
+    print(f"the kernels of {spec.name} are in the Numba cache "
+          f"{os.environ.get('NUMBA_CACHE_DIR') or cache_dir()}; workers of this installation "
+          "and CPU type whose NUMBA_CACHE_DIR is that folder load them from it")
+    return EXIT_OK
+
+
+def cmd_status(args):
     store = Path(args.store)
-    if not store.exists():
+    if not store.exists():  # before the imports: an answer at once
         log.error("no store at %s", store)
         return EXIT_USAGE
+    from .cube import DamagedStore, IncompatibleStore, check_store
+    from .summary import status_text
+
     check_store(store)
-    found = verify(store) if args.verify else None
+    if args.verify:
+        from .integrity import verify
+
+        found = verify(store)
+    else:
+        found = None
     try:
         text = status_text(store, found)
     except IncompatibleStore:
@@ -223,12 +250,12 @@ def cmd_verify(args):
 
 
 def cmd_report(args):
-    from pcskm.experiments.report import write_report
-
     store = Path(args.store)
-    if not store.exists():
+    if not store.exists():  # before the imports: an answer at once
         log.error("no store at %s", store)
         return EXIT_USAGE
+    from pcskm.experiments.report import write_report
+
     out_dir = Path(args.out) if args.out else store.with_name(store.stem + "-report")
     write_report(store, out_dir, focus=args.focus)
     log.info("report written to %s", out_dir)
@@ -366,6 +393,19 @@ def build_parser():
                             "been connected for this long; 0: never (default 600, never with "
                             "--cluster: batch jobs may be queued for hours)")
     run.set_defaults(func=cmd_run)
+
+    compile_ = commands.add_parser(
+        "compile", help="compile the Numba kernels of a spec into the cache, once",
+        description="Compile (or find in Numba's cache) every kernel the cells of SPEC use, "
+                    "as pcskm run does before it starts a local cluster. For workers started "
+                    "outside pcskm (--scheduler, --cluster): run it once with NUMBA_CACHE_DIR "
+                    "set to a folder the workers see, on a machine of their CPU type.")
+    compile_.add_argument("spec", nargs="?", default=DEFAULT_SPEC,
+                          help="bundled spec or TOML file (default: quick)")
+    compile_.add_argument("--only", help="restrict to a selection, as in pcskm run")
+    compile_.add_argument("--data-dir", help="data folder (else $PCSKM_DATA, else the user "
+                                             "cache)")
+    compile_.set_defaults(func=cmd_compile)
 
     store_help = f"the Zarr store (default: {default_store(DEFAULT_SPEC)})"
     status = commands.add_parser(

@@ -6,11 +6,13 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 import threading
 import traceback
 from pathlib import Path
 
 from distributed.comm.core import CommClosedError
+from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
 log = logging.getLogger("pcskm")
@@ -99,19 +101,116 @@ def local_cluster(n_workers=None):
         )
 
 
+class SubmissionFailed(RuntimeError):
+    """A batch job was not accepted: the submit command (``sbatch``, ``qsub``, ...) is missing
+    or exited with an error; the message is the command's own."""
+
+
+def _checked_job_class(job_class):
+    """A subclass of dask-jobqueue's ``job_class`` whose submission failures raise
+    :class:`SubmissionFailed` with the submit command's own message and are kept in the
+    class's ``failures`` list, which the client reads (:func:`submission_failure`): dask-jobqueue
+    raises them in the cluster's event loop, where they are only logged."""
+
+    async def _submit_job(self, script_filename):
+        try:
+            return await job_class._submit_job(self, script_filename)
+        except OSError as error:  # FileNotFoundError: no sbatch on PATH
+            message = f"cannot run {self.submit_command.split()[0]!r} ({error.strerror or error})"
+        except RuntimeError as error:  # dask-jobqueue's "Command exited with non-zero ..."
+            text = str(error)
+            message = (text.partition("stderr:\n")[2].strip()
+                       or text.partition("stdout:\n")[2].partition("stderr:")[0].strip()
+                       or text.strip())
+        self.failures.append("; ".join(filter(None, map(str.strip, message.splitlines()))))
+        self.status = Status.failed  # closing the cluster expects a job that did not start
+        raise SubmissionFailed(self.failures[-1])
+
+    return type(job_class.__name__, (job_class,),
+                {"_submit_job": _submit_job, "failures": [], "__module__": __name__})
+
+
+def submission_failure(cluster):
+    """The submit command's message of the first job of ``cluster`` (made by
+    :func:`jobqueue_cluster`) that was not accepted, or None."""
+    failures = getattr(getattr(cluster, "job_cls", None), "failures", None)
+    return failures[0] if failures else None
+
+
+class _SubmissionFailedLogged(logging.Filter):
+    """Drops tornado's traceback of a :class:`SubmissionFailed` raised in the cluster's event
+    loop: the client reports the failure itself, in one line (:func:`submission_failure`)."""
+
+    def filter(self, record):
+        return record.exc_info is None or not isinstance(record.exc_info[1], SubmissionFailed)
+
+
+def queued_jobs(cluster):
+    """``"jobs 1234 (PENDING, Priority), 1235 (PENDING, Priority)"``: the batch jobs of
+    ``cluster`` that were accepted, with their state in the queue where the system tells it
+    (Slurm's ``squeue``); None if ``cluster`` is not a dask-jobqueue cluster or has no job."""
+    jobs = [job.job_id for job in list(getattr(cluster, "workers", {}).values())
+            if getattr(job, "job_id", None)]
+    if not jobs or not hasattr(cluster, "job_cls"):
+        return None
+    states = {}
+    if cluster.job_cls.submit_command == "sbatch":
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run(["squeue", "-h", "-j", ",".join(jobs), "-o", "%i %T %r"],
+                                 capture_output=True, text=True, timeout=10).stdout
+            states = {job: state.replace(" ", ", ") for job, _, state in
+                      (line.strip().partition(" ") for line in out.splitlines())}
+    return "jobs " + ", ".join(f"{job} ({states[job]})" if job in states else job
+                               for job in jobs)
+
+
+def _jobqueue_options(system):
+    """The options pcskm gives dask-jobqueue's cluster for ``system`` on top of Dask's
+    configuration: the job script's prologue with ``QUIET_WORKERS``, and the log folder with
+    ``~`` and environment variables expanded (the batch system would take them literally).
+    A configuration without ``cores`` or ``memory`` is refused with a pointer to the guide's
+    example (docs/guide/hpc.md, Batch jobs)."""
+    import dask
+
+    config = dask.config.get(f"jobqueue.{system}", None) or {}
+    missing = [key for key in ("cores", "memory") if config.get(key) is None]
+    if missing:
+        raise ValueError(
+            f"--cluster {system}: the worker jobs are not configured ({' and '.join(missing)} "
+            f"missing from the jobqueue: {system}: section of Dask's configuration). Write "
+            "~/.config/dask/jobqueue.yaml (or a file in $DASK_CONFIG) as in the example of "
+            "docs/guide/hpc.md, section 'Batch jobs: --cluster'")
+    options = {"job_script_prologue": [*(config.get("job-script-prologue") or []),
+                                       *quiet_worker_exports()]}
+    if config.get("log-directory"):
+        options["log_directory"] = expand_path(config["log-directory"], "log-directory")
+    return options
+
+
+def expand_path(path, what):
+    """``path`` with ``~`` and ``$VARIABLES`` expanded; a variable that is not set is an
+    error naming ``what``."""
+    expanded = os.path.expanduser(os.path.expandvars(str(path)))
+    if "$" in expanded:
+        raise ValueError(f"{what} {path!r}: an environment variable in it is not set "
+                         f"(expanded: {expanded!r})")
+    return expanded
+
+
 def jobqueue_cluster(system, jobs=None, minimum_jobs=None, maximum_jobs=None):
     """A dask-jobqueue cluster for ``system`` (slurm, pbs, sge, lsf, htcondor), configured
-    from Dask's config, whose job scripts also export ``QUIET_WORKERS``. ``jobs`` keeps that
-    many jobs (a lost job is replaced); otherwise the cluster adapts between
-    ``minimum_jobs`` and ``maximum_jobs`` (default 1 and 1)."""
-    import dask
+    from Dask's config (:func:`_jobqueue_options`), whose job scripts also export
+    ``QUIET_WORKERS`` and whose submission failures the client can read
+    (:func:`submission_failure`). ``jobs`` keeps that many jobs (a lost job is replaced);
+    otherwise the cluster adapts between ``minimum_jobs`` and ``maximum_jobs`` (default 1
+    and 1)."""
     import dask_jobqueue
 
     if system not in JOBQUEUE:
         raise ValueError(f"--cluster must be one of {', '.join(JOBQUEUE)}; got {system!r}")
-    prologue = dask.config.get(f"jobqueue.{system}.job-script-prologue", None) or []
-    cluster = getattr(dask_jobqueue, JOBQUEUE[system])(
-        job_script_prologue=[*prologue, *quiet_worker_exports()])
+    cluster_class = getattr(dask_jobqueue, JOBQUEUE[system])
+    cluster = cluster_class(job_cls=_checked_job_class(cluster_class.job_cls),
+                            **_jobqueue_options(system))
     if jobs is not None:
         minimum_jobs = maximum_jobs = jobs
     minimum_jobs = 1 if minimum_jobs is None else minimum_jobs
@@ -176,14 +275,17 @@ class _CancelBeforeStart(logging.Filter):
 
 @contextlib.contextmanager
 def _client_logs_quiet_on_interrupt():
-    """:class:`_CancelBeforeStart` on tornado's callback log inside the block."""
+    """:class:`_CancelBeforeStart` and :class:`_SubmissionFailedLogged` on tornado's callback
+    log inside the block."""
     callbacks = logging.getLogger("tornado.application")
-    quiet = _CancelBeforeStart()
-    callbacks.addFilter(quiet)
+    quiet = (_CancelBeforeStart(), _SubmissionFailedLogged())
+    for one in quiet:
+        callbacks.addFilter(one)
     try:
         yield
     finally:
-        callbacks.removeFilter(quiet)
+        for one in quiet:
+            callbacks.removeFilter(one)
 
 
 @contextlib.contextmanager

@@ -6,9 +6,16 @@ compile the same kernels at the same time, silently, before its first result. In
 client evaluates one cell of every (algorithm, init) of the plan, on the data set of the plan
 with the fewest points, and says so while Numba compiles; the workers of a local cluster run on
 the same machine with the same cache folder, and load the kernels from it.
+
+Workers started otherwise (``--scheduler``, ``--cluster``) compile what their own cache lacks:
+each reports it to the client (:func:`reported_to_client`), which says so, and for how long
+(:class:`WorkersCompiling`). ``pcskm compile`` fills a cache once (docs/guide/hpc.md).
 """
 
+import contextlib
 import logging
+import platform
+import threading
 import time
 
 from pcskm.algorithms._jit import cache_dir, watch_compiling
@@ -50,3 +57,77 @@ def compile_kernels(tasks):
     if compiling.n_compiled:
         log.info("kernels compiled in %.0f s", seconds)
     return seconds
+
+
+TOPIC = "pcskm-compiling"  # the Dask events of the workers' compilations
+
+
+@contextlib.contextmanager
+def reported_to_client():
+    """On a Dask worker, a Numba compilation inside the block (a kernel missing from the
+    worker's cache) is logged as events of ``TOPIC`` for the client: ``started`` at the first
+    kernel compiled, ``done`` with the seconds it took when the block ends. Elsewhere, nothing."""
+    from distributed import get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:  # not in a worker's task
+        yield
+        return
+    started = []
+
+    def announce():
+        started.append(time.monotonic())
+        worker.log_event(TOPIC, {"state": "started", "host": platform.node(),
+                                 "cache": str(cache_dir() or "Numba's cache folder")})
+
+    with watch_compiling(announce) as compiling:
+        try:
+            yield
+        finally:
+            if started:
+                worker.log_event(TOPIC, {"state": "done", "host": platform.node(),
+                                         "seconds": time.monotonic() - started[0],
+                                         "n_compiled": compiling.n_compiled})
+
+
+class WorkersCompiling:
+    """On the client, between :meth:`start` and :meth:`stop`: says when the first worker
+    starts compiling the Numba kernels (:func:`reported_to_client`), every ``every`` seconds
+    for how long so far, and when the first worker has finished."""
+
+    def __init__(self, client, every=30.0):
+        self.client, self.every = client, every
+        self.started = self.finished = None
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._remind, name="pcskm-compiling",
+                                        daemon=True)
+
+    def start(self):
+        self.client.subscribe_topic(TOPIC, self._on_event)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stopped.set()
+        with contextlib.suppress(Exception):  # a lost scheduler: nothing left to unsubscribe
+            self.client.unsubscribe_topic(TOPIC)
+
+    def _on_event(self, event):
+        message = event[1]
+        if message["state"] == "started" and self.started is None:
+            self.started = time.monotonic()
+            log.info("the workers are compiling the Numba kernels, which are not in their "
+                     "cache (first: host %s, cache %s); results wait for it, a minute or more. "
+                     "A shared cache filled once by `pcskm compile` avoids it "
+                     "(docs/guide/hpc.md)", message["host"], message["cache"])
+        elif message["state"] == "done" and self.finished is None:
+            self.finished = time.monotonic()
+            log.info("a worker (host %s) compiled its kernels in %.0f s", message["host"],
+                     message["seconds"])
+
+    def _remind(self):
+        while not self._stopped.wait(self.every):
+            if self.started is not None and self.finished is None:
+                log.info("the workers have been compiling the Numba kernels for %.0f s",
+                         time.monotonic() - self.started)

@@ -53,7 +53,6 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 
@@ -391,7 +390,7 @@ def _versions():
             return "unknown"
 
     return {"pcskm": version("pcskm"), "numpy": np.__version__, "python": sys.version.split()[0],
-            "zarr": zarr.__version__, "xarray": xr.__version__, "dask": version("dask"),
+            "zarr": zarr.__version__, "xarray": version("xarray"), "dask": version("dask"),
             "numba": version("numba")}
 
 
@@ -1241,4 +1240,6 @@ class Cube(CubeView):
 
 def open_cube(path):
     """The cube as an ``xarray.DataTree`` (one child per data set), read lazily."""
+    import xarray as xr  # not at start-up: pcskm status does without it
+
     return xr.open_datatree(str(path), engine="zarr")

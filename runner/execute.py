@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pcskm.experiments import cells
+from pcskm.experiments import DataNotFoundError, cells
 
 from .progress import Progress
 from .tasks import fits, format_only, task_key
@@ -98,11 +98,13 @@ class WorkerWatch:
     """The number of workers connected to the scheduler, asked every ``every`` seconds
     (``Client.nthreads``: the count the client caches is not refreshed when every worker is
     gone). With none connected, :meth:`count` logs "waiting for workers: none connected for
-    N s" every ``report_every`` seconds (``queued``: adds that batch jobs may be queued) and,
+    N s" every ``report_every`` seconds (``queued``: adds the batch jobs waited for and their
+    queue state, :func:`pcskm.runner.clusters.queued_jobs`, or that they may be queued) and,
     after ``timeout`` seconds (``math.inf``: never), raises :class:`NoWorkers`."""
 
     def __init__(self, client, timeout, *, every=1.0, report_every=60.0, queued=False):
         self.client, self.timeout, self.every, self.queued = client, timeout, every, queued
+        self.cluster = getattr(client, "cluster", None)  # None for a --scheduler client
         self.report_every = min(report_every, timeout / 2)
         self.n_workers, self.asked, self.since, self.reported = 0, None, None, None
 
@@ -120,19 +122,32 @@ class WorkerWatch:
         if now - self.reported >= self.report_every:
             self.reported = now
             log.warning("waiting for workers: none connected for %.0f s%s", waited,
-                        " (batch jobs may be queued)" if self.queued else "")
+                        self._queue() if self.queued else "")
         if waited >= self.timeout:
             raise NoWorkers(f"no Dask worker has been connected for {waited:.0f} s (the limit "
                             f"set by --worker-timeout, {self.timeout:g} s); stopped")
         return 0
 
+    def _queue(self):
+        from .clusters import queued_jobs
+
+        jobs = queued_jobs(self.cluster)
+        return f" ({jobs} queued)" if jobs else " (batch jobs may be queued)"
+
 
 def _wait_for_a_worker(client, watch):
     """Wait until a worker has connected (``watch``: a :class:`WorkerWatch`, which reports
-    the wait and ends it after its timeout)."""
+    the wait and ends it after its timeout); a batch job that was not accepted
+    (:func:`pcskm.runner.clusters.submission_failure`) ends the wait with a
+    :class:`ClusterStartError` within ``watch.every`` seconds."""
     from distributed.client import TimeoutError as DaskTimeoutError
 
+    from .clusters import submission_failure
+
     while not watch.count():
+        failure = submission_failure(watch.cluster)
+        if failure is not None:
+            raise ClusterStartError(f"job submission failed: {failure}")
         with contextlib.suppress(TimeoutError, DaskTimeoutError):
             client.wait_for_workers(1, timeout=watch.every)
 
@@ -151,6 +166,32 @@ def _arrivals(completed, watch, on_count, poll=0.05):
             time.sleep(poll)
 
 
+class WorkersLackData(DataNotFoundError):
+    """The Dask workers cannot read the data files that the client read: raised once, on the
+    first task that meets it, and not counted as a failed task (docs/guide/hpc.md)."""
+
+
+def evaluate_on_worker(task):
+    """:func:`pcskm.experiments.cells.evaluate` on a worker; a data file it cannot find is a
+    :class:`WorkersLackData` naming this worker's host, the folder it looked in and the two
+    fixes (the client found the files when it planned the run)."""
+    from .compiling import reported_to_client
+
+    try:
+        with reported_to_client():
+            return cells.evaluate(task)
+    except DataNotFoundError:
+        from pcskm.experiments import resolve_data_dir
+
+        setting = task.settings[0]
+        folder, how = resolve_data_dir(setting.data_dir)
+        raise WorkersLackData(
+            f"the Dask workers cannot see the data folder: on worker host {platform.node()} "
+            f"the files of {setting.dataset} are not in {folder} ({how}), while the client "
+            "found them. Either give --data-dir a folder every worker can read at that path, "
+            "or set PCSKM_DATA in the workers' environment (docs/guide/hpc.md)") from None
+
+
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
               worker_timeout=WORKER_TIMEOUT, queued=False):
     """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
@@ -163,19 +204,26 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     the CLI) cancels the remaining tasks and returns with ``interrupted`` set."""
     from distributed import as_completed
 
+    from .compiling import WorkersCompiling
+
     summary = summary if summary is not None else RunSummary(n_tasks=len(tasks))
     if not tasks:
         return summary
     writer = CubeWriter(cube, tasks)
+    compiling = WorkersCompiling(client).start()  # before a worker can start a task
     token = uuid.uuid4().hex[:8]
     by_key, futures = {}, []
     for i, task in enumerate(tasks):
         key = task_key(task, i, token)
         by_key[key] = task
-        futures.append(client.submit(cells.evaluate, task, key=key, pure=False,
+        futures.append(client.submit(evaluate_on_worker, task, key=key, pure=False,
                                      priority=len(tasks) - i))
     watch = WorkerWatch(client, worker_timeout, queued=queued)
-    _wait_for_a_worker(client, watch)
+    try:
+        _wait_for_a_worker(client, watch)
+    except BaseException:
+        compiling.stop()
+        raise
     shown = Progress(sum(task.n_cells for task in tasks), bar=progress)
     done_before = cube.done_cells()
     start = last = time.perf_counter()
@@ -214,6 +262,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                     on_result(result, summary)
             elif future.status == "error":
                 error = future.exception()
+                if isinstance(error, WorkersLackData):  # every task would fail alike
+                    client.cancel(futures)
+                    raise WorkersLackData(str(error)) from None
                 message = "".join(traceback.format_exception_only(type(error), error)).strip()
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
@@ -226,6 +277,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         summary.interrupted = True
         client.cancel(futures)
     finally:
+        compiling.stop()
         shown.close()
         with held_signals():  # every result taken reaches the disk, however the run ends
             began = time.perf_counter()

@@ -7,7 +7,6 @@ read: a block computed but not marked done is computed again by the next run.
 """
 
 import numpy as np
-import pandas as pd
 import zarr
 
 from .cube import ERROR
@@ -20,6 +19,13 @@ def fit_errors(path):
     a failed user fit in a done run: ``error_fits`` (fits with status error, one per s of a
     sparse estimator) and ``first_error`` (the message of the first such run, in run order:
     the exception's type and text). An empty frame when there is none."""
+    import pandas as pd  # not at start-up: pcskm status does without it (error_lines)
+
+    return pd.DataFrame(_error_rows(path), columns=COLUMNS)
+
+
+def _error_rows(path):
+    """The rows of :func:`fit_errors`, as tuples in the order of ``COLUMNS``."""
     root = zarr.open_group(str(path), mode="r")
     rows = []
     for name, group in root.groups():
@@ -37,17 +43,20 @@ def fit_errors(path):
                          if ok and m)
             rows.append((name, labels["algorithm"][a], labels["init"][i], labels["kind"][k],
                          float(percents[p]), int((status[runs] == ERROR).sum()), first))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return rows
 
 
 def error_lines(path):
     """Per algorithm with failed fits, one line of ``pcskm status``: their count over the
     store and the first message (in data set, init, kind, percent order)."""
-    table = fit_errors(path)
+    by_algorithm = {}  # in the order of their first row
+    for row in _error_rows(path):
+        by_algorithm.setdefault(row[1], []).append(dict(zip(COLUMNS, row, strict=True)))
     lines = []
-    for algorithm, rows in table.groupby("algorithm", sort=False):
-        first = rows.iloc[0]
-        lines.append(f"{algorithm}: {int(rows.error_fits.sum())} failed fits (status error) "
-                     f"in {len(rows)} blocks; first: {first.first_error} ({first.dataset}, "
-                     f"{first.init}, {first.kind}, {first.percent:g} %)")
+    for algorithm, rows in by_algorithm.items():
+        first = rows[0]
+        lines.append(f"{algorithm}: {sum(r['error_fits'] for r in rows)} failed fits (status "
+                     f"error) in {len(rows)} blocks; first: {first['first_error']} "
+                     f"({first['dataset']}, {first['init']}, {first['kind']}, "
+                     f"{first['percent']:g} %)")
     return lines

@@ -11,6 +11,7 @@ import textwrap
 
 ONLY = "algorithm=LKM,init=dkm++"  # a small selection: its kernels compile in seconds
 COMPILING = "compiling the Numba kernels"
+COMPILING_ON_WORKERS = "the workers are compiling the Numba kernels"
 
 WORKER = textwrap.dedent(f"""
     import json, logging
@@ -53,3 +54,88 @@ def test_a_cold_cache_is_compiled_once_in_the_client_and_announced(tmp_path):
     assert found["tasks"] > 1
     assert found["worker_compiled"] == 0  # a fresh process loads every kernel from the cache
     assert COMPILING not in then.stderr  # nor does a second client say it compiles
+
+
+def test_pcskm_compile_fills_the_cache_once(tmp_path):
+    cache = tmp_path / "numba-cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    command = [sys.executable, "-m", "pcskm.runner.cli", "compile", "smoke", "--only", ONLY]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=900)
+    assert first.returncode == 0, first.stderr
+    assert COMPILING in first.stderr
+    assert f"in the Numba cache {cache};" in first.stdout
+    assert any(cache.rglob("*.nbi")) and any(cache.rglob("*.nbc"))  # index and code
+    assert not list(tmp_path.glob("*.zarr"))  # no store made
+    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=900)
+    assert again.returncode == 0, again.stderr
+    assert COMPILING not in again.stderr  # everything found in the cache
+
+
+def test_the_client_says_when_its_workers_compile(tmp_path):
+    """A worker started outside pcskm (here a local cluster whose workers have an empty
+    NUMBA_CACHE_DIR of their own, reached with --scheduler) compiles the kernels: the client
+    says so as soon as it starts. The run is then stopped (Ctrl-C)."""
+    import signal
+    import time
+
+    from cubes import Progress
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0",
+                      env={"NUMBA_CACHE_DIR": str(tmp_path / "worker-cache")}) as cluster:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--only", ONLY,
+             "--store", str(tmp_path / "s.zarr"), "--scheduler", cluster.scheduler_address],
+            cwd=tmp_path, stderr=subprocess.PIPE)
+        progress = Progress(process)
+        try:
+            deadline = time.monotonic() + 300
+            while (COMPILING_ON_WORKERS not in progress.text() and process.poll() is None
+                   and time.monotonic() < deadline):
+                time.sleep(0.2)
+            said = COMPILING_ON_WORKERS in progress.text()
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        stderr = progress.join()
+    assert said, stderr
+    assert f"cache {tmp_path / 'worker-cache'}" in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+
+
+def test_the_client_repeats_how_long_the_workers_have_compiled(caplog):
+    """The reminder of :class:`WorkersCompiling`, with events as a worker sends them."""
+    import logging
+    import time
+
+    from pcskm.runner.compiling import WorkersCompiling
+
+    class Client:  # subscribe_topic and unsubscribe_topic of distributed.Client
+        def subscribe_topic(self, topic, handler):
+            self.handler = handler
+
+        def unsubscribe_topic(self, topic):
+            self.handler = None
+
+    client = Client()
+    caplog.set_level(logging.INFO, logger="pcskm")
+    watch = WorkersCompiling(client, every=0.05).start()
+    time.sleep(0.2)
+    assert "compiling" not in caplog.text  # nothing said before a worker compiles
+    client.handler((0.0, {"state": "started", "host": "node-7", "cache": "/shared/numba"}))
+    time.sleep(0.3)
+    client.handler((1.0, {"state": "done", "host": "node-7", "seconds": 42.0,
+                          "n_compiled": 12}))
+    time.sleep(0.2)
+    watch.stop()
+    assert caplog.text.count(COMPILING_ON_WORKERS) == 1
+    assert "first: host node-7, cache /shared/numba" in caplog.text
+    assert caplog.text.count("the workers have been compiling the Numba kernels for 0 s") >= 2
+    assert "a worker (host node-7) compiled its kernels in 42 s" in caplog.text
+    reminders = caplog.text.count("have been compiling")
+    time.sleep(0.2)
+    assert caplog.text.count("have been compiling") == reminders  # none after it finished

@@ -33,3 +33,42 @@ def test_the_command_line_reports_the_package_version(tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["pcskm", metadata.version("pcskm")]
+
+
+def test_static_tools_resolve_every_module_of_the_package(tmp_path):
+    """Type checkers and IDEs (mypy, pyright) find every module of ``pcskm`` in the
+    environment: true of a wheel and of the documented development install
+    (``editable_mode=strict``, docs/guide/install.md), not of setuptools' default editable
+    install of this package-dir layout, whose import hook they cannot follow. Only the
+    resolution of the imports is checked: the package is not typed (``import-untyped``)."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    modules = sorted(
+        "pcskm." + ".".join(path.relative_to(repo).with_suffix("").parts).removesuffix(
+            ".__init__")
+        for folder in ("algorithms", "experiments", "runner")
+        for path in (repo / folder).rglob("*.py"))
+    assert "pcskm.runner.cube" in modules and "pcskm.experiments" in modules
+    code = "\n".join(["import pcskm", *(f"import {module}" for module in modules)])
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--cache-dir", str(tmp_path),
+         "--disable-error-code", "import-untyped", "-c", code],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ci_runs_the_readmes_test_command():
+    """.ci/run ends with the README's test command (and the install guide shows the same)."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+
+    def test_commands(path):
+        return [line.split("#")[0].strip() for line in (repo / path).read_text().splitlines()
+                if "python -m pytest -n auto" in line and line.startswith("pip install")]
+
+    readme = test_commands("README.md")
+    assert len(readme) == 1
+    assert test_commands(".ci/run") == readme
+    assert test_commands("docs/guide/install.md") == readme
