@@ -97,7 +97,9 @@ def fake_slurm(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     counter = tmp_path / "job-counter"
     counter.write_text("4242")
-    fake_command(bin_dir, "sbatch", f'n=$(cat {counter}); echo $((n + 1)) > {counter}\n'
+    # dask-jobqueue submits the jobs concurrently: the counter is read and written under a lock
+    fake_command(bin_dir, "sbatch", f'exec 9>{counter}.lock; flock 9\n'
+                                    f'n=$(cat {counter}); echo $((n + 1)) > {counter}\n'
                                     'echo "Submitted batch job $n"')
     fake_command(bin_dir, "squeue", 'for id in $(echo "$3" | tr , " "); do '
                                     'echo "$id PENDING Priority"; done')
