@@ -241,9 +241,8 @@ class _Checker:
                       f"{value!r}")
         return tuple(t / 10 for t in sorted(tenths))  # the cube's percent order
 
-    def params(self, value, estimator, where):
-        """A variant's constructor parameters: only those the runner does not set itself
-        (``cells.RUNNER_PARAMETERS``), with values the estimator accepts."""
+    def params_table(self, value, where):
+        """A variant's ``params``: a table of plain values (they enter the spec's hash)."""
         if not isinstance(value, dict):
             self.fail(f"{where}.params must be a table; got {value!r}")
         try:
@@ -251,6 +250,12 @@ class _Checker:
         except TypeError as error:
             self.fail(f"{where}.params holds a value that is not a string, number, boolean, "
                       f"list or table: {error}")
+        return value
+
+    def params(self, value, estimator, where):
+        """A variant's constructor parameters: only those the runner does not set itself
+        (``cells.RUNNER_PARAMETERS``), with values the estimator accepts."""
+        self.params_table(value, where)
         cls = estimator_class(estimator)
         names = cls._get_param_names()
         settable = [name for name in names if name not in RUNNER_PARAMETERS]
@@ -376,14 +381,7 @@ class _Checker:
         """A variant of a user estimator (an import path), checked against the contract of
         docs/reference/estimator-contract.md (the class is imported here)."""
         where = f"variants.{name}"
-        params = table.get("params", {})
-        if not isinstance(params, dict):
-            self.fail(f"{where}.params must be a table; got {params!r}")
-        try:
-            _canonical_json(params)
-        except TypeError as error:
-            self.fail(f"{where}.params holds a value that is not a string, number, boolean, "
-                      f"list or table: {error}")
+        params = self.params_table(table.get("params", {}), where)
         constraints = table.get("constraints", "use")
         if constraints not in CONSTRAINT_MODES:
             self.fail(f"{where}.constraints must be one of {', '.join(CONSTRAINT_MODES)}; got "

@@ -197,6 +197,19 @@ def expand_path(path, what):
     return expanded
 
 
+def import_jobqueue():
+    """``dask_jobqueue``, imported with Ctrl-C's handler kept: importing it replaces the
+    process's SIGINT handler with ``sys.exit`` (its ``runner`` module does so at import), which
+    would turn a Ctrl-C into a SystemExit instead of the KeyboardInterrupt that a run stops
+    and resumes on."""
+    handler = signal.getsignal(signal.SIGINT)
+    import dask_jobqueue
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)
+    return dask_jobqueue
+
+
 def jobqueue_cluster(system, jobs=None, minimum_jobs=None, maximum_jobs=None):
     """A dask-jobqueue cluster for ``system`` (slurm, pbs, sge, lsf, htcondor), configured
     from Dask's config (:func:`_jobqueue_options`), whose job scripts also export
@@ -204,8 +217,7 @@ def jobqueue_cluster(system, jobs=None, minimum_jobs=None, maximum_jobs=None):
     (:func:`submission_failure`). ``jobs`` keeps that many jobs (a lost job is replaced);
     otherwise the cluster adapts between ``minimum_jobs`` and ``maximum_jobs`` (default 1
     and 1)."""
-    import dask_jobqueue
-
+    dask_jobqueue = import_jobqueue()
     if system not in JOBQUEUE:
         raise ValueError(f"--cluster must be one of {', '.join(JOBQUEUE)}; got {system!r}")
     cluster_class = getattr(dask_jobqueue, JOBQUEUE[system])

@@ -5,15 +5,22 @@ it reaches the job script; a missing configuration points to the guide. Fake ``s
 ``squeue`` scripts stand in for Slurm."""
 
 import os
+import signal
 import time
 
 import dask
-import dask_jobqueue  # noqa: F401 (registers dask-jobqueue's configuration defaults)
 import pytest
 from cubes import pcskm, tiny_spec
 from test_run_errors import assert_clean_error
 
-from pcskm.runner.clusters import jobqueue_cluster, queued_jobs, submission_failure
+from pcskm.runner.clusters import (
+    import_jobqueue,
+    jobqueue_cluster,
+    queued_jobs,
+    submission_failure,
+)
+
+import_jobqueue()  # registers dask-jobqueue's configuration defaults
 
 SLURM_CONFIG = """
 jobqueue:
@@ -149,3 +156,22 @@ def test_an_unset_variable_in_the_log_folder_is_refused(monkeypatch):
                                                 "variable in it is not set"):
         jobqueue_cluster("slurm", jobs=1)
 
+
+
+def test_importing_dask_jobqueue_keeps_the_ctrl_c_handler(monkeypatch):
+    """dask-jobqueue sets SIGINT's handler to sys.exit when its runner module is imported: a
+    Ctrl-C would then end a run with SystemExit instead of the KeyboardInterrupt it resumes
+    from (and, in the tests, break the Ctrl-C tests run after this file in one process)."""
+    import sys
+
+    def mine(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, mine)
+    try:
+        for name in [m for m in sys.modules if m.startswith("dask_jobqueue")]:
+            monkeypatch.delitem(sys.modules, name)
+        import_jobqueue()
+        assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
