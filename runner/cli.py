@@ -232,6 +232,8 @@ def cmd_status(args):
     except IncompatibleStore:
         raise
     except (ValueError, RuntimeError) as error:  # e.g. a chunk failing its checksum or decoding
+        if found is None:
+            verify(store)  # names a damaged coordinate chunk
         raise DamagedStore(f"cannot read {store} ({error}); if a chunk is damaged, pcskm "
                            "verify names it") from None
     print(text)
