@@ -427,7 +427,9 @@ def build_parser():
         description="Check every chunk of STORE that cells marked done rely on: present, "
                     "CRC32C checksum intact (stores made before checksums: decodable), no "
                     "fit missing. Names each damaged chunk; exit code 1 if any. pcskm run "
-                    "on the store recomputes their cells. Reads only.")
+                    "on the store recomputes their cells. Changed metadata (zarr.json against "
+                    "its recorded digest) or damaged coordinates: exit code 2, naming the "
+                    "file. Reads only.")
     verify.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
                         help=store_help)
     verify.set_defaults(func=cmd_verify)

@@ -267,7 +267,9 @@ def _inconsistent_blocks(status, coords, done, blocks):
 
 def verify(store):
     """Check every chunk of the store at ``store`` (see the module docstring); returns a
-    :class:`Verification`. Reads only: works on a read-only store."""
+    :class:`Verification`. Raises :class:`DamagedStore`, in one line naming the files, if its
+    metadata changed (:mod:`pcskm.runner.metadata`) or a coordinate chunk is damaged. Reads
+    only: works on a read-only store."""
     store = Path(store)
     metadata = check_store(store)
     root = open_root(store)

@@ -275,3 +275,13 @@ def test_a_store_without_the_record_opens_and_gets_it_at_the_next_run(reference,
     assert_same_cube(reference, store)
     code, _, out = cli("verify", store)
     assert code == 0 and "20 zarr.json files" in out
+
+
+def test_the_smoke_store_records_forty_metadata_files(smoke_report, cli):
+    """The count that docs/reference/cli.md shows: the root, iris and its 18 arrays,
+    brodinova-5-5 and its 19 (with the uninformative mask)."""
+    store, _ = smoke_report
+    code, err, out = cli("verify", store)
+    assert code == 0, err
+    assert "metadata: 40 zarr.json files" in out
+    assert len(list(store.rglob("zarr.json"))) == 40
