@@ -71,6 +71,12 @@ def _file(node):
     return f"{node}/{ROOT}"
 
 
+def _is_node_file(file):
+    """Whether ``file`` names a ``zarr.json`` inside the store (no ``..``, no absolute path)."""
+    parts = file.split("/")
+    return parts[-1] == ROOT and all(part not in ("", ".", "..") for part in parts[:-1])
+
+
 def _read(file):
     """``(document, problem)``: the parsed JSON of ``file``, or why it cannot be."""
     try:
@@ -164,8 +170,8 @@ def _check_node(store, node, expected, copies, change_list):
         if copy_ok:
             change_list.append(Change(file, node, what, REPAIRED_FROM_COPY, copy))
         else:
-            change_list.append(Change(file, node, f"{what}, and so did its copy in the root "
-                                      "zarr.json", None))
+            change_list.append(Change(file, node, f"{what}; its copy in the root zarr.json "
+                                      "differs from the record too", None))
         return
     what = ("missing" if copy is None else _differing_keys(copy, document))
     change_list.append(Change(ROOT, node, f"the consolidated copy of {node}'s metadata: {what}",
@@ -188,7 +194,8 @@ def check_metadata(store):
     if record is None:
         found.recorded = False
         return found
-    if not isinstance(record, dict) or not all(isinstance(v, str) for v in record.values()):
+    if not isinstance(record, dict) or not all(
+            isinstance(v, str) and _is_node_file(k) for k, v in record.items()):
         found.changes.append(Change(ROOT, "", f"its attribute {RECORD} is not a record of "
                                     "digests", None))
         return found
