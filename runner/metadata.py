@@ -12,15 +12,19 @@ The root's own record covers its attributes (less those a run updates while it w
 ``runs``, ``run_in_progress`` and the record itself) and its format keys; the consolidated
 copies in it are checked against the record of each node, and their header against what Zarr
 writes. A changed file is rewritten from its intact copy (or the copy from its intact file,
-by consolidating again); a data set's group whose folder is gone is dropped, to be created
-again and computed by a run whose spec has the data set. A node whose file and copy both
-changed, and a changed root, cannot be repaired. A store written before the record existed
-is not checked, and gets its record at the next run that writes it.
+by consolidating again), both from the store's layout if what pcskm writes for it has the
+recorded digest; a data set's group whose folder is gone is dropped, to be created again and
+computed by a run whose spec has the data set. A changed root cannot be repaired. A store
+written before the record existed is not checked, and gets its record at the next run that
+writes it.
 """
 
+import dataclasses
 import hashlib
 import json
 import logging
+import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +41,9 @@ ROOT = "zarr.json"
 VOLATILE = (RECORD, "runs", "run_in_progress")
 HEADER = {k: v for k, v in ConsolidatedMetadata(metadata={}).to_dict().items()
           if k != "metadata"}  # what Zarr writes beside the consolidated copies
-REPAIRED_FROM_COPY, RECONSOLIDATED, GROUP_DROPPED = "file", "copy", "group"
+# How a run repairs a change: the file from its copy, the copy by consolidating, the file and
+# its copy from the store's layout, the deleted group by the spec.
+REPAIRED_FROM_COPY, RECONSOLIDATED, REGENERATED, GROUP_DROPPED = "file", "copy", "layout", "group"
 
 
 def _canonical(document):
@@ -100,14 +106,14 @@ def _differing_keys(document, reference):
 class Change:
     """A metadata file that differs from its record: ``file`` (its path in the store),
     ``node`` (the group or array it describes; "" for the root), what is wrong, and how a run
-    repairs it (:data:`REPAIRED_FROM_COPY`, :data:`RECONSOLIDATED`, :data:`GROUP_DROPPED`;
-    None: it cannot)."""
+    repairs it (:data:`REPAIRED_FROM_COPY`, :data:`RECONSOLIDATED`, :data:`REGENERATED`,
+    :data:`GROUP_DROPPED`; None: it cannot); ``copy``: the metadata it writes back."""
 
     file: str
     node: str
     problem: str
     repair: str | None
-    copy: dict | None = field(default=None, repr=False, compare=False)  # the intact copy
+    copy: dict | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -217,6 +223,36 @@ def check_metadata(store):
                                         "missing (its folder was deleted)", GROUP_DROPPED))
         elif node.partition("/")[0] not in deleted:
             _check_node(store, node, record[_file(node)], copies, found.changes)
+    lost = [change.node for change in found.changes if change.node and change.repair is None]
+    if lost:
+        regenerated = _regenerated(store, lost, record)
+        found.changes = [dataclasses.replace(change, repair=REGENERATED,
+                                             copy=regenerated[change.node])
+                         if change.node in regenerated else change
+                         for change in found.changes]
+    return found
+
+
+def _regenerated(store, nodes, record):
+    """The metadata pcskm writes for ``nodes`` in the store's layout (coordinates, group
+    attributes and settings as the store holds them), for those whose digest is the
+    recorded one: ``{node: document}``."""
+    from .cube import _write_group, read_layout
+
+    try:
+        layout = read_layout(store)
+    except Exception:  # any failure to read the layout leaves nothing to rewrite from
+        return {}
+    found = {}
+    with tempfile.TemporaryDirectory() as scratch, warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        root = zarr.open_group(scratch, mode="w-", zarr_format=3)
+        for name in sorted({node.partition("/")[0] for node in nodes} & set(layout.groups)):
+            _write_group(root, layout.groups[name], layout.fixed)
+        for node in nodes:
+            document = _node_document(_read(Path(scratch) / _file(node))[0])
+            if document is not None and _sha256(document) == record[_file(node)]:
+                found[node] = document
     return found
 
 
@@ -274,9 +310,11 @@ def repair_metadata(store, groups):
     _check_writable(store)
     done = []
     for change in found.changes:
-        if change.repair == REPAIRED_FROM_COPY:
+        if change.repair in (REPAIRED_FROM_COPY, REGENERATED):
             (store / change.file).write_text(json.dumps(change.copy, indent=2))
-            done.append(f"{change.file} rewritten from its copy in the root zarr.json")
+            source = ("its copy in the root zarr.json" if change.repair == REPAIRED_FROM_COPY
+                      else "the store's layout, as pcskm writes it")
+            done.append(f"{change.file} rewritten from {source}")
         elif change.repair == GROUP_DROPPED:
             done.append(f"the deleted group {change.node} dropped from the record, to be "
                         "created again and its cells computed")

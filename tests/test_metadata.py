@@ -123,6 +123,10 @@ def no_checksum(document):
     document["codecs"].pop()
 
 
+def set_description(document):
+    document["attributes"]["description"] = "another data set"
+
+
 def copied(node, key):
     return f"the consolidated copy of {node}'s metadata: {key} changed"
 
@@ -155,6 +159,15 @@ REPAIRED = {
                                  "iris/percent/zarr.json", "cannot be read (JSONDecodeError"),
     "deleted group": (lambda store: shutil.rmtree(store / "iris"), "iris/zarr.json",
                       "the group of data set iris is missing (its folder was deleted)"),
+    # rewritten from the store's layout, as pcskm writes it
+    "an array's file and its copy": (
+        lambda store: (own_file("iris/f_score", fill_zero)(store),
+                       copy_in_root("iris/f_score", fill_zero)(store)),
+        "iris/f_score/zarr.json", "changed; its copy in the root zarr.json differs"),
+    "a coordinate's file and its copy": (
+        lambda store: (truncate("iris/sparsity/zarr.json")(store),
+                       copy_in_root("iris/sparsity", fill_zero)(store)),
+        "iris/sparsity/zarr.json", "cannot be read (JSONDecodeError"),
 }
 
 
@@ -199,10 +212,10 @@ REFUSED = {
         lambda store: (store / "iris/kind/c/0").write_bytes(
             bytes(b ^ 0xFF for b in (store / "iris/kind/c/0").read_bytes())),
         "iris/kind/c/0", "checksum mismatch"),
-    "an array's file and its copy": (
-        lambda store: (own_file("iris/f_score", fill_zero)(store),
-                       copy_in_root("iris/f_score", fill_zero)(store)),
-        "iris/f_score/zarr.json", "changed; its copy in the root zarr.json differs"),
+    "a group's attributes in its file and its copy": (
+        lambda store: (own_file("iris", set_description)(store),
+                       copy_in_root("iris", set_description)(store)),
+        "iris/zarr.json", "changed; its copy in the root zarr.json differs"),
     "a root attribute": (
         lambda store: edit(store / "zarr.json",
                            lambda d: d["attributes"]["protocol"].update(seed=1)),
