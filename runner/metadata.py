@@ -121,6 +121,7 @@ class MetadataCheck:
     """What :func:`check_metadata` found in the store at ``store``."""
 
     store: Path
+    spec: str = "SPEC"  # the name of the spec that last ran into the store
     recorded: bool = True  # False: a store made before the record (not checked)
     n_files: int = 0  # metadata files checked
     changes: list = field(default_factory=list)
@@ -133,7 +134,7 @@ class MetadataCheck:
         return (f"metadata: {self.n_files} zarr.json files (and their consolidated copies) "
                 "match their recorded digests")
 
-    def refusal(self, spec="SPEC", groups=None):
+    def refusal(self, groups=None):
         """One line naming every changed file and what can be done (``groups``: the data sets
         whose deleted group a run would create again; None: any)."""
         listing = "; ".join(f"{self.store / c.file}: {c.problem}" for c in self.changes)
@@ -147,7 +148,7 @@ class MetadataCheck:
                 advice += (f" (or run a spec with {', '.join(lost)} on it, which creates "
                            "the group again and computes its cells)")
         else:
-            advice = (f"pcskm run {spec} --store {self.store} (the store's spec, or its TOML "
+            advice = (f"pcskm run {self.spec} --store {self.store} (the store's spec, or its TOML "
                       "file) repairs it")
             if any(c.repair == GROUP_DROPPED for c in self.changes):
                 advice += " and computes the cells of the deleted group again"
@@ -166,7 +167,8 @@ def _check_node(store, node, expected, copies, change_list):
     file = _file(node)
     document, problem = _read(store / file)
     document = _node_document(document)
-    copy = _node_document(copies.get(node))
+    copy = copies.get(node)
+    copy = _node_document(copy) if isinstance(copy, dict) else None
     file_ok = document is not None and _sha256(document) == expected
     copy_ok = copy is not None and _sha256(copy) == expected
     if file_ok and copy_ok:
@@ -196,6 +198,7 @@ def check_metadata(store):
                            "pcskm cannot repair it; restore the store from a copy")
     attrs = root.get("attributes")
     attrs = attrs if isinstance(attrs, dict) else {}
+    found.spec = str(attrs.get("spec_name", "SPEC"))
     record = attrs.get(RECORD)
     if record is None:
         found.recorded = False
@@ -261,8 +264,7 @@ def checked_metadata(store):
     file) if any changed."""
     found = check_metadata(store)
     if found.changes:
-        spec = (_read(Path(store) / ROOT)[0].get("attributes") or {}).get("spec_name", "SPEC")
-        raise DamagedStore(found.refusal(spec))
+        raise DamagedStore(found.refusal())
     return found
 
 
@@ -304,9 +306,7 @@ def repair_metadata(store, groups):
     if not found.changes:
         return
     if not all(_repairable(change, groups) for change in found.changes):
-        raise DamagedStore(found.refusal(_read(store / ROOT)[0]["attributes"].get("spec_name",
-                                                                                   "SPEC"),
-                                         groups))
+        raise DamagedStore(found.refusal(groups))
     _check_writable(store)
     done = []
     for change in found.changes:
