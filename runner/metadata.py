@@ -240,7 +240,7 @@ def _regenerated(store, nodes, record):
     """The metadata pcskm writes for ``nodes`` in the store's layout (coordinates, group
     attributes and settings as the store holds them), for those whose digest is the
     recorded one: ``{node: document}``."""
-    from .cube import _write_group, read_layout
+    from .cube import _write_group, has_user_algorithms, read_layout
 
     try:
         layout = read_layout(store)
@@ -251,7 +251,8 @@ def _regenerated(store, nodes, record):
         warnings.simplefilter("ignore", category=UserWarning)
         root = zarr.open_group(scratch, mode="w-", zarr_format=3)
         for name in sorted({node.partition("/")[0] for node in nodes} & set(layout.groups)):
-            _write_group(root, layout.groups[name], layout.fixed)
+            _write_group(root, layout.groups[name], layout.fixed,
+                         has_user_algorithms(layout.algorithms))
         for node in nodes:
             document = _node_document(_read(Path(scratch) / _file(node))[0])
             if document is not None and _sha256(document) == record[_file(node)]:
