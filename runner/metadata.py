@@ -295,8 +295,9 @@ def record_metadata(store, attrs=None):
 
 def repair_metadata(store, groups):
     """Repair what :func:`check_metadata` finds (docs/reference/cube-schema.md, Metadata
-    digests): rewrite a changed file from its copy, consolidate again, drop the record of a
-    deleted group of a data set in ``groups`` (the run's spec creates it again). Raises
+    digests): rewrite a changed file from its copy (or from the store's layout), consolidate
+    again, drop the record of a deleted group of a data set in ``groups`` (the run's spec
+    creates it again). Raises
     :class:`DamagedStore` naming every change it cannot repair, before writing anything."""
     from .cube import _check_writable
 
@@ -312,6 +313,7 @@ def repair_metadata(store, groups):
     done = []
     for change in found.changes:
         if change.repair in (REPAIRED_FROM_COPY, REGENERATED):
+            (store / change.file).parent.mkdir(parents=True, exist_ok=True)  # a deleted array
             (store / change.file).write_text(json.dumps(change.copy, indent=2))
             source = ("its copy in the root zarr.json" if change.repair == REPAIRED_FROM_COPY
                       else "the store's layout, as pcskm writes it")

@@ -168,6 +168,8 @@ REPAIRED = {
                                  "iris/percent/zarr.json", "cannot be read (JSONDecodeError"),
     "deleted group": (lambda store: shutil.rmtree(store / "iris"), "iris/zarr.json",
                       "the group of data set iris is missing (its folder was deleted)"),
+    "deleted array": (lambda store: shutil.rmtree(store / "iris/precision"),
+                      "iris/precision/zarr.json", "is missing"),
     # rewritten from the store's layout, as pcskm writes it
     "an array's file and its copy": (
         lambda store: (own_file("iris/f_score", fill_zero)(store),
