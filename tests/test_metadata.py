@@ -207,7 +207,7 @@ def test_changed_metadata_is_refused_then_repaired_by_a_run(reference, spec_file
                     ["report", store, "--out", tmp_path / "report"]):
         assert_one_line(*cli(*command)[:2], f"{store / file}: {problem}",
                         f"pcskm run tiny-metadata --store {store}")
-    assert not (tmp_path / "report").exists()
+    assert not (tmp_path / "report" / "report.md").exists()
     code, err, _ = cli("run", spec_file, "--store", store)
     assert code == 0, err
     assert "repaired:" in err and "Traceback" not in err
