@@ -233,6 +233,8 @@ def cmd_status(args):
         raise
     except (ValueError, RuntimeError) as error:  # e.g. a chunk failing its checksum or decoding
         if found is None:
+            from .integrity import verify
+
             verify(store)  # names a damaged coordinate chunk
         raise DamagedStore(f"cannot read {store} ({error}); if a chunk is damaged, pcskm "
                            "verify names it") from None
