@@ -232,6 +232,10 @@ def cmd_status(args):
     except IncompatibleStore:
         raise
     except (ValueError, RuntimeError) as error:  # e.g. a chunk failing its checksum or decoding
+        if found is None:
+            from .integrity import verify
+
+            verify(store)  # names a damaged coordinate chunk
         raise DamagedStore(f"cannot read {store} ({error}); if a chunk is damaged, pcskm "
                            "verify names it") from None
     print(text)
@@ -425,7 +429,9 @@ def build_parser():
         description="Check every chunk of STORE that cells marked done rely on: present, "
                     "CRC32C checksum intact (stores made before checksums: decodable), no "
                     "fit missing. Names each damaged chunk; exit code 1 if any. pcskm run "
-                    "on the store recomputes their cells. Reads only.")
+                    "on the store recomputes their cells. Changed metadata (zarr.json against "
+                    "its recorded digest) or damaged coordinates: exit code 2, naming the "
+                    "file. Reads only.")
     verify.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
                         help=store_help)
     verify.set_defaults(func=cmd_verify)

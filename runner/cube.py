@@ -667,8 +667,11 @@ def _holds_done_markers(path):
 
 def check_store(path):
     """Raise :class:`NotAStore` if ``path`` is a file or a folder without Zarr metadata, and
-    :class:`DamagedStore` naming the file if its metadata cannot be read or the store was
-    left half-created (:func:`half_created`)."""
+    :class:`DamagedStore` naming the file if its metadata cannot be read, changed since pcskm
+    wrote it (:mod:`pcskm.runner.metadata`) or the store was left half-created
+    (:func:`half_created`); returns the metadata check."""
+    from .metadata import checked_metadata
+
     path = Path(path)
     if not path.is_dir():
         raise NotAStore(f"{path} is {'a file' if path.exists() else 'missing'}, not a pcskm "
@@ -683,10 +686,12 @@ def check_store(path):
             + ("yet it holds done markers, so pcskm does not delete it: restore it from a "
                "copy, or delete it and compute again" if _holds_done_markers(path) else
                "it holds no computed cell: pcskm run creates it again"))
+    found = checked_metadata(path)
     problem = metadata_problem(path)
     if problem:
         raise DamagedStore(f"the metadata of {path} is damaged: {problem}. pcskm cannot repair "
                            "it; restore the store from a copy")
+    return found
 
 
 def open_root(path, mode="r"):
@@ -800,23 +805,26 @@ def _consolidate(path):
 
 def write_layout(path, layout, spec, history=(), runs=()):
     """Create a new, empty store at ``path`` with ``layout``."""
+    from .metadata import record_metadata
+
     root = zarr.open_group(str(path), mode="w-", zarr_format=3,
                            attributes=_root_attrs(layout, spec, history, runs))
     for group in layout.groups.values():
         _write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms))
     _building("before consolidating")
-    _consolidate(path)
+    record_metadata(path)
 
 
 def _add_score_arrays(path, layout, spec, history, runs):
     """Turn the selection scores of ``layout`` on in the store at ``path`` in place: add the
     variables it lacks, then record the settings (a run killed between the two leaves the
     store as it was, with unused variables that the next extension keeps)."""
+    from .metadata import record_metadata
+
     root = open_root(path, "r+")
     for name, group in layout.groups.items():
         _create_score_arrays(root[name], group, layout.fixed)
-    root.attrs.update(_root_attrs(layout, spec, history, runs))
-    _consolidate(path)
+    record_metadata(path, _root_attrs(layout, spec, history, runs))
 
 
 def read_layout(path):
@@ -969,6 +977,7 @@ def prepare(path, spec, data_dir=None):
     compatible and extend it to cover the spec (raises :class:`IncompatibleStore`). Returns
     ``(cube, action)`` with action "created", "extended" or "opened"."""
     from .integrity import repair, verify
+    from .metadata import record_metadata, repair_metadata
     from .sizes import check_sizes
 
     path = Path(path)
@@ -983,6 +992,7 @@ def prepare(path, spec, data_dir=None):
         _build_beside(path, new, spec)
         action = "created"
     else:
+        repair_metadata(path, new.groups)
         check_store(path)
         _check_writable(path)
         found = verify(path)
@@ -1006,11 +1016,7 @@ def prepare(path, spec, data_dir=None):
             _rebuild(path, old, merged, spec, history, runs)
             action = "extended"
         else:
-            root = open_root(path, "r+")
-            attrs = _root_attrs(merged, spec, history, runs)
-            if root.attrs.asdict() != _json(attrs):
-                root.attrs.update(attrs)
-                _consolidate(path)
+            record_metadata(path, _root_attrs(merged, spec, history, runs))
             action = "opened"
     cube = Cube(path)
     cube.mark_applicability(spec)

@@ -50,8 +50,6 @@ log = logging.getLogger("pcskm")
 # Arrays written once, when the store is made: they define its layout.
 LAYOUT_ARRAYS = frozenset({*FIT_DIMS, "feature", "feature_name", "uninformative"})
 MAX_LISTED = 40  # damaged chunks listed by describe(); the rest are counted
-UNREPAIRABLE = ("the coordinates (the store's layout) are damaged: pcskm cannot repair this "
-                "store; restore it from a copy")
 
 
 @dataclass(frozen=True)
@@ -84,14 +82,11 @@ class Verification:
     scored: dict = field(default_factory=dict)  # group -> scored markers (None: no array)
     wanted: dict = field(default_factory=dict)  # group -> score bits of each algorithm
     n_folds: dict = field(default_factory=dict)
+    metadata: object = None  # the MetadataCheck of pcskm.runner.metadata
 
     @property
     def ok(self):
         return not self.damage
-
-    @property
-    def repairable(self):
-        return all(d.blocks is not None for d in self.damage)
 
     def lost(self, name):
         """The done blocks of group ``name`` whose values are damaged."""
@@ -119,7 +114,8 @@ class Verification:
         """The text ``pcskm verify`` prints."""
         how = ("against their CRC32C checksums" if not self.unchecksummed else
                "(arrays without checksums decoded instead)")
-        lines = [f"store {self.store}: {self.n_chunks} chunk files checked {how}"]
+        lines = [f"store {self.store}: {self.n_chunks} chunk files checked {how}",
+                 self.metadata.describe()]
         if self.unchecksummed:
             lines.append(
                 f"{len(self.unchecksummed)} arrays carry no checksums (the store was made "
@@ -129,11 +125,8 @@ class Verification:
             lines.append("no damage: every cell marked done has intact chunks")
             return "\n".join(lines)
         lines += self.listing()
-        if self.repairable:
-            lines.append(f"pcskm run {self.spec} --store {self.store} (the store's spec, or "
-                         "its TOML file) clears their done markers and recomputes those cells")
-        else:
-            lines.append(UNREPAIRABLE)
+        lines.append(f"pcskm run {self.spec} --store {self.store} (the store's spec, or its "
+                     "TOML file) clears their done markers and recomputes those cells")
         return "\n".join(lines)
 
     def listing(self):
@@ -274,12 +267,14 @@ def _inconsistent_blocks(status, coords, done, blocks):
 
 def verify(store):
     """Check every chunk of the store at ``store`` (see the module docstring); returns a
-    :class:`Verification`. Reads only: works on a read-only store."""
+    :class:`Verification`. Raises :class:`DamagedStore`, in one line naming the files, if its
+    metadata changed (:mod:`pcskm.runner.metadata`) or a coordinate chunk is damaged. Reads
+    only: works on a read-only store."""
     store = Path(store)
-    check_store(store)
+    metadata = check_store(store)
     root = open_root(store)
     attrs = root.attrs.asdict()
-    found = Verification(store=store, spec=attrs.get("spec_name", "SPEC"))
+    found = Verification(store=store, spec=attrs.get("spec_name", "SPEC"), metadata=metadata)
     for name, group in root.groups():
         arrays = dict(group.arrays())
         found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
@@ -321,17 +316,21 @@ def verify(store):
                             name, array_name, coords, file, "inconsistent",
                             f"status 'missing' in {int(bad.sum())} blocks marked done", where,
                             bad))
+    layout = [damage for damage in found.damage if damage.blocks is None]
+    if layout:
+        raise DamagedStore(
+            f"the coordinates of {store} (its layout) are damaged: "
+            + "; ".join(f"{d.file}: {d.problem}" for d in layout)
+            + ". pcskm cannot repair this store; restore it from a copy")
     return found
 
 
 def repair(store, found):
     """Delete the damaged chunk files ``found`` lists and clear the done markers of the
-    blocks they held (:class:`DamagedStore` if the layout itself is damaged). A repair cut
-    short leaves chunks missing under done markers, which the next verification finds."""
+    blocks they held. A repair cut short leaves chunks missing under done markers, which the
+    next verification finds."""
     if found.ok:
         return
-    if not found.repairable:
-        raise DamagedStore(found.describe())
     log.warning("%s: %s\nrepairing: the damaged chunks are deleted and their cells marked "
                 "not done, to be computed again", store, "\n".join(found.listing()))
     for damage in found.damage:

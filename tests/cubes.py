@@ -47,8 +47,10 @@ def done_cells(store):
 
 def results_attrs(tree):
     """A cube's root attributes without ``runs``, the log of when and where it was computed
-    (it differs between two stores of the same results)."""
-    return {key: value for key, value in tree.attrs.items() if key != "runs"}
+    (it differs between two stores of the same results), and ``metadata_sha256``, the digests
+    of its metadata (they differ between two stores written with different codecs)."""
+    return {key: value for key, value in tree.attrs.items()
+            if key not in ("runs", "metadata_sha256")}
 
 
 class Progress:

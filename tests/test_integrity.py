@@ -189,11 +189,12 @@ def test_a_store_without_checksums_opens_verifies_runs_and_repairs(
 
 def test_damaged_coordinates_are_not_repaired(reference, tmp_path):
     store = copy(reference, tmp_path)
-    damage(chunk_file(store, "algorithm"), "scramble")
-    report = verify(store)
-    assert not report.repairable
-    with pytest.raises(DamagedStore, match="restore it from a copy"):
-        run_spec(SPEC, store, progress=False)
+    file = chunk_file(store, "algorithm")
+    damage(file, "scramble")
+    for check in (verify, lambda store: run_spec(SPEC, store, progress=False)):
+        with pytest.raises(DamagedStore, match="restore it from a copy") as refused:
+            check(store)
+        assert f"{file}: checksum mismatch" in str(refused.value)
 
 
 def test_chunks_of_fill_values_are_written(reference, tmp_path):

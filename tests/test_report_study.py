@@ -17,6 +17,7 @@ from cubes import pcskm
 
 from pcskm.experiments.report import families, statistics, write_report
 from pcskm.experiments.spec import parse_spec
+from pcskm.runner.metadata import record_metadata
 
 SPEC = """
 name = "own"
@@ -45,12 +46,10 @@ SELECTIONS = ("paper", "oracle")  # the two whose s is worked out here from f_sc
 
 
 def _rewrite_root(store, **attrs):
-    """Set root attributes of a copied store and consolidate its metadata again."""
-    with warnings.catch_warnings():  # zarr: consolidated metadata is not in the v3 spec
-        warnings.simplefilter("ignore", UserWarning)
-        root = zarr.open_group(str(store), mode="r+")
-        root.attrs.update(attrs)
-        zarr.consolidate_metadata(str(store))
+    """Set root attributes of a copied store, record the digests of its metadata again and
+    consolidate it, as pcskm does when it writes a store (docs/reference/cube-schema.md,
+    Metadata digests)."""
+    record_metadata(store, attrs)
 
 
 @pytest.fixture(scope="module")

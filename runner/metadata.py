@@ -1,0 +1,333 @@
+"""Digests of the store's metadata: every group's and array's ``zarr.json`` as pcskm wrote it
+(docs/reference/cube-schema.md, Metadata digests).
+
+Every node's metadata is stored twice: in its own ``zarr.json`` and, copied by Zarr's
+consolidation, in the root ``zarr.json`` (the copy that readers use). When pcskm creates or
+extends a store, or a run rewrites its root attributes, it records the SHA-256 of each node's
+metadata in the root attribute ``metadata_sha256`` (keyed by the file's path in the store),
+computed over canonical JSON (sorted keys, no spaces), so that a change that still parses (a
+fill value, an ``endian``, a shape, a codec) is found before any value is read.
+
+The root's own record covers its attributes (less those a run updates while it writes:
+``runs``, ``run_in_progress`` and the record itself) and its format keys; the consolidated
+copies in it are checked against the record of each node, and their header against what Zarr
+writes. A changed file is rewritten from its intact copy (or the copy from its intact file,
+by consolidating again), both from the store's layout if what pcskm writes for it has the
+recorded digest; a data set's group whose folder is gone is dropped, to be created again and
+computed by a run whose spec has the data set. A changed root cannot be repaired. A store
+written before the record existed is not checked, and gets its record at the next run that
+writes it.
+"""
+
+import dataclasses
+import hashlib
+import json
+import logging
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import zarr
+from zarr.core.group import ConsolidatedMetadata
+
+from .cube import DamagedStore, _consolidate
+
+log = logging.getLogger("pcskm")
+
+RECORD = "metadata_sha256"  # root attribute: {path of a zarr.json in the store: SHA-256}
+ROOT = "zarr.json"
+# Root attributes that a run rewrites without a new record (Cube.begin_run, Cube.record_run).
+VOLATILE = (RECORD, "runs", "run_in_progress")
+HEADER = {k: v for k, v in ConsolidatedMetadata(metadata={}).to_dict().items()
+          if k != "metadata"}  # what Zarr writes beside the consolidated copies
+# How a run repairs a change: the file from its copy, the copy by consolidating, the file and
+# its copy from the store's layout, the deleted group by the spec.
+REPAIRED_FROM_COPY, RECONSOLIDATED, REGENERATED, GROUP_DROPPED = "file", "copy", "layout", "group"
+
+
+def _canonical(document):
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _sha256(document):
+    return hashlib.sha256(_canonical(document).encode()).hexdigest()
+
+
+def _node_document(document):
+    """A group's or array's metadata without the empty consolidated field that consolidation
+    adds to a group's copy."""
+    if not isinstance(document, dict):
+        return document
+    inner = document.get("consolidated_metadata", False)
+    if inner is None or (isinstance(inner, dict) and inner.get("metadata") == {}):
+        document = {k: v for k, v in document.items() if k != "consolidated_metadata"}
+    return document
+
+
+def _root_document(document, attrs):
+    """What the root's digest covers: its attributes ``attrs`` less :data:`VOLATILE`, and
+    its format keys (not the consolidated copies, each checked against its node's digest)."""
+    return {**{k: v for k, v in document.items()
+               if k not in ("attributes", "consolidated_metadata")},
+            "attributes": {k: v for k, v in attrs.items() if k not in VOLATILE}}
+
+
+def _file(node):
+    return f"{node}/{ROOT}"
+
+
+def _is_node_file(file):
+    """Whether ``file`` names a ``zarr.json`` inside the store (no ``..``, no absolute path)."""
+    parts = file.split("/")
+    return parts[-1] == ROOT and all(part not in ("", ".", "..") for part in parts[:-1])
+
+
+def _read(file):
+    """``(document, problem)``: the parsed JSON of ``file``, or why it cannot be."""
+    try:
+        document = json.loads(file.read_bytes())
+    except FileNotFoundError:
+        return None, "is missing"
+    except (OSError, ValueError) as error:
+        return None, f"cannot be read ({type(error).__name__}: {error})"
+    if not isinstance(document, dict):
+        return None, "does not hold a JSON object"
+    return document, None
+
+
+def _differing_keys(document, reference):
+    keys = sorted(k for k in set(document) | set(reference)
+                  if _canonical(document.get(k)) != _canonical(reference.get(k)))
+    return f"{', '.join(keys)} changed" if keys else "changed"
+
+
+@dataclass(frozen=True)
+class Change:
+    """A metadata file that differs from its record: ``file`` (its path in the store),
+    ``node`` (the group or array it describes; "" for the root), what is wrong, and how a run
+    repairs it (:data:`REPAIRED_FROM_COPY`, :data:`RECONSOLIDATED`, :data:`REGENERATED`,
+    :data:`GROUP_DROPPED`; None: it cannot); ``copy``: the metadata it writes back."""
+
+    file: str
+    node: str
+    problem: str
+    repair: str | None
+    copy: dict | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class MetadataCheck:
+    """What :func:`check_metadata` found in the store at ``store``."""
+
+    store: Path
+    spec: str = "SPEC"  # the name of the spec that last ran into the store
+    recorded: bool = True  # False: a store made before the record (not checked)
+    n_files: int = 0  # metadata files checked
+    changes: list = field(default_factory=list)
+
+    def describe(self):
+        """The line ``pcskm verify`` prints about the metadata."""
+        if not self.recorded:
+            return ("no metadata digests recorded (a store made before pcskm recorded them): "
+                    "the metadata is not checked; the next pcskm run records them")
+        return (f"metadata: {self.n_files} zarr.json files (and their consolidated copies) "
+                "match their recorded digests")
+
+    def refusal(self, groups=None):
+        """One line naming every changed file and what can be done (``groups``: the data sets
+        whose deleted group a run would create again; None: any)."""
+        listing = "; ".join(f"{self.store / c.file}: {c.problem}" for c in self.changes)
+        cannot = [c for c in self.changes if not _repairable(c, groups)]
+        if cannot:
+            advice = ("pcskm cannot rewrite " + ", ".join(str(self.store / c.file)
+                                                          for c in cannot)
+                      + ": restore the store from a copy")
+            lost = [c.node for c in cannot if c.repair == GROUP_DROPPED]
+            if lost:
+                advice += (f" (or run a spec with {', '.join(lost)} on it, which creates "
+                           "the group again and computes its cells)")
+        else:
+            advice = (f"pcskm run {self.spec} --store {self.store} (the store's spec, or its TOML "
+                      "file) repairs it")
+            if any(c.repair == GROUP_DROPPED for c in self.changes):
+                advice += " and computes the cells of the deleted group again"
+        return (f"the metadata of {self.store} changed since pcskm wrote it: {listing}. "
+                f"{advice}")
+
+
+def _repairable(change, groups):
+    if change.repair == GROUP_DROPPED:
+        return groups is None or change.node in groups
+    return change.repair is not None
+
+
+def _check_node(store, node, expected, copies, change_list):
+    """Compare the file of ``node`` and its consolidated copy with the digest ``expected``."""
+    file = _file(node)
+    document, problem = _read(store / file)
+    document = _node_document(document)
+    copy = copies.get(node)
+    copy = _node_document(copy) if isinstance(copy, dict) else None
+    file_ok = document is not None and _sha256(document) == expected
+    copy_ok = copy is not None and _sha256(copy) == expected
+    if file_ok and copy_ok:
+        return
+    if not file_ok:
+        what = problem or (_differing_keys(document, copy) if copy_ok else "changed")
+        if copy_ok:
+            change_list.append(Change(file, node, what, REPAIRED_FROM_COPY, copy))
+        else:
+            change_list.append(Change(file, node, f"{what}; its copy in the root zarr.json "
+                                      "differs from the record too", None))
+        return
+    what = ("missing" if copy is None else _differing_keys(copy, document))
+    change_list.append(Change(ROOT, node, f"the consolidated copy of {node}'s metadata: {what}",
+                              RECONSOLIDATED))
+
+
+def check_metadata(store):
+    """Compare every metadata file of the store at ``store`` (a folder with a ``zarr.json``)
+    with its recorded digest; returns a :class:`MetadataCheck`. Raises
+    :class:`DamagedStore` naming the root ``zarr.json`` if it cannot be read."""
+    store = Path(store)
+    found = MetadataCheck(store)
+    root, problem = _read(store / ROOT)
+    if problem:
+        raise DamagedStore(f"the metadata of {store} is damaged: {store / ROOT} {problem}. "
+                           "pcskm cannot repair it; restore the store from a copy")
+    attrs = root.get("attributes")
+    attrs = attrs if isinstance(attrs, dict) else {}
+    found.spec = str(attrs.get("spec_name", "SPEC"))
+    record = attrs.get(RECORD)
+    if record is None:
+        found.recorded = False
+        return found
+    if not isinstance(record, dict) or not all(
+            isinstance(v, str) and _is_node_file(k) for k, v in record.items()):
+        found.changes.append(Change(ROOT, "", f"its attribute {RECORD} is not a record of "
+                                    "digests", None))
+        return found
+    found.n_files = len(record)
+    if _sha256(_root_document(root, attrs)) != record.get(ROOT):
+        found.changes.append(Change(ROOT, "", "the root attributes or format changed", None))
+    consolidated = root.get("consolidated_metadata")
+    consolidated = consolidated if isinstance(consolidated, dict) else {}
+    copies = consolidated.get("metadata")
+    copies = copies if isinstance(copies, dict) else {}
+    if {k: v for k, v in consolidated.items() if k != "metadata"} != HEADER:
+        found.changes.append(Change(ROOT, "", "the header of its consolidated metadata changed",
+                                    RECONSOLIDATED))
+    nodes = sorted(file.removesuffix("/" + ROOT) for file in record if file != ROOT)
+    deleted = {node for node in nodes if "/" not in node and not (store / node).is_dir()}
+    for node in nodes:
+        if node in deleted:
+            found.changes.append(Change(_file(node), node, f"the group of data set {node} is "
+                                        "missing (its folder was deleted)", GROUP_DROPPED))
+        elif node.partition("/")[0] not in deleted:
+            _check_node(store, node, record[_file(node)], copies, found.changes)
+    lost = [change.node for change in found.changes if change.node and change.repair is None]
+    if lost:
+        regenerated = _regenerated(store, lost, record)
+        found.changes = [dataclasses.replace(change, repair=REGENERATED,
+                                             copy=regenerated[change.node])
+                         if change.node in regenerated else change
+                         for change in found.changes]
+    return found
+
+
+def _regenerated(store, nodes, record):
+    """The metadata pcskm writes for ``nodes`` in the store's layout (coordinates, group
+    attributes and settings as the store holds them), for those whose digest is the
+    recorded one: ``{node: document}``."""
+    from .cube import _write_group, has_user_algorithms, read_layout
+
+    try:
+        layout = read_layout(store)
+    except Exception:  # any failure to read the layout leaves nothing to rewrite from
+        return {}
+    found = {}
+    with tempfile.TemporaryDirectory() as scratch, warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        root = zarr.open_group(scratch, mode="w-", zarr_format=3)
+        for name in sorted({node.partition("/")[0] for node in nodes} & set(layout.groups)):
+            _write_group(root, layout.groups[name], layout.fixed,
+                         has_user_algorithms(layout.algorithms))
+        for node in nodes:
+            document = _node_document(_read(Path(scratch) / _file(node))[0])
+            if document is not None and _sha256(document) == record[_file(node)]:
+                found[node] = document
+    return found
+
+
+def checked_metadata(store):
+    """:func:`check_metadata`, raising :class:`DamagedStore` (one line naming every changed
+    file) if any changed."""
+    found = check_metadata(store)
+    if found.changes:
+        raise DamagedStore(found.refusal())
+    return found
+
+
+def _digests(store, attrs):
+    """The record of the store at ``store`` as its files are now, its root attributes being
+    ``attrs``."""
+    root = _read(store / ROOT)[0]
+    record = {ROOT: _sha256(_root_document(root, attrs))}
+    group = zarr.open_group(str(store), mode="r", use_consolidated=False)
+    for node, _ in group.members(max_depth=None):
+        record[_file(node)] = _sha256(_node_document(_read(store / _file(node))[0]))
+    return dict(sorted(record.items()))
+
+
+def record_metadata(store, attrs=None):
+    """Update the root attributes with ``attrs`` and record the digest of every metadata file
+    in the same write, then consolidate; writes nothing when neither would change."""
+    store = Path(store)
+    root = zarr.open_group(str(store), mode="r+")
+    stored = root.attrs.asdict()
+    wanted = {**stored, **json.loads(json.dumps(attrs or {}))}
+    wanted[RECORD] = _digests(store, wanted)
+    if wanted != stored:
+        root.attrs.put(wanted)
+        _consolidate(store)
+
+
+def repair_metadata(store, groups):
+    """Repair what :func:`check_metadata` finds (docs/reference/cube-schema.md, Metadata
+    digests): rewrite a changed file from its copy (or from the store's layout), consolidate
+    again, drop the record of a deleted group of a data set in ``groups`` (the run's spec
+    creates it again). Raises
+    :class:`DamagedStore` naming every change it cannot repair, before writing anything."""
+    from .cube import _check_writable
+
+    store = Path(store)
+    if not (store / ROOT).is_file():
+        return  # not a store: check_store says what it is
+    found = check_metadata(store)
+    if not found.changes:
+        return
+    if not all(_repairable(change, groups) for change in found.changes):
+        raise DamagedStore(found.refusal(groups))
+    _check_writable(store)
+    done = []
+    for change in found.changes:
+        if change.repair in (REPAIRED_FROM_COPY, REGENERATED):
+            (store / change.file).parent.mkdir(parents=True, exist_ok=True)  # a deleted array
+            (store / change.file).write_text(json.dumps(change.copy, indent=2))
+            source = ("its copy in the root zarr.json" if change.repair == REPAIRED_FROM_COPY
+                      else "the store's layout, as pcskm writes it")
+            done.append(f"{change.file} rewritten from {source}")
+        elif change.repair == GROUP_DROPPED:
+            done.append(f"the deleted group {change.node} dropped from the record, to be "
+                        "created again and its cells computed")
+    dropped = {c.node for c in found.changes if c.repair == GROUP_DROPPED}
+    if dropped:
+        root = zarr.open_group(str(store), mode="r+")
+        record = root.attrs[RECORD]
+        root.attrs.update({RECORD: {file: digest for file, digest in record.items()
+                                    if file.partition("/")[0] not in dropped}})
+    _consolidate(store)
+    done.append("the consolidated metadata in zarr.json written again from the files")
+    log.warning("%s: the metadata changed since pcskm wrote it: %s\nrepaired: %s", store,
+                "; ".join(f"{c.file}: {c.problem}" for c in found.changes), "; ".join(done))

@@ -1,0 +1,311 @@
+"""The store's metadata is as protected as its chunks (docs/reference/cube-schema.md, Metadata
+digests): every change to a ``zarr.json`` (a copy in the root's consolidated metadata or a
+node's own file) is refused by ``verify``, ``status`` and ``report`` with one line naming the
+file and exit code 2; ``pcskm run`` rewrites what it can and gives the reference cube bit for
+bit, and refuses the rest the same way. The CLI runs in this process (``main``), its runs on
+the module's in-process Dask scheduler."""
+
+import hashlib
+import json
+import shutil
+import warnings
+
+import pytest
+import xarray as xr
+import zarr
+from cubes import results_attrs, tiny_spec
+
+from pcskm.experiments.spec import parse_spec
+from pcskm.runner import run_spec
+from pcskm.runner.cli import main
+
+SPEC_TEXT = tiny_spec("tiny-metadata")
+RECORD = "metadata_sha256"
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client
+
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=":0") as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def reference(client, tmp_path_factory):
+    store = tmp_path_factory.mktemp("reference") / "tiny.zarr"
+    run_spec(parse_spec(SPEC_TEXT), store, client=client, progress=False)
+    return store
+
+
+@pytest.fixture(scope="module")
+def spec_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spec") / "tiny.toml"
+    path.write_text(SPEC_TEXT)
+    return path
+
+
+@pytest.fixture
+def cli(capsys, client):
+    """``cli(*args)``: ``pcskm ARGS`` in this process; returns (exit code, stderr, stdout).
+    ``run`` goes to the module's scheduler."""
+    def call(*args):
+        args = [str(a) for a in args]
+        if args[0] == "run":
+            args += ["--scheduler", client.scheduler.address, "--no-progress"]
+        code = main(args)
+        out = capsys.readouterr()
+        return code, out.err, out.out
+    return call
+
+
+def copy(store, tmp_path):
+    target = tmp_path / "copy.zarr"
+    shutil.copytree(store, target)
+    return target
+
+
+def read(file):
+    return json.loads(file.read_text())
+
+
+def edit(file, change):
+    document = read(file)
+    change(document)
+    file.write_text(json.dumps(document, indent=2))
+
+
+def copy_in_root(node, change):
+    """Change the copy of ``node``'s metadata in the root's consolidated metadata (the copy
+    Zarr and xarray read)."""
+    return lambda store: edit(store / "zarr.json",
+                              lambda d: change(d["consolidated_metadata"]["metadata"][node]))
+
+
+def own_file(node, change):
+    return lambda store: edit(store / node / "zarr.json", change)
+
+
+def flip_bit(after, bit):
+    """Flip one bit of the first digit that follows the text ``after`` in the root
+    ``zarr.json``."""
+    def corrupt(store):
+        file = store / "zarr.json"
+        data = bytearray(file.read_bytes())
+        i = data.index(after.encode()) + len(after)
+        while not chr(data[i]).isdigit():
+            i += 1
+        data[i] ^= 1 << bit
+        file.write_bytes(bytes(data))
+    return corrupt
+
+
+def flip_byte(path):
+    def corrupt(store):
+        data = bytearray((store / path).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (store / path).write_bytes(bytes(data))
+    return corrupt
+
+
+def truncate(path):
+    def corrupt(store):
+        data = (store / path).read_bytes()
+        (store / path).write_bytes(data[: len(data) // 2])
+    return corrupt
+
+
+def big_endian(document):
+    document["codecs"][0]["configuration"]["endian"] = "big"
+
+
+def fill_zero(document):
+    document["fill_value"] = 0.0
+
+
+def float64(document):
+    document["data_type"] = "float64"
+
+
+def no_checksum(document):
+    document["codecs"].pop()
+
+
+def set_description(document):
+    document["attributes"]["description"] = "another data set"
+
+
+def copied(node, key):
+    return f"the consolidated copy of {node}'s metadata: {key} changed"
+
+
+# case: (corruption, the file the message names, the problem it states)
+REPAIRED = {
+    "endian in the root": (copy_in_root("iris/f_score", big_endian), "zarr.json",
+                           copied("iris/f_score", "codecs")),
+    "endian in the array": (own_file("iris/f_score", big_endian), "iris/f_score/zarr.json",
+                            "codecs changed"),
+    "fill value in the root": (copy_in_root("iris/f_score", fill_zero), "zarr.json",
+                               copied("iris/f_score", "fill_value")),
+    "fill value in the array": (own_file("iris/f_score", fill_zero), "iris/f_score/zarr.json",
+                                "fill_value changed"),
+    "shape bit": (flip_bit('"iris/f_score": {\n        "shape": [', 0), "zarr.json",
+                  copied("iris/f_score", "shape")),
+    "chunk shape bit": (flip_bit('"chunk_shape": [', 1), "zarr.json",
+                        copied("iris/algorithm", "chunk_grid")),
+    "dtype in the root": (copy_in_root("iris/weights", float64), "zarr.json",
+                          copied("iris/weights", "data_type")),
+    "dtype in the array": (own_file("iris/status", float64), "iris/status/zarr.json",
+                           "data_type changed"),
+    "codecs in the root": (copy_in_root("iris/f_score", no_checksum), "zarr.json",
+                           copied("iris/f_score", "codecs")),
+    "codecs in the array": (own_file("iris/done", no_checksum), "iris/done/zarr.json",
+                            "codecs changed"),
+    "invalid JSON of a group": (truncate("iris/zarr.json"), "iris/zarr.json",
+                                "cannot be read (JSONDecodeError"),
+    "invalid JSON of an array": (truncate("iris/percent/zarr.json"),
+                                 "iris/percent/zarr.json", "cannot be read (JSONDecodeError"),
+    "deleted group": (lambda store: shutil.rmtree(store / "iris"), "iris/zarr.json",
+                      "the group of data set iris is missing (its folder was deleted)"),
+    "deleted array": (lambda store: shutil.rmtree(store / "iris/precision"),
+                      "iris/precision/zarr.json", "is missing"),
+    # rewritten from the store's layout, as pcskm writes it
+    "an array's file and its copy": (
+        lambda store: (own_file("iris/f_score", fill_zero)(store),
+                       copy_in_root("iris/f_score", fill_zero)(store)),
+        "iris/f_score/zarr.json", "changed; its copy in the root zarr.json differs"),
+    "a coordinate's file and its copy": (
+        lambda store: (truncate("iris/sparsity/zarr.json")(store),
+                       copy_in_root("iris/sparsity", fill_zero)(store)),
+        "iris/sparsity/zarr.json", "cannot be read (JSONDecodeError"),
+}
+
+
+def assert_one_line(code, err, *phrases):
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    for phrase in phrases:
+        assert phrase in err, err
+
+
+def assert_same_cube(reference, store):
+    a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
+    assert results_attrs(a) == results_attrs(b) and set(a.children) == set(b.children)
+    for name in a.children:
+        xr.testing.assert_identical(a[name].to_dataset().load(), b[name].to_dataset().load())
+    assert a.attrs[RECORD] == b.attrs[RECORD]
+
+
+@pytest.mark.parametrize("case", REPAIRED)
+def test_changed_metadata_is_refused_then_repaired_by_a_run(reference, spec_file, cli,
+                                                             tmp_path, case):
+    corrupt, file, problem = REPAIRED[case]
+    store = copy(reference, tmp_path)
+    corrupt(store)
+    for command in (["verify", store], ["status", store], ["status", "--verify", store],
+                    ["report", store, "--out", tmp_path / "report"]):
+        assert_one_line(*cli(*command)[:2], f"{store / file}: {problem}",
+                        f"pcskm run tiny-metadata --store {store}")
+    assert not (tmp_path / "report" / "report.md").exists()
+    code, err, _ = cli("run", spec_file, "--store", store)
+    assert code == 0, err
+    assert "repaired:" in err and "Traceback" not in err
+    assert cli("verify", store)[0] == 0
+    assert_same_cube(reference, store)
+
+
+# case: (corruption, the file the message names, the phrase saying why)
+REFUSED = {
+    "invalid JSON of the root": (truncate("zarr.json"), "zarr.json",
+                                 "cannot be read (JSONDecodeError"),
+    "flipped byte in a coordinate chunk": (flip_byte("iris/kind/c/0"), "iris/kind/c/0",
+                                           "checksum mismatch"),
+    "a group's attributes in its file and its copy": (
+        lambda store: (own_file("iris", set_description)(store),
+                       copy_in_root("iris", set_description)(store)),
+        "iris/zarr.json", "changed; its copy in the root zarr.json differs"),
+    "a root attribute": (
+        lambda store: edit(store / "zarr.json",
+                           lambda d: d["attributes"]["protocol"].update(seed=1)),
+        "zarr.json", "the root attributes or format changed"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_what_cannot_be_rewritten_is_refused_by_every_command(reference, spec_file, cli,
+                                                               tmp_path, case):
+    corrupt, file, problem = REFUSED[case]
+    store = copy(reference, tmp_path)
+    corrupt(store)
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    for command in (["verify", store], ["status", store], ["report", store, "--out",
+                                                           tmp_path / "report"],
+                    ["run", spec_file, "--store", store]):
+        assert_one_line(*cli(*command)[:2], f"{store / file}", problem, "restore")
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_a_deleted_group_outside_the_spec_is_refused(reference, cli, tmp_path, data_dir):
+    store = copy(reference, tmp_path)
+    shutil.rmtree(store / "iris")
+    other = tmp_path / "other.toml"
+    other.write_text(SPEC_TEXT.replace('"iris"', '"fisheriris"'))
+    assert_one_line(*cli("run", other, "--store", store, "--data-dir", data_dir)[:2],
+                    f"{store / 'iris/zarr.json'}: the group of data set iris is missing",
+                    "restore the store from a copy (or run a spec with iris on it")
+
+
+def sha256_of(document):
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_the_record_holds_the_digest_of_every_metadata_file(reference):
+    """Recomputed here from the files: every node's ``zarr.json``, and for the root its
+    attributes less ``runs``, ``run_in_progress`` and the record, and its format keys."""
+    files = sorted(str(p.relative_to(reference)) for p in reference.rglob("zarr.json"))
+    root = read(reference / "zarr.json")
+    record = root["attributes"][RECORD]
+    assert sorted(record) == files and len(files) == 20  # the root, iris, 18 arrays
+    for file in files[:-1]:
+        assert record[file] == sha256_of(read(reference / file)), file
+    attrs = {k: v for k, v in root["attributes"].items() if k not in ("runs", RECORD)}
+    assert record["zarr.json"] == sha256_of({"attributes": attrs, "zarr_format": 3,
+                                             "node_type": "group"})
+
+
+def test_what_a_run_updates_is_not_checked(reference, cli, tmp_path):
+    store = copy(reference, tmp_path)
+    edit(store / "zarr.json", lambda d: d["attributes"].update(
+        runs=[], run_in_progress={"spec": "tiny-metadata", "done_cells": 0}))
+    assert cli("verify", store)[0] == 0
+
+
+def test_a_store_without_the_record_opens_and_gets_it_at_the_next_run(reference, spec_file,
+                                                                      cli, tmp_path):
+    store = copy(reference, tmp_path)
+    root = zarr.open_group(str(store), mode="r+")
+    root.attrs.put({k: v for k, v in root.attrs.asdict().items() if k != RECORD})
+    with warnings.catch_warnings():  # consolidated metadata is not in the Zarr 3 spec
+        warnings.simplefilter("ignore", UserWarning)
+        zarr.consolidate_metadata(str(store))
+    code, err, out = cli("verify", store)
+    assert code == 0, err
+    assert "no metadata digests recorded" in out and "not checked" in out
+    assert cli("status", store)[0] == 0
+    code, err, _ = cli("run", spec_file, "--store", store)
+    assert code == 0, err
+    assert_same_cube(reference, store)
+    code, _, out = cli("verify", store)
+    assert code == 0 and "20 zarr.json files" in out
+
+
+def test_the_smoke_store_records_forty_metadata_files(smoke_report, cli):
+    """The count that docs/reference/cli.md shows: the root, iris and its 18 arrays,
+    brodinova-5-5 and its 19 (with the uninformative mask)."""
+    store, _ = smoke_report
+    code, err, out = cli("verify", store)
+    assert code == 0, err
+    assert "metadata: 40 zarr.json files" in out
+    assert len(list(store.rglob("zarr.json"))) == 40
