@@ -355,8 +355,8 @@ def build_parser():
         description="Compute every missing cell of SPEC and write it to the store as tasks "
                     "finish. Rerunning the same command resumes an interrupted run.")
     run.add_argument("spec", nargs="?", default=DEFAULT_SPEC,
-                     help="bundled spec (smoke, quick, paper, unpaired, contamination) or a "
-                          "TOML file (default: quick)")
+                     help="bundled spec (smoke, quick, paper, unpaired, paired-subset, "
+                          "contamination) or a TOML file (default: quick)")
     run.add_argument("--store", help="Zarr store (default: results/<spec name>.zarr)")
     run.add_argument("--data-dir", help="folder of the paper's data files (else $PCSKM_DATA, "
                                         "else the user cache)")
