@@ -179,3 +179,31 @@ def estimate(tasks, view, spec, budget_seconds=60.0):
     seconds = [_task_seconds(task_parts, costs, rate) for task_parts in parts]
     return Estimate(core_seconds=sum(seconds), task_seconds=seconds, n_probes=len(costs),
                     n_groups=n_groups, probe_seconds=probe_seconds)
+
+
+_FRESH_WORKER = """
+import pickle, sys
+import distributed
+from pcskm.experiments import cells
+for task in pickle.load(sys.stdin.buffer):
+    cells.evaluate(task)
+"""
+
+
+def worker_start_seconds(tasks):
+    """Wall time of a fresh Python process that does what a new worker does before its first
+    result: import Dask's worker and pcskm's cells, load the Numba kernels of ``tasks`` from
+    the cache (compiled beforehand) and evaluate one cell of each (algorithm, init)
+    (:func:`pcskm.runner.compiling.warm_up_tasks`). The workers start side by side, so a run
+    pays it once; the probes, timed in a warm process, do not count it
+    (docs/guide/paper-study.md, Estimating)."""
+    import pickle
+    import subprocess
+    import sys
+
+    from .compiling import warm_up_tasks
+
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", _FRESH_WORKER],
+                   input=pickle.dumps(warm_up_tasks(tasks)), check=True, capture_output=True)
+    return time.perf_counter() - start

@@ -18,7 +18,8 @@ FAMILIES = (*claims.SIX, *claims.BRODINOVA)
 PERCENTS = (1.0, 10.0)
 BY_ID = {claim.id: claim for claim in claims.CLAIMS}
 TABLE1 = pd.DataFrame({"dataset": ["fisheriris"], "nominal": ["135, 9045, [90, 905]"],
-                       "nominal_matches": [True], "actual_fold0": ["135, 9045, [90, 906]"]})
+                       "nominal_matches": [True], "actual_fold0": ["135, 9045, [90, 906]"],
+                       "actual_from": ["iris"]})
 
 
 def planted(effects=0.0, *, selections=("paper",), families=FAMILIES, weights=None,
