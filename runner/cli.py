@@ -70,7 +70,7 @@ def _cluster_options(args):
 
 
 def _dry_run(args, spec, store, selection):
-    from .calibrate import estimate, worker_start_seconds
+    from .calibrate import WorkerStartFailed, estimate, worker_start_seconds
     from .clusters import machine_cores
     from .compiling import compile_kernels
     from .cube import CubeView
@@ -100,7 +100,12 @@ def _dry_run(args, spec, store, selection):
         return EXIT_OK
     compile_kernels(the_plan.tasks)  # else the probes would compile, inside the time budget
     result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds)
-    start = worker_start_seconds(the_plan.tasks)
+    try:
+        start = worker_start_seconds(the_plan.tasks, args.preload or ())
+    except WorkerStartFailed as error:  # the estimate goes on without it, and says so
+        start, failed = 0.0, str(error)
+    else:
+        failed = None
     workers = args.workers or (args.jobs or 0) or machine_cores()
     print(f"calibration: {result.n_probes} of {result.n_groups} task groups timed in "
           f"{result.probe_seconds:.1f} s on this machine")
@@ -117,8 +122,13 @@ def _dry_run(args, spec, store, selection):
     # there the estimate errs on the long side.
     ratio = 0.92
     compute = result.core_seconds / workers / ratio
-    print(f"estimated start of a worker: {duration(start)} before its first result (a fresh "
-          "process importing pcskm and loading the kernels, timed now; not in the compute)")
+    if failed is None:
+        print(f"estimated start of a worker: {duration(start)} before its first result (a "
+              "fresh process importing pcskm and loading the kernels, timed now; not in the "
+              "compute)")
+    else:
+        print(f"estimated start of a worker: not timed, a fresh process failed ({failed}); "
+              "the run time below leaves it out")
     writing = write_seconds(view, the_plan.tasks)
     print(f"estimated writing: {duration(writing)} in the client, the one writer "
           f"({binary(written_bytes(view, the_plan.tasks))} of chunks, uncompressed, at "

@@ -268,3 +268,15 @@ def test_dry_run_of_a_spec_with_three_folds(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "cells: 3 in the spec, 0 done, 3 to compute" in out.stdout
     assert not (tmp_path / "three.zarr").exists()
+
+
+def test_a_failed_worker_start_is_reported_not_raised(tmp_path):
+    """The dry run's fresh worker process (issue 33, point 7) imports the --preload files; one
+    that fails there ends in WorkerStartFailed with the process's own last error line."""
+    from pcskm.runner.calibrate import WorkerStartFailed, worker_start_seconds
+
+    broken = tmp_path / "broken_for_pcskm.py"
+    broken.write_text("raise RuntimeError('not on this worker')\n")
+    with pytest.raises(WorkerStartFailed, match="not on this worker"):
+        worker_start_seconds([], preload=[broken])
+    assert worker_start_seconds([]) > 0
