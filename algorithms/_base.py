@@ -31,7 +31,7 @@ _INDEX_INITS = {"dkm++": dkmpp_init, "robin": robin_init, "maximin": maximin_ini
 
 class ClusteringFailedWarning(ConvergenceWarning):
     """A fit ended with status ``empty_cluster`` or ``degenerate_weights``
-    (docs/method/algorithms.md §1.2).
+    (:ref:`docs/method/algorithms.md §1.2 <algorithms-1-2>`).
 
     The estimator keeps its labels and status; its weights and objective are NaN.
     """

@@ -8,28 +8,62 @@ from ._mpckm import mpckm_options, mpckm_run
 
 class MPCKMeans(ConstrainedClusteringBase):
     """MPCK-Means: constrained K-Means with one learned diagonal metric
-    (docs/method/algorithms.md §3).
+    (:ref:`docs/method/algorithms.md §3 <algorithms-3>`).
 
     Behaviour of the authors' WekaUT jar with deviations D6-D8. With ``init="seeding"`` the
-    Seeding fill is "jittered-mean" and its seed labels are the initial labels (§3.2); any
-    other init, and Seeding without must-links (every centre a jittered copy of the mean of
-    X), starts with every point unassigned.
+    Seeding fill is "jittered-mean" and its seed labels are the initial labels
+    (:ref:`§3.2 <algorithms-3-2>`); any other init, and Seeding without must-links (every
+    centre a jittered copy of the mean of X), starts with every point unassigned.
 
     Parameters
     ----------
     n_clusters : int, default=3
+        Number of clusters k, at most the number of distinct rows of X.
     init : {"dkm++", "seeding", "robin", "maximin"} or array of shape (n_clusters, n_features)
+        Initial centres (:ref:`docs/method/initialisations.md <initialisations-0>`).
     max_iter : int, default=100
-        Maximum number of passes (D6: the jar has no cap).
+        Maximum number of passes (D6: the jar has no cap; :ref:`§3.6 <algorithms-3-6>`).
     empty_cluster : {"fail", "zero", "relocate"}, default="zero"
+        What happens when a cluster loses its last point
+        (:ref:`docs/method/algorithms.md §1.3 <algorithms-1-3>`): "fail" stops with status
+        "empty_cluster", "zero" moves its centroid to the origin and goes on, "relocate"
+        gives it the point farthest from its own centroid.
     random_state : None, int, numpy SeedSequence or Generator
         Source of the Seeding draws.
 
     Attributes
     ----------
-    labels_, cluster_centers_, weights_ (the metric diagonal a; NaN after a failure),
-    initial_centers_, initial_labels_ (seed labels, -1 = unassigned), n_iter_, status_,
-    objective_ (the final J_full), n_empty_events_, n_features_in_.
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each row of X, 0 to n_clusters - 1.
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        Final centroids.
+    weights_ : ndarray of shape (n_features,)
+        The learned metric's diagonal a; NaN after a failure.
+    initial_centers_ : ndarray of shape (n_clusters, n_features)
+        Centres the fit started from.
+    initial_labels_ : ndarray of shape (n_samples,)
+        Seed labels the fit started from, -1 = unassigned.
+    n_iter_ : int
+        Number of passes.
+    status_ : str
+        "converged", "max_iter" or "empty_cluster"
+        (:ref:`docs/method/algorithms.md §1.2 <algorithms-1-2>`).
+    objective_ : float
+        The final J_full; NaN after a failure.
+    n_empty_events_ : int
+        Empty-cluster events under "zero" or "relocate" (0 under "fail").
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pcskm import MPCKMeans
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> model = MPCKMeans(n_clusters=2, init=X[[0, 2]]).fit(
+    ...     X, must_link=[[0, 1]], cannot_link=[[1, 2]])
+    >>> model.labels_
+    array([0, 0, 1, 1])
     """
 
     _seeding_fill = "jittered-mean"

@@ -47,20 +47,23 @@ class SparsityPath:
 
 
 class PCSKMeans(ConstrainedClusteringBase):
-    """PCSKM: sparse K-Means whose clustering step is PCK-Means (docs/method/algorithms.md §4).
+    """PCSKM: sparse K-Means whose clustering step is PCK-Means
+    (:ref:`docs/method/algorithms.md §4 <algorithms-4>`).
 
     Alternates a PCKM clustering of Z = X * sqrt(w) with the L1/L2-constrained feature-weight
-    update (exact soft threshold, §4.5). Defaults of the authors' MATLAB (25 outer and 25
-    inner iterations, tol 1e-4, empty cluster = failure).
+    update (exact soft threshold, :ref:`§4.5 <algorithms-4-5>`). Defaults of the authors'
+    MATLAB (25 outer and 25 inner iterations, tol 1e-4, empty cluster = failure).
 
     Parameters
     ----------
     n_clusters : int, default=3
+        Number of clusters k, at most the number of distinct rows of X.
     sparsity : float, default=1.1
         The L1 bound s of the weights, 1 < s <= sqrt(n_features) (checked at fit). The
         default is the smallest value of the paper's grid, valid for any n_features >= 2.
     init : {"dkm++", "seeding", "robin", "maximin"} or array of shape (n_clusters, n_features)
-        Initial centres in X's space. "seeding" (docs/method/initialisations.md §4): the means
+        Initial centres in X's space. "seeding"
+        (:ref:`docs/method/initialisations.md §4 <initialisations-4>`): the means
         of the must-link neighbourhoods, completed by rows of X drawn with ``random_state``
         when there are fewer neighbourhoods than clusters (fill "data-points", centres
         only); without must-links every centre is such a random row.
@@ -72,17 +75,56 @@ class PCSKMeans(ConstrainedClusteringBase):
         Stop when sum|w_new - w| / sum|w| <= tol.
     weight_update : {"code", "paper"}, default="code"
         Feature scores: TSS - WCSS (the authors' code) or the paper's formula that also
-        subtracts the per-feature cost of violated constraints (§4.3, D1).
+        subtracts the per-feature cost of violated constraints
+        (:ref:`§4.3 <algorithms-4-3>`, D1).
     empty_cluster : {"fail", "zero", "relocate"}, default="fail"
+        What happens when a cluster loses its last point
+        (:ref:`docs/method/algorithms.md §1.3 <algorithms-1-3>`): "fail" stops with status
+        "empty_cluster", "zero" moves its centroid to the origin and goes on, "relocate"
+        gives it the point farthest from its own centroid.
     random_state : None, int, numpy SeedSequence or Generator
         Source of the Seeding draws.
 
     Attributes
     ----------
-    labels_, cluster_centers_ (means of the unweighted X), weighted_centers_ (centroids of
-    the last PCKM run, in Z space), weights_ (unit L2 norm; NaN after a failure),
-    initial_centers_, n_iter_ (weight updates), inner_n_iter_ (passes of each PCKM run),
-    status_, objective_ (sum_j w_j gamma_j), n_empty_events_, n_features_in_.
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each row of X, 0 to n_clusters - 1.
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        Means of the clusters in the unweighted X.
+    weighted_centers_ : ndarray of shape (n_clusters, n_features)
+        Centroids of the last PCKM run, in Z = X * sqrt(w).
+    weights_ : ndarray of shape (n_features,)
+        Feature weights, unit L2 norm and L1 norm at most ``sparsity``; NaN after a
+        failure.
+    initial_centers_ : ndarray of shape (n_clusters, n_features)
+        Centres the fit started from.
+    n_iter_ : int
+        Number of weight updates.
+    inner_n_iter_ : ndarray of int
+        Passes of each PCKM run, one entry per weight update.
+    status_ : str
+        "converged", "max_iter", "empty_cluster" or "degenerate_weights"
+        (:ref:`docs/method/algorithms.md §1.2 <algorithms-1-2>`).
+    objective_ : float
+        sum_j w_j gamma_j; NaN after a failure.
+    n_empty_events_ : int
+        Empty-cluster events under "zero" or "relocate" (0 under "fail").
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    Examples
+    --------
+    Feature 0 separates the two groups, feature 1 does not: its weight is 0.
+
+    >>> import numpy as np
+    >>> from pcskm import PCSKMeans
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> model = PCSKMeans(n_clusters=2, init=X[[0, 2]]).fit(
+    ...     X, must_link=[[0, 1]], cannot_link=[[1, 2]])
+    >>> model.labels_
+    array([0, 0, 1, 1])
+    >>> model.weights_
+    array([1., 0.])
     """
 
     def __init__(self, n_clusters=3, *, sparsity=1.1, init="dkm++", max_iter=25,
@@ -148,12 +190,28 @@ class PCSKMeans(ConstrainedClusteringBase):
 
 class SparseKMeans(PCSKMeans):
     """Sparse K-Means (SKM, Witten & Tibshirani): PCSKM without constraints
-    (docs/method/algorithms.md §4).
+    (:ref:`docs/method/algorithms.md §4 <algorithms-4>`).
 
     ``fit`` / ``fit_path`` accept ``must_link`` / ``cannot_link`` only so that
     ``init="seeding"`` can build its centres from them; the clustering ignores them. Both
     score variants coincide without constraints, so there is no ``weight_update``.
     Otherwise the same parameters and attributes as :class:`PCSKMeans`.
+
+    Examples
+    --------
+    Feature 0 separates the two groups, feature 1 does not: its weight is 0.
+
+    >>> import numpy as np
+    >>> from pcskm import SparseKMeans
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> model = SparseKMeans(n_clusters=2, init=X[[0, 2]]).fit(X)
+    >>> model.labels_
+    array([0, 0, 1, 1])
+    >>> model.weights_
+    array([1., 0.])
+    >>> model.cluster_centers_
+    array([[ 0. ,  0.5],
+           [10. ,  0.5]])
     """
 
     _constrained = False

@@ -179,3 +179,45 @@ def estimate(tasks, view, spec, budget_seconds=60.0):
     seconds = [_task_seconds(task_parts, costs, rate) for task_parts in parts]
     return Estimate(core_seconds=sum(seconds), task_seconds=seconds, n_probes=len(costs),
                     n_groups=n_groups, probe_seconds=probe_seconds)
+
+
+_FRESH_WORKER = """
+import pickle, sys
+import distributed
+from pcskm.experiments import cells
+from pcskm.runner.preload import import_files
+preload, tasks = pickle.load(sys.stdin.buffer)
+import_files(preload)
+for task in pickle.loads(tasks):
+    cells.evaluate(task)
+"""
+
+
+def worker_start_seconds(tasks, preload=()):
+    """Wall time of a fresh Python process that does what a new worker does before its first
+    result: import Dask's worker, pcskm's cells and the ``preload`` files (``--preload``),
+    load the Numba kernels of ``tasks`` from the cache (compiled beforehand) and evaluate one
+    cell of each (algorithm, init) (:func:`pcskm.runner.compiling.warm_up_tasks`). The
+    workers start side by side, so a run pays it once; the probes, timed in a warm process,
+    do not count it (docs/guide/paper-study.md, Estimating). Raises
+    :class:`WorkerStartFailed` if that process fails."""
+    import pickle
+    import subprocess
+    import sys
+
+    from .compiling import warm_up_tasks
+
+    message = pickle.dumps(([str(file) for file in preload],
+                            pickle.dumps(warm_up_tasks(tasks))))
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _FRESH_WORKER], input=message,
+                          capture_output=True)
+    if done.returncode:
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        raise WorkerStartFailed(lines[-1] if lines else f"exit status {done.returncode}")
+    return time.perf_counter() - start
+
+
+class WorkerStartFailed(RuntimeError):
+    """The fresh process of :func:`worker_start_seconds` failed; the message is its last
+    line of error."""

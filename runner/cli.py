@@ -70,7 +70,7 @@ def _cluster_options(args):
 
 
 def _dry_run(args, spec, store, selection):
-    from .calibrate import estimate
+    from .calibrate import WorkerStartFailed, estimate, worker_start_seconds
     from .clusters import machine_cores
     from .compiling import compile_kernels
     from .cube import CubeView
@@ -100,6 +100,12 @@ def _dry_run(args, spec, store, selection):
         return EXIT_OK
     compile_kernels(the_plan.tasks)  # else the probes would compile, inside the time budget
     result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds)
+    try:
+        start = worker_start_seconds(the_plan.tasks, args.preload or ())
+    except WorkerStartFailed as error:  # the estimate goes on without it, and says so
+        start, failed = 0.0, str(error)
+    else:
+        failed = None
     workers = args.workers or (args.jobs or 0) or machine_cores()
     print(f"calibration: {result.n_probes} of {result.n_groups} task groups timed in "
           f"{result.probe_seconds:.1f} s on this machine")
@@ -116,17 +122,26 @@ def _dry_run(args, spec, store, selection):
     # there the estimate errs on the long side.
     ratio = 0.92
     compute = result.core_seconds / workers / ratio
+    if failed is None:
+        print(f"estimated start of a worker: {duration(start)} before its first result (a "
+              "fresh process importing pcskm and loading the kernels, timed now; not in the "
+              "compute)")
+    else:
+        print(f"estimated start of a worker: not timed, a fresh process failed ({failed}); "
+              "the run time below leaves it out")
     writing = write_seconds(view, the_plan.tasks)
     print(f"estimated writing: {duration(writing)} in the client, the one writer "
           f"({binary(written_bytes(view, the_plan.tasks))} of chunks, uncompressed, at "
           f"{WRITE_SECONDS_PER_MIB} s per MiB)")
     if writing > compute:  # the workers compute while the client writes: the longer counts
-        print(f"estimated run time on {workers} workers: {duration(writing)}, bound by the "
-              f"client's writer (compute alone {duration(compute)}; more than "
+        print(f"estimated run time on {workers} workers: {duration(start + writing)}: the "
+              f"start and {duration(writing)} bound by the client's writer (compute alone "
+              f"{duration(compute)}; more than "
               f"{math.ceil(result.core_seconds / ratio / writing)} workers do not shorten it)")
         return EXIT_OK
-    print(f"estimated run time on {workers} workers: {duration(compute)} "
-          f"(calibrated compute / worker time = {ratio:.2f}, measured on paper runs)")
+    print(f"estimated run time on {workers} workers: {duration(start + compute)}: the start "
+          f"and {duration(compute)} of compute (calibrated compute / worker time = "
+          f"{ratio:.2f}, measured on paper runs)")
     return EXIT_OK
 
 
@@ -359,8 +374,8 @@ def build_parser():
         description="Compute every missing cell of SPEC and write it to the store as tasks "
                     "finish. Rerunning the same command resumes an interrupted run.")
     run.add_argument("spec", nargs="?", default=DEFAULT_SPEC,
-                     help="bundled spec (smoke, quick, paper, unpaired, contamination) or a "
-                          "TOML file (default: quick)")
+                     help="bundled spec (smoke, quick, paper, unpaired, paired-subset, "
+                          "contamination) or a TOML file (default: quick)")
     run.add_argument("--store", help="Zarr store (default: results/<spec name>.zarr)")
     run.add_argument("--data-dir", help="folder of the paper's data files (else $PCSKM_DATA, "
                                         "else the user cache)")

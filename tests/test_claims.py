@@ -18,7 +18,8 @@ FAMILIES = (*claims.SIX, *claims.BRODINOVA)
 PERCENTS = (1.0, 10.0)
 BY_ID = {claim.id: claim for claim in claims.CLAIMS}
 TABLE1 = pd.DataFrame({"dataset": ["fisheriris"], "nominal": ["135, 9045, [90, 905]"],
-                       "nominal_matches": [True], "actual_fold0": ["135, 9045, [90, 906]"]})
+                       "nominal_matches": [True], "actual_fold0": ["135, 9045, [90, 906]"],
+                       "actual_from": ["iris"]})
 
 
 def planted(effects=0.0, *, selections=("paper",), families=FAMILIES, weights=None,
@@ -373,3 +374,36 @@ def test_weight_share_per_init_decides():
     assert skm.verdict == "borderline" and skm.value.endswith("per init 0.88 to 1.00")
     assert verdict("weights-mpckm", planted(weights=mpckm)).verdict == "borderline"
     assert verdict("weights-pcskm", planted(weights=weights)).verdict == "not testable"
+
+
+def test_table1_claims_without_their_data_are_not_testable(tmp_path):
+    """Issue 33, point 6: a cube made without the paper's data files (``PCSKM_DATA`` an empty
+    folder; the smoke spec's data need no file) reports the Table 1 claims of the data sets it
+    could not read as "not testable" under every selection, never "reproduced"."""
+    from cubes import pcskm
+
+    env = {"PCSKM_DATA": str(tmp_path / "no-data")}
+    (tmp_path / "no-data").mkdir()
+    store, out = tmp_path / "smoke.zarr", tmp_path / "report"
+    ran = pcskm("run", "smoke", "--only", "dataset=iris", "--workers", 1, "--no-progress",
+                "--store", store, env=env)
+    assert ran.returncode == 0, ran.stderr
+    reported = pcskm("report", store, "--out", out, env=env)
+    assert reported.returncode == 0, reported.stderr
+    table1 = pd.read_csv(out / "table1.csv").set_index("dataset")
+    unread = table1.index[table1.actual_fold0.str.startswith("data not available")]
+    assert {"ionosphere", "digits 0-4-8 and 3-8-9"} <= set(unread)
+    assert "fisheriris" not in unread  # read from scikit-learn's iris
+    found = pd.read_csv(out / "claims.csv").set_index("id")
+    verdicts = found[[c for c in found.columns if c.startswith("verdict_")]]
+    ids = {"fisheriris": "table1-fisheriris", "ionosphere": "table1-ionosphere",
+           "digits 0-4-8 and 3-8-9": "table1-digits", "Brodinova (2 sets)": "table1-brodinova",
+           "Morris Water Maze TT-SC-ST": "table1-tt-sc-st",
+           "Morris Water Maze TT-CH-ST": "table1-tt-ch-st"}
+    assert set(table1.index) == set(ids)
+    for label, claim_id in ids.items():
+        row = verdicts.loc[claim_id]
+        if label in unread:
+            assert set(row) == {"not testable"}, (label, dict(row))
+        else:
+            assert "not testable" not in set(row), (label, dict(row))

@@ -2,6 +2,7 @@
 dry run, status, report, datasets and refusals."""
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -88,6 +89,13 @@ def test_dry_run_counts_cells_and_tasks_and_writes_nothing(tmp_path):
     assert f"cells: {SMOKE_CELLS} in the spec, 0 done, {SMOKE_CELLS} to compute" in out.stdout
     assert "estimated run time on" in out.stdout
     assert not store.exists()
+    # issue 33, point 7: the run time counts a worker's start, which the probes do not time
+    start = re.search(r"estimated start of a worker: (\d+) s before its first result", out.stdout)
+    total = re.search(r"estimated run time on \d+ workers: (\d+) s: the start and (\d+) s of "
+                      r"compute", out.stdout)
+    assert start and total, out.stdout
+    assert int(start.group(1)) > 0
+    assert abs(int(total.group(1)) - int(start.group(1)) - int(total.group(2))) <= 1
 
 
 def test_status_counts_the_cells(reference):
@@ -260,3 +268,15 @@ def test_dry_run_of_a_spec_with_three_folds(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "cells: 3 in the spec, 0 done, 3 to compute" in out.stdout
     assert not (tmp_path / "three.zarr").exists()
+
+
+def test_a_failed_worker_start_is_reported_not_raised(tmp_path):
+    """The dry run's fresh worker process (issue 33, point 7) imports the --preload files; one
+    that fails there ends in WorkerStartFailed with the process's own last error line."""
+    from pcskm.runner.calibrate import WorkerStartFailed, worker_start_seconds
+
+    broken = tmp_path / "broken_for_pcskm.py"
+    broken.write_text("raise RuntimeError('not on this worker')\n")
+    with pytest.raises(WorkerStartFailed, match="not on this worker"):
+        worker_start_seconds([], preload=[broken])
+    assert worker_start_seconds([]) > 0

@@ -215,3 +215,12 @@ def test_stopping_a_cluster_with_busy_workers_says_nothing(capfd, caplog):
         client.cancel(future)
     said = capfd.readouterr().err + caplog.text
     assert "still alive" not in said and "CancelledError" not in said, said
+
+
+def test_run_help_lists_every_bundled_spec(capsys):
+    from pcskm.experiments.spec import BUNDLED
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert [name for name in BUNDLED if name not in help_text.replace("- ", "-")] == []

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -167,3 +168,54 @@ def test_worked_example_pages_run(page, tmp_path, monkeypatch):
                 assert out.returncode == 0, f"{where}: {command} exits {out.returncode}\n" \
                                             f"{out.stdout}{out.stderr}"
     plt.close("all")
+
+
+ESTIMATORS = ["LloydKMeans", "SparseKMeans", "PCKMeans", "MPCKMeans", "PCSKMeans"]
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_every_public_estimator_has_examples_that_run(name):
+    """The Examples section of each public estimator's docstring (numpydoc) runs as a doctest:
+    an example that raises or prints another value than the one written fails."""
+    import doctest
+
+    from numpydoc.docscrape import ClassDoc
+
+    import pcskm
+
+    cls = getattr(pcskm, name)
+    examples = "\n".join(ClassDoc(cls, config={"show_class_members": False})["Examples"])
+    test = doctest.DocTestParser().get_doctest(examples, {}, name, None, 0)
+    assert test.examples, f"{name} has no Examples section"
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+    report = []
+    runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_estimator_docstrings_document_every_parameter_and_attribute(name):
+    """numpydoc renders "name : type" followed by an indented description; every constructor
+    parameter and every fitted attribute has a description, and the docs pages the docstring
+    cites are Sphinx links, not plain text."""
+    import inspect
+
+    from numpydoc.docscrape import ClassDoc
+
+    import pcskm
+
+    cls = getattr(pcskm, name)
+    if name in ("LloydKMeans", "SparseKMeans"):  # "the same parameters as" their parent
+        cls = cls.__mro__[1]
+    doc = ClassDoc(cls, config={"show_class_members": False})
+    described = {p.name: p for p in doc["Parameters"]}
+    assert set(described) == set(inspect.signature(cls).parameters)
+    assert all(p.desc for p in doc["Parameters"]), [p.name for p in doc["Parameters"]
+                                                    if not p.desc]
+    attributes = doc["Attributes"]
+    assert all(a.type and a.desc for a in attributes), [a.name for a in attributes]
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    fitted = cls(n_clusters=2, init=X[[0, 2]]).fit(X)
+    assert {a.name for a in attributes} == {key for key in vars(fitted)
+                                            if key.endswith("_") and not key.startswith("_")}
+    assert not re.search(r"(?<!`)docs/method/\w+\.md", inspect.getdoc(cls))

@@ -303,8 +303,8 @@ def test_the_dry_run_on_many_workers_is_bound_by_the_writer(data_dir):
     assert out.returncode == 0, out.stderr
     writing = re.search(r"estimated writing: (.+) in the client, the one writer \(([\d.]+) GiB",
                         out.stdout)
-    bound = re.search(r"estimated run time on 256 workers: (.+), bound by the client's writer "
-                      r"\(compute alone (.+); more than (\d+) workers", out.stdout)
+    bound = re.search(r"estimated run time on 256 workers: .+: the start and (.+) bound by the "
+                      r"client's writer \(compute alone (.+); more than (\d+) workers", out.stdout)
     assert writing and bound, out.stdout
     assert bound.group(1) == writing.group(1)
     assert int(bound.group(3)) < 256

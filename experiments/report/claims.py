@@ -363,6 +363,8 @@ def _table1_row(label):
         if rows.empty:
             return _not_testable(f"Table 1 has no row {label}")
         row = rows.iloc[0]
+        if not row.get("actual_from"):  # the data could not be read: nothing was checked
+            return _not_testable(f"actual fold 0: {row.actual_fold0}")
         return Finding(row.nominal, REPRODUCED if row.nominal_matches else NOT_REPRODUCED,
                        f"actual fold 0: {row.actual_fold0}")
     return judge
