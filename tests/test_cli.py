@@ -162,7 +162,7 @@ algorithms = ["PCKM", "COPKM", "KMeans"]
 inits = ["dkm++", "seeding"]
 kinds = ["random"]
 percentages = [0.5, 1]
-n_runs = 25
+n_runs = 10
 n_folds = 5
 
 [data.blobs]
@@ -250,7 +250,7 @@ def test_killed_run_of_an_open_study_then_rerun_gives_the_same_cube(tmp_path):
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=60)
     progress.join()
-    n_cells = 3 * 2 * 2 * 25 * 5
+    n_cells = 3 * 2 * 2 * 10 * 5
     assert done_cells(store) < n_cells  # killed before the end
     resumed = pcskm(*run, "--store", store, "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
