@@ -85,11 +85,17 @@ def smoke_report(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def client():
-    """A local Dask cluster of two worker processes (one thread each), per test module; a
-    module that needs another kind defines its own ``client``."""
+def client(request):
+    """A local Dask cluster per test module: two worker processes (one thread each), or, in a
+    module that sets ``IN_PROCESS_CLIENT = True``, one worker thread in the test's own process
+    (it starts at once and shares the process's compiled kernels)."""
     from distributed import Client, LocalCluster
 
+    if getattr(request.module, "IN_PROCESS_CLIENT", False):
+        with Client(processes=False, n_workers=1, threads_per_worker=1,
+                    dashboard_address=":0") as client:
+            yield client
+        return
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         yield client

@@ -37,13 +37,7 @@ CELLS_PER_CHUNK = len(SPEC.percentages) * SPEC.n_runs * SPEC.n_folds
 ALL_CELLS = len(CHUNKS) * CELLS_PER_CHUNK
 
 
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client
-
-    with Client(processes=False, n_workers=1, threads_per_worker=1,
-                dashboard_address=":0") as client:
-        yield client
+IN_PROCESS_CLIENT = True  # conftest's client: one worker thread in this process
 
 
 def compute(store, client):

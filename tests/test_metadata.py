@@ -23,13 +23,7 @@ SPEC_TEXT = tiny_spec("tiny-metadata")
 RECORD = "metadata_sha256"
 
 
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client
-
-    with Client(processes=False, n_workers=1, threads_per_worker=1,
-                dashboard_address=":0") as client:
-        yield client
+IN_PROCESS_CLIENT = True  # conftest's client: one worker thread in this process
 
 
 @pytest.fixture(scope="module")

@@ -41,13 +41,7 @@ def slow_evaluate(task):
     return SimpleNamespace(task=task, seconds=TASK_SECONDS)
 
 
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client
-
-    with Client(processes=False, n_workers=1, threads_per_worker=1,
-                dashboard_address=":0") as client:
-        yield client
+IN_PROCESS_CLIENT = True  # conftest's client: one worker thread in this process
 
 
 def test_cells_count_when_their_task_ends_not_when_they_are_written(client, tmp_path,

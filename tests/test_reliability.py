@@ -29,13 +29,7 @@ class Killed(BaseException):
     after it, so the disk is left as the kill would leave it."""
 
 
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client
-
-    with Client(processes=False, n_workers=1, threads_per_worker=1,
-                dashboard_address=":0") as client:
-        yield client
+IN_PROCESS_CLIENT = True  # conftest's client: one worker thread in this process
 
 
 @pytest.fixture(scope="module")

@@ -32,13 +32,7 @@ SPEC = parse_spec(TINY)
 ALL_CELLS = 2 * 2 * 1 * 2 * 2 * 10  # algorithms x inits x kinds x percentages x runs x folds
 
 
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client
-
-    with Client(processes=False, n_workers=1, threads_per_worker=1,
-                dashboard_address=":0") as client:
-        yield client
+IN_PROCESS_CLIENT = True  # conftest's client: one worker thread in this process
 
 
 def root_attrs(store):
