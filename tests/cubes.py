@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import zarr
@@ -75,3 +76,18 @@ class Progress:
         """The whole stderr, once the process has closed it."""
         self._reader.join()
         return self.text()
+
+
+def signal_mid_run(arguments, sig, cwd, wait=120):
+    """Start ``pcskm ARGUMENTS`` in a process group of its own (as a terminal starts it), send
+    ``sig`` to the whole group (client and workers) once its progress bar shows computed
+    cells, and return ``(returncode, stderr)`` once it has ended."""
+    process = subprocess.Popen([sys.executable, "-m", "pcskm.runner.cli", *map(str, arguments)],
+                               cwd=cwd, stderr=subprocess.PIPE, start_new_session=True)
+    progress = Progress(process)
+    deadline = time.monotonic() + wait
+    while progress.cells() == 0 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(process.pid, sig)
+    process.wait(timeout=wait)
+    return process.returncode, progress.join()

@@ -1,17 +1,13 @@
 """The ``pcskm`` command line in subprocesses: a full run, SIGINT mid-run and resume, the
 dry run, status, report, datasets and refusals."""
 
-import os
 import re
 import shlex
 import signal
-import subprocess
-import sys
-import time
 
 import pytest
 import xarray as xr
-from cubes import REPO, Progress, done_cells, pcskm, results_attrs
+from cubes import REPO, done_cells, pcskm, results_attrs, signal_mid_run
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner.cli import build_parser
@@ -59,18 +55,9 @@ def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path):
     assert pcskm("run", spec, "--store", reference, "--workers", 2, "--no-progress"
                  ).returncode == 0
     store = tmp_path / "interrupted.zarr"
-    command = [sys.executable, "-m", "pcskm.runner.cli", "run", str(spec), "--store",
-               str(store), "--workers", "2"]
-    process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE,
-                               start_new_session=True)
-    progress = Progress(process)
-    deadline = time.monotonic() + 120
-    while progress.cells() == 0 and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    os.killpg(process.pid, signal.SIGINT)
-    process.wait(timeout=120)
-    stderr = progress.join()
-    assert process.returncode == 130, stderr
+    returncode, stderr = signal_mid_run(["run", spec, "--store", store, "--workers", 2],
+                                        signal.SIGINT, cwd=REPO)
+    assert returncode == 130, stderr
     assert f"Resume with: pcskm run {spec} --store" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     done = done_cells(store)
@@ -240,16 +227,7 @@ def test_killed_run_of_an_open_study_then_rerun_gives_the_same_cube(tmp_path):
     errors = xr.open_zarr(reference, group="blobs").status.sel(algorithm="COPKM")
     assert 0 < int((errors == 6).sum()) < errors.size  # some fits fail, some do not
     store = tmp_path / "killed.zarr"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pcskm.runner.cli", *map(str, run), "--store", str(store)],
-        cwd=tmp_path, stderr=subprocess.PIPE, start_new_session=True)
-    progress = Progress(process)
-    deadline = time.monotonic() + 120
-    while progress.cells() == 0 and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=60)
-    progress.join()
+    signal_mid_run([*run, "--store", store], signal.SIGKILL, cwd=tmp_path)
     n_cells = 3 * 2 * 2 * 10 * 5
     assert done_cells(store) < n_cells  # killed before the end
     resumed = pcskm(*run, "--store", store, "--no-progress", cwd=tmp_path)
