@@ -33,6 +33,7 @@ from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
 
 MAX_ROUNDS = 25  # at most one round per run of the paper spec
+MIN_SHARE = 0.05  # the least share of a core RunTime.on_load divides by
 PROBE_FOLDS = (1, 2, 3)  # of the paper's 10; a spec with fewer folds times its first three
 
 
@@ -278,6 +279,7 @@ class RunTime:
 
     def on_load(self, core_share):
         """The run time if the compute and the writing ran at ``core_share`` of a core, as
-        the probes did on a busy machine (:attr:`Estimate.core_share`); the fixed parts are
+        the probes did on a busy machine (:attr:`Estimate.core_share`): on cores with no idle
+        time the writing no longer overlaps the compute, the two add up. The fixed parts are
         timed in wall time, at the load of their moment, already."""
-        return self.fixed + max(self.compute, self.writing) / max(core_share, 0.05)
+        return self.fixed + (self.compute + self.writing) / max(core_share, MIN_SHARE)

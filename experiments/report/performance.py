@@ -276,11 +276,10 @@ def _percent_axis(ax, percents, width):
 
 
 def missing_algorithms(panel, algs):
-    """The algorithms of ``algs`` with no value anywhere in ``panel`` (nothing computed, or
-    no value for this selection, e.g. no fixed-loo s): the legend names them, the panel
-    does not draw them."""
-    has_value = (panel.n_cells > 0) & np.isfinite(panel.f_mean)
-    return [a for a in algs if not bool(has_value.sel(algorithm=a).any())]
+    """The algorithms of ``algs`` with no cell anywhere in ``panel`` (not computed, or no
+    value for this selection, e.g. no fixed-loo s): the legend names them, the panel draws
+    nothing of them (a point whose every cell failed is drawn, as an x on the x axis)."""
+    return [a for a in algs if not bool((panel.n_cells.sel(algorithm=a) > 0).any())]
 
 
 def panel_title(label, missing):

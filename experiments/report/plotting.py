@@ -5,6 +5,7 @@ text labels kept apart (docs/method/protocol.md §11)."""
 
 import functools
 import itertools
+import re
 from dataclasses import dataclass
 
 from matplotlib.figure import Figure
@@ -189,3 +190,17 @@ def not_computed(ax, text="not computed"):
     ax.set_yticks([])
     for spine in ax.spines.values():
         spine.set_color("0.8")
+
+
+def quality_text(quality):
+    """A data set's known feature quality in words for a panel title:
+    "+5 -5" -> "5 informative + 5 noise features", "8 unknown, -10" -> "8 unknown + 10 noise
+    features" (:attr:`pcskm.experiments.datasets.Dataset.feature_quality`); any other text
+    as it is."""
+    informative = re.fullmatch(r"\+(\d+) -(\d+)", quality)
+    if informative:
+        return f"{informative[1]} informative + {informative[2]} noise features"
+    unknown = re.fullmatch(r"(\d+) unknown, -(\d+)", quality)
+    if unknown:
+        return f"{unknown[1]} unknown + {unknown[2]} noise features"
+    return quality
