@@ -14,8 +14,8 @@ compute by a ratio measured on whole runs (``runner/cli.py``), which takes those
 Whole runs instead: per spec and repeat, ``pcskm run SPEC --dry-run`` then the run itself
 into a new store in a temporary folder, each a command of its own, with the load average
 before each; prints the table of docs/guide/paper-study.md (Small specs): the estimate, the
-estimate at the load the calibration met, the run's whole command (wall time, as a user
-waits for it) and its run record's ``wall_seconds``.
+run's whole command (wall time, as a user waits for it) and its run record's
+``wall_seconds``.
 """
 
 import argparse
@@ -57,8 +57,6 @@ def whole_run(spec, workers, folder):
     load_dry = _load()
     dry = subprocess.run([*pcskm, "--dry-run"], capture_output=True, text=True, check=True)
     total = re.search(r"estimated run time on \d+ workers: ([\d.]+ \w+):", dry.stdout)
-    busy = re.search(r"at that load expect about ([\d.]+ \w+)", dry.stdout)
-    share = re.search(r"the calibration got (\d+) % of a core", dry.stdout)
     load_run = _load()
     start = time.perf_counter()
     subprocess.run([*pcskm, "--no-progress"], capture_output=True, text=True, check=True)
@@ -67,25 +65,22 @@ def whole_run(spec, workers, folder):
 
     record = zarr.open_group(str(store), mode="r").attrs["runs"][-1]
     estimate = _seconds(total.group(1))
-    return {"spec": spec, "estimate": estimate,
-            "at_load": _seconds(busy.group(1)) if busy else estimate,
-            "core_share": int(share.group(1)) / 100 if share else 1.0,
-            "command": command, "wall_seconds": record["wall_seconds"],
-            "load_dry_run": load_dry, "load_run": load_run}
+    return {"spec": spec, "estimate": estimate, "command": command,
+            "wall_seconds": record["wall_seconds"], "load_dry_run": load_dry,
+            "load_run": load_run}
 
 
 def whole_runs(specs, workers, repeat):
     print(machine())
-    print("| spec | estimated | at the load met (share of a core) | command's wall time | "
-          "run record's wall_seconds | command / estimate | load average before the dry "
-          "run; before the run (1 / 5 / 15 min) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| spec | estimated | command's wall time | run record's wall_seconds | "
+          "command / estimate | load average before the dry run; before the run "
+          "(1 / 5 / 15 min) |")
+    print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(repeat):
             for spec in specs:
                 row = whole_run(spec, workers, folder)
-                print(f"| {row['spec']} | {row['estimate']:.0f} s | {row['at_load']:.0f} s "
-                      f"({100 * row['core_share']:.0f} %) | {row['command']:.1f} s | "
+                print(f"| {row['spec']} | {row['estimate']:.0f} s | {row['command']:.1f} s | "
                       f"{row['wall_seconds']:.1f} s | {row['command'] / row['estimate']:.2f} | "
                       f"{row['load_dry_run']}; {row['load_run']} |", flush=True)
 

@@ -33,7 +33,6 @@ from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
 
 MAX_ROUNDS = 25  # at most one round per run of the paper spec
-MIN_SHARE = 0.05  # the least share of a core RunTime.on_load divides by
 PROBE_FOLDS = (1, 2, 3)  # of the paper's 10; a spec with fewer folds times its first three
 
 
@@ -48,16 +47,7 @@ class Estimate:
     task_seconds: list  # compute time of each task on one core, in the order of the tasks
     n_probes: int
     n_groups: int
-    probe_seconds: float  # wall time of the probes
-    probe_cpu_seconds: float = 0.0  # CPU time of this process during the probes
-
-    @property
-    def core_share(self):
-        """The share of a core the probes got: their CPU time over their wall time (1 on an
-        idle machine, less on a loaded one; at most 1)."""
-        if self.probe_seconds <= 0:
-            return 1.0
-        return min(1.0, self.probe_cpu_seconds / self.probe_seconds)
+    probe_seconds: float
 
 
 @dataclass(frozen=True)
@@ -153,7 +143,7 @@ def _task_seconds(parts, costs, rate):
 def _probe_groups(tasks, parts, spec, budget_seconds):
     """Probe the task groups of ``tasks`` (``parts``: their :func:`_parts`) for
     ``budget_seconds``; returns the :class:`_Cost` of every probed group (by group key), the
-    probes' wall time and CPU time, and the number of groups."""
+    probes' wall time and the number of groups."""
     groups = {}  # group key -> [settings, kind, runs of the group, cells]
     for task, task_parts in zip(tasks, parts, strict=True):
         for key, n_samples in task_parts:
@@ -165,7 +155,7 @@ def _probe_groups(tasks, parts, spec, budget_seconds):
     ordered = sorted(spec.percentages)
     percents = tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
     order = sorted(groups, key=lambda key: -groups[key][3])
-    start, cpu = time.perf_counter(), time.process_time()
+    start = time.perf_counter()
     samples = {}
     for round_, key in ((r, key) for r in range(MAX_ROUNDS) for key in order):
         if time.perf_counter() - start > budget_seconds:
@@ -176,21 +166,19 @@ def _probe_groups(tasks, parts, spec, budget_seconds):
     costs = {key: _Cost(*(_trimmed_mean([getattr(c, field) for c in probes])
                           for field in ("per_sample", "per_task")))
              for key, probes in samples.items()}
-    return costs, time.perf_counter() - start, time.process_time() - cpu, len(groups)
+    return costs, time.perf_counter() - start, len(groups)
 
 
 def estimate(tasks, view, spec, budget_seconds=60.0):
     """Estimated one-core compute time of ``tasks``, in all and task by task (an
     :class:`Estimate`)."""
     parts = [_parts(task, view) for task in tasks]
-    costs, probe_seconds, probe_cpu, n_groups = _probe_groups(tasks, parts, spec,
-                                                              budget_seconds)
+    costs, probe_seconds, n_groups = _probe_groups(tasks, parts, spec, budget_seconds)
     # unprobed groups: seconds per (sample x points x s entries) of the probed ones
     rate = sum(costs[k].per_sample / _units(k) for k in costs) / max(len(costs), 1)
     seconds = [_task_seconds(task_parts, costs, rate) for task_parts in parts]
     return Estimate(core_seconds=sum(seconds), task_seconds=seconds, n_probes=len(costs),
-                    n_groups=n_groups, probe_seconds=probe_seconds,
-                    probe_cpu_seconds=probe_cpu)
+                    n_groups=n_groups, probe_seconds=probe_seconds)
 
 
 _FRESH_WORKER = """
@@ -258,8 +246,9 @@ def cluster_start_seconds(n_workers):
 class RunTime:
     """The dry run's estimated run time (docs/guide/paper-study.md, Small specs): what the
     run pays once before the workers compute, then the compute or the client's writing,
-    whichever is longer (they overlap). Every part in seconds of wall time on an idle
-    machine."""
+    whichever is longer (they overlap). Every part in seconds of wall time: the compute and
+    the writing on an otherwise idle machine, the starts as timed by the dry run, at the load
+    of its moment."""
 
     process: float  # starting Python and importing pcskm's command line
     kernels: float  # the client loading the kernels from the cache and evaluating a cell
@@ -276,10 +265,3 @@ class RunTime:
     @property
     def seconds(self):
         return self.fixed + max(self.compute, self.writing)
-
-    def on_load(self, core_share):
-        """The run time if the compute and the writing ran at ``core_share`` of a core, as
-        the probes did on a busy machine (:attr:`Estimate.core_share`): on cores with no idle
-        time the writing no longer overlaps the compute, the two add up. The fixed parts are
-        timed in wall time, at the load of their moment, already."""
-        return self.fixed + (self.compute + self.writing) / max(core_share, MIN_SHARE)

@@ -13,26 +13,15 @@ from pcskm.runner.tasks import plan
 
 
 def test_run_time_by_hand():
-    """Start 2 + 1 + 3 + 4 = 10 s; compute 20 s outlasts writing 5 s: 30 s. At 40 % of a core
-    the compute and the writing add up, stretched: 10 + 25 / 0.4 = 72.5 s."""
+    """Start 2 + 1 + 3 + 4 = 10 s; compute 20 s outlasts writing 5 s: 30 s; a writer-bound
+    run: 1 + 6 = 7 s."""
     timed = calibrate.RunTime(process=2.0, kernels=1.0, cluster=3.0, worker=4.0,
                               compute=20.0, writing=5.0)
     assert timed.fixed == 10.0
     assert timed.seconds == 30.0
-    assert timed.on_load(0.4) == pytest.approx(72.5)
     writer_bound = calibrate.RunTime(process=0.0, kernels=0.0, cluster=0.0, worker=1.0,
                                      compute=2.0, writing=6.0)
     assert writer_bound.seconds == 7.0
-    assert writer_bound.on_load(0.0) == pytest.approx(1.0 + 8.0 / calibrate.MIN_SHARE)
-
-
-def test_core_share_is_cpu_over_wall_at_most_one():
-    share = calibrate.Estimate(core_seconds=0.0, task_seconds=[], n_probes=1, n_groups=1,
-                               probe_seconds=10.0, probe_cpu_seconds=4.0).core_share
-    assert share == pytest.approx(0.4)
-    assert calibrate.Estimate(0.0, [], 1, 1, probe_seconds=2.0,
-                              probe_cpu_seconds=2.1).core_share == 1.0
-    assert calibrate.Estimate(0.0, [], 0, 0, probe_seconds=0.0).core_share == 1.0
 
 
 def test_writing_counts_each_task_and_each_mib():
