@@ -125,7 +125,10 @@ def _dry_run(args, spec, store, selection):
         kernels = start
     options = _cluster_options(args)
     workers = args.workers or (args.jobs or 0) or machine_cores()
-    cluster = cluster_start_seconds(workers) if is_local(**options) else 0.0
+    # at most one process per core: `--workers N` may stand for the workers of a cluster
+    # (docs/guide/hpc.md), and a dry run never starts more than this machine runs at once
+    cluster = (cluster_start_seconds(min(workers, machine_cores())) if is_local(**options)
+               else 0.0)
     print(f"calibration: {result.n_probes} of {result.n_groups} task groups timed in "
           f"{result.probe_seconds:.1f} s on this machine")
     print(f"estimated compute: {duration(result.core_seconds)} on one core "
