@@ -206,3 +206,27 @@ def test_a_studys_weight_figure_labels_every_feature_readably(tmp_path):
 ])
 def test_feature_quality_in_words(quality, text):
     assert plotting.quality_text(quality) == text
+
+
+def test_the_selections_figure_draws_an_all_one_data_set_inside_its_axis(tmp_path):
+    """Every algorithm at mean F = 1 under every selection (Brodinova 5+5 in the quick
+    study): the dots lie strictly inside the x limits, the ticks within [0, 1], and the
+    algorithms keep one colour each."""
+    import pandas as pd
+
+    from pcskm.experiments.report import selection_figure
+
+    rows = [{"family": family, "dataset": family, "selection": selection,
+             "algorithm": algorithm, "value": value, "n_settings": 4}
+            for family, value in (("Brodinova 5+5", 1.0), ("iris", 0.8))
+            for selection in ("paper", "honest")
+            for algorithm in ("LKM", "PCSKM", "PCSKM-paper")]
+    fig = selection_figure.figure(pd.DataFrame(rows), tmp_path / "s.png")
+    for ax in fig.axes:
+        low, high = ax.get_xlim()
+        dots = np.concatenate([line.get_xdata() for line in ax.lines if line.get_marker()
+                               not in (None, "None", "")])
+        assert low < dots.min() and dots.max() < high
+        assert all(0 <= t <= 1 for t in ax.get_xticks())
+    handles = fig.legends[0].legend_handles
+    assert len({matplotlib.colors.to_rgba(h.get_color()) for h in handles}) == 3

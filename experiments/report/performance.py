@@ -218,7 +218,8 @@ def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, sh
             for algorithm in algs:
                 failure_labels += _line(ax, panel.sel(algorithm=algorithm), algorithm,
                                         palette[algorithm])
-            _f_axis(ax, *(limits[row] if share_y else _f_limits([panel])))
+            plotting.score_axis(ax.yaxis, *(limits[row] if share_y
+                                            else _f_limits([panel])))
             _percent_axis(ax, percents, PANEL_WIDTH)
             ax.tick_params(labelsize=TICK_SIZE)
             ax.grid(alpha=0.3, linewidth=0.5)
@@ -253,14 +254,6 @@ def _f_limits(panels):
     low, high = float(values.min()), float(values.max())
     margin = max(0.02, 0.05 * (high - low))
     return low - margin, high + margin
-
-
-def _f_axis(ax, low, high):
-    """The F axis from ``low`` to ``high`` with its ticks within [0, 1] (the margin beyond
-    F = 1 or 0 carries no tick: no F-score above 1 is shown)."""
-    ax.set_ylim(low, high)
-    ticks = ax.yaxis.get_major_locator().tick_values(low, high)
-    ax.set_yticks([t for t in ticks if max(low, 0.0) - 1e-9 <= t <= min(high, 1.0) + 1e-9])
 
 
 def _percent_axis(ax, percents, width):

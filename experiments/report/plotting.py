@@ -126,6 +126,16 @@ def finish(frame, handles, labels, path, dpi=110):
     fig.savefig(path, dpi=dpi)
 
 
+def score_axis(axis, low, high):
+    """An F axis (``ax.xaxis`` or ``ax.yaxis``) from ``low`` to ``high``, which may reach
+    past 0 or 1 so that values there are drawn inside the panel, with its ticks within
+    [0, 1] (no F-score above 1 is shown)."""
+    limits = axis.axes.set_xlim if axis is axis.axes.xaxis else axis.axes.set_ylim
+    limits(low, high)
+    ticks = axis.get_major_locator().tick_values(low, high)
+    axis.set_ticks([t for t in ticks if max(low, 0.0) - 1e-9 <= t <= min(high, 1.0) + 1e-9])
+
+
 def thinned_labels(positions, limits, width, fontsize, gap=0.08):
     """Tick labels for ticks at ``positions`` on an axis spanning ``limits`` (data units)
     over ``width`` inches: every k-th tick labelled (``f"{value:g}"``, the others empty),

@@ -83,4 +83,4 @@ def _panel(ax, part, y, palette, focus):
                     va="center", fontsize=7, color="0.5")
     low, high = float(np.min(part.value)), float(np.max(part.value))
     margin = max(0.01, 0.08 * (high - low))
-    ax.set_xlim(max(0.0, low - margin), min(1.0, high + margin))
+    plotting.score_axis(ax.xaxis, low - margin, high + margin)
