@@ -221,3 +221,47 @@ def worker_start_seconds(tasks, preload=()):
 class WorkerStartFailed(RuntimeError):
     """The fresh process of :func:`worker_start_seconds` failed; the message is its last
     line of error."""
+
+
+def process_age_seconds():
+    """Seconds since this process started: at the dry run's start, what starting Python and
+    importing pcskm's command line cost, which a run pays as well."""
+    import psutil
+
+    return max(0.0, time.time() - psutil.Process().create_time())
+
+
+def cluster_start_seconds(n_workers):
+    """Wall time to start and close a local Dask cluster of ``n_workers`` processes
+    (:func:`pcskm.runner.clusters.dask_client`), as a run on this machine does."""
+    from .clusters import dask_client
+
+    start = time.perf_counter()
+    with dask_client(workers=n_workers):
+        pass
+    return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class RunTime:
+    """The dry run's estimated run time (docs/guide/paper-study.md, Small specs): what the
+    run pays once before the workers compute, then the compute or the client's writing,
+    whichever is longer (they overlap). Every part in seconds of wall time: the compute and
+    the writing on an otherwise idle machine, the starts as timed by the dry run, at the load
+    of its moment."""
+
+    process: float  # starting Python and importing pcskm's command line
+    kernels: float  # the client loading the kernels from the cache and evaluating a cell
+    cluster: float  # starting (and closing) the Dask cluster; 0 when not timed
+    worker: float  # a fresh worker's start before its first result (side by side: once)
+    compute: float  # calibrated compute / workers / ratio
+    writing: float  # the client's writing (sizes.write_seconds)
+
+    @property
+    def fixed(self):
+        """What the run pays once, whatever the size of the spec."""
+        return self.process + self.kernels + self.cluster + self.worker
+
+    @property
+    def seconds(self):
+        return self.fixed + max(self.compute, self.writing)

@@ -23,6 +23,10 @@ def default_store(spec_name):
 # Options of `pcskm run` that a resume leaves out: a forced run cleared its done markers when
 # it began, so that its resume computes only what is left; a dry run computes nothing.
 NOT_RESUMED = ("force", "dry_run", "calibration_seconds")
+# A run estimated under two minutes is mostly its fixed start, which the machine's load
+# stretches: the smoke and quick specs' whole runs took SMALL_RUN_RANGE times their estimate
+# at the load averages of SMALL_RUN_LOADS on 2 cores (docs/guide/paper-study.md, Small specs)
+SMALL_RUN_SECONDS, SMALL_RUN_RANGE, SMALL_RUN_LOADS = 120.0, (0.9, 3.7), (2, 10)
 
 
 def _given(parser, args):
@@ -70,13 +74,21 @@ def _cluster_options(args):
 
 
 def _dry_run(args, spec, store, selection):
-    from .calibrate import WorkerStartFailed, estimate, worker_start_seconds
-    from .clusters import machine_cores
-    from .compiling import compile_kernels
+    from .calibrate import (
+        RunTime,
+        WorkerStartFailed,
+        cluster_start_seconds,
+        estimate,
+        process_age_seconds,
+        worker_start_seconds,
+    )
+    from .clusters import is_local, machine_cores
+    from .compiling import compile_kernels, watch_compiling
     from .cube import CubeView
     from .progress import duration
     from .sizes import (
         WRITE_SECONDS_PER_MIB,
+        WRITE_SECONDS_PER_TASK,
         available_memory,
         binary,
         free_disk,
@@ -86,6 +98,7 @@ def _dry_run(args, spec, store, selection):
     )
     from .tasks import plan
 
+    process = process_age_seconds()
     view = CubeView.planned(store, spec, args.data_dir)
     the_plan = plan(spec, view, selection=selection, force=args.force, data_dir=args.data_dir)
     print(f"spec {spec.name} (hash {spec.hash()[:12]}), store {store}"
@@ -98,7 +111,9 @@ def _dry_run(args, spec, store, selection):
           f"{binary(available_memory())} of memory available")
     if not the_plan.tasks:
         return EXIT_OK
-    compile_kernels(the_plan.tasks)  # else the probes would compile, inside the time budget
+    with watch_compiling(lambda: None) as compiling:
+        # else the probes would compile, inside the time budget
+        kernels = compile_kernels(the_plan.tasks)
     result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds)
     try:
         start = worker_start_seconds(the_plan.tasks, args.preload or ())
@@ -106,7 +121,14 @@ def _dry_run(args, spec, store, selection):
         start, failed = 0.0, str(error)
     else:
         failed = None
+    if compiling.n_compiled:  # the run's client loads them from the cache, as a new worker
+        kernels = start
+    options = _cluster_options(args)
     workers = args.workers or (args.jobs or 0) or machine_cores()
+    # at most one process per core: `--workers N` may stand for the workers of a cluster
+    # (docs/guide/hpc.md), and a dry run never starts more than this machine runs at once
+    cluster = (cluster_start_seconds(min(workers, machine_cores())) if is_local(**options)
+               else 0.0)
     print(f"calibration: {result.n_probes} of {result.n_groups} task groups timed in "
           f"{result.probe_seconds:.1f} s on this machine")
     print(f"estimated compute: {duration(result.core_seconds)} on one core "
@@ -121,7 +143,9 @@ def _dry_run(args, spec, store, selection):
     # its share of the cores. Remote workers do not share their cores with the client, so
     # there the estimate errs on the long side.
     ratio = 0.92
-    compute = result.core_seconds / workers / ratio
+    timed = RunTime(process=process, kernels=kernels, cluster=cluster, worker=start,
+                    compute=result.core_seconds / workers / ratio,
+                    writing=write_seconds(view, the_plan.tasks))
     if failed is None:
         print(f"estimated start of a worker: {duration(start)} before its first result (a "
               "fresh process importing pcskm and loading the kernels, timed now; not in the "
@@ -129,19 +153,33 @@ def _dry_run(args, spec, store, selection):
     else:
         print(f"estimated start of a worker: not timed, a fresh process failed ({failed}); "
               "the run time below leaves it out")
-    writing = write_seconds(view, the_plan.tasks)
-    print(f"estimated writing: {duration(writing)} in the client, the one writer "
-          f"({binary(written_bytes(view, the_plan.tasks))} of chunks, uncompressed, at "
-          f"{WRITE_SECONDS_PER_MIB} s per MiB)")
-    if writing > compute:  # the workers compute while the client writes: the longer counts
-        print(f"estimated run time on {workers} workers: {duration(start + writing)}: the "
-              f"start and {duration(writing)} bound by the client's writer (compute alone "
-              f"{duration(compute)}; more than "
-              f"{math.ceil(result.core_seconds / ratio / writing)} workers do not shorten it)")
-        return EXIT_OK
-    print(f"estimated run time on {workers} workers: {duration(start + compute)}: the start "
-          f"and {duration(compute)} of compute (calibrated compute / worker time = "
-          f"{ratio:.2f}, measured on paper runs)")
+    print(f"estimated start of the run: {duration(timed.fixed)} before the workers compute "
+          f"(pcskm's start {duration(process)}, the client's kernels {duration(kernels)}, "
+          + (f"the local cluster {duration(cluster)}, " if is_local(**options) else
+             "the cluster's start not timed, ")
+          + f"a worker's start {duration(start)})")
+    print(f"estimated writing: {duration(timed.writing)} in the client, the one writer "
+          f"({len(the_plan.tasks)} tasks at {WRITE_SECONDS_PER_TASK} s and "
+          f"{binary(written_bytes(view, the_plan.tasks))} of chunks, uncompressed, at "
+          f"{WRITE_SECONDS_PER_MIB:.4f} s per MiB)")
+    if timed.writing > timed.compute:  # the workers compute while the client writes
+        print(f"estimated run time on {workers} workers: {duration(timed.seconds)}: the "
+              f"start and {duration(timed.writing)} bound by the client's writer (compute "
+              f"alone {duration(timed.compute)}; more than "
+              f"{math.ceil(result.core_seconds / ratio / timed.writing)} workers do not "
+              "shorten it)")
+    else:
+        print(f"estimated run time on {workers} workers: {duration(timed.seconds)}: the "
+              f"start and {duration(timed.compute)} of compute (calibrated compute / worker "
+              f"time = {ratio:.2f}, measured on paper runs)")
+    if timed.seconds < SMALL_RUN_SECONDS:
+        low, high = SMALL_RUN_RANGE
+        print(f"a short run, mostly its start: expect {duration(low * timed.seconds)} to "
+              f"{duration(high * timed.seconds)} ({low} to {high} times the estimate, as "
+              f"measured on small specs at load averages {SMALL_RUN_LOADS[0]} to "
+              f"{SMALL_RUN_LOADS[1]} on 2 cores; the load average is "
+              f"{os.getloadavg()[0]:.1f} on {machine_cores()} cores now; "
+              "docs/guide/paper-study.md, Small specs)")
     return EXIT_OK
 
 

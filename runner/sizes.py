@@ -29,15 +29,20 @@ from .cube import (
     wanted_scores,
 )
 
-# The client's seconds of writing per MiB (uncompressed) of the chunks a plan fills: the
-# paper run of docs/results/paper/runs.csv wrote for 119.9 s, and its plan fills 9,590 MiB of
-# chunks (0.0125 s per MiB; that run, on 2 workers, also rewrote chunks every minute, which a
-# short run on many workers does less). `python benchmarks/bench_writer.py paper --workers
-# 256 --hours 0.0156` (its default slice of 271 tasks, replayed at the pace of 256 workers)
-# measured 71.4 s of CPU for 1,611 MiB, 0.044 s per MiB, with 990 writes and 366 reads back of
-# its 624 chunks (chunks released at the 512 MiB limit) and synthetic values: an upper bound;
-# the constant is that of the real run, which the estimate has to match.
-WRITE_SECONDS_PER_MIB = 0.0125
+# The client's writing: a cost per task written (opening the chunks of its result, its done
+# markers) and a cost per MiB (uncompressed) of the chunks the plan fills. Per task: the quick
+# and smoke specs, whose chunks are a few KiB, wrote for 3.9 s over 53 tasks and 0.6 s over 8
+# tasks (0.074 s and 0.075 s per task; docs/guide/paper-study.md, Small specs). Per MiB: the
+# paper run of docs/results/paper/runs.csv wrote for 119.9 s over 1,115 tasks and 9,590 MiB of
+# chunks; less its 1,115 x 0.07 s per task, 0.0044 s per MiB (that run, on 2 workers, also
+# rewrote chunks every minute, which a short run on many workers does less).
+# `python benchmarks/bench_writer.py paper --workers 256 --hours 0.0156` (its default slice of
+# 271 tasks, replayed at the pace of 256 workers) measured 71.4 s of CPU for 1,611 MiB, with 990
+# writes and 366 reads back of its 624 chunks (chunks released at the 512 MiB limit) and
+# synthetic values: an upper bound; the constants are those of the real runs, which the
+# estimate has to match.
+WRITE_SECONDS_PER_TASK = 0.07
+WRITE_SECONDS_PER_MIB = (119.9 - 1115 * WRITE_SECONDS_PER_TASK) / 9590
 
 
 class TooLarge(ValueError):
@@ -132,8 +137,10 @@ def written_bytes(view, tasks):
 
 def write_seconds(view, tasks):
     """The client's estimated time to write the results of ``tasks`` (its one writer):
-    :data:`WRITE_SECONDS_PER_MIB` times the MiB of the chunks they fill."""
-    return WRITE_SECONDS_PER_MIB * written_bytes(view, tasks) / 2**20
+    :data:`WRITE_SECONDS_PER_TASK` per task and :data:`WRITE_SECONDS_PER_MIB` per MiB of the
+    chunks they fill."""
+    return (WRITE_SECONDS_PER_TASK * len(tasks)
+            + WRITE_SECONDS_PER_MIB * written_bytes(view, tasks) / 2**20)
 
 
 def available_memory():

@@ -19,12 +19,23 @@ PAPER_ALGORITHMS = ("LKM", "SKM", "PCKM", "MPCKM", "PCSKM")
 COLOURS = {"LKM": "tab:orange", "SKM": "0.45", "PCKM": "tab:green", "MPCKM": "tab:red",
            "PCSKM": "tab:blue"}
 MARKERS = {"LKM": "s", "SKM": "v", "PCKM": "^", "MPCKM": "D", "PCSKM": "o"}
-# Any other algorithm (a variant with a name of its own, a user's): picked by its name
-OTHER_COLOURS = ("tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+# Every other algorithm of a study (a variant such as PCSKM-paper, a user's estimator): the
+# next of these in the study's order of algorithms, one colour each (:func:`colours`)
+OTHER_COLOURS = ("tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "black",
+                 "gold", "navy", "lime", "teal", "magenta", "sienna", "darkkhaki",
+                 "lightskyblue", "salmon")
 INIT_LABELS = {"seeding": "Seeding", "dkm++": "DKM++", "robin": "ROBIN(D)",
                "maximin": "Maximin(D)"}
-KIND_LABELS = {"random": "random (both)", "must-link": "must-link", "cannot-link": "cannot-link",
+KIND_LABELS = {"random": "random pairs", "must-link": "must-link", "cannot-link": "cannot-link",
                "balanced": "balanced"}
+# The figure's note: what the row labels' constraint kinds are (docs/method/protocol.md §5)
+KIND_NOTES = {
+    "random": "random pairs: constraints drawn from all pairs, must-link and cannot-link as "
+              "they come",
+    "must-link": "must-link, cannot-link: constraints of that type only",
+    "cannot-link": "must-link, cannot-link: constraints of that type only",
+    "balanced": "balanced: half must-link, half cannot-link",
+}
 # (file stem, title, rows of (init, kind)): docs/method/protocol.md §11
 FIGURES = (
     ("figure1_performance", "Figure 1: performance",
@@ -38,6 +49,8 @@ FIGURES = (
 OTHER_STEM, OTHER_TITLE = "figureA0_performance_other", "Other settings in the cube"
 PAPER_DATASETS = tuple(f.label for f in families.PAPER_SIX)
 FAILED_LABEL_MIN = 0.1  # a point's failed share is written beside it from 10 %
+PANEL_WIDTH = 2.9  # inches of a computed column's panels
+TICK_SIZE = 8  # points
 MARK_LABELS = {
     "hollow": "hollow marker: some expected cells missing",
     "half": f"half-filled marker: some cells failed (label: their share, from "
@@ -175,10 +188,14 @@ def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, sh
         p.n_cells.values, p.n_failed.values, p.complete.values))}
     marks = ["hollow", *(m for m in ("half", "x") if m in found)]
     labels = [*algs, *(MARK_LABELS[m] for m in marks), "band: ±1 SD over runs"]
+    palette = colours(algs)
     used = [any(computed[(c, row)] for row in rows) for c in cols]
-    frame = plotting.panel_grid([2.9 if u else 1.0 for u in used], [2.0] * len(rows),
-                                f"{title} — {SELECTION_TITLES[selection]}", labels, wgap=0.45)
+    frame = plotting.panel_grid([PANEL_WIDTH if u else 1.0 for u in used], [2.0] * len(rows),
+                                f"{title} — {SELECTION_TITLES[selection]}", labels, wgap=0.45,
+                                note=figure_note(rows))
     fig, grid = frame.fig, frame.grid
+    percents = [float(p) for p in data.percent.values]
+    failure_labels = []
     for r, row in enumerate(rows):
         plotting.row_label(fig, grid, r, _row_label(*row) + "\nmean F-score")
     limits = {row: _f_limits([p for (c, r), p in panels.items() if r == row]) for row in rows}
@@ -191,20 +208,25 @@ def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, sh
             continue
         for r, row in enumerate(rows):
             ax = fig.add_subplot(grid[r, j])
-            ax.set_title(label, fontsize=9)
             if (column, row) not in panels:
+                ax.set_title(label, fontsize=9)
                 plotting.not_computed(ax, "not computed" if expected[(column, row)]
                                       else "not in the spec")
                 continue
             panel = panels[(column, row)]
+            ax.set_title(panel_title(label, missing_algorithms(panel, algs)), fontsize=9)
             for algorithm in algs:
-                _line(ax, panel.sel(algorithm=algorithm), algorithm)
-            ax.set_ylim(*(limits[row] if share_y else _f_limits([panel])))
-            ax.tick_params(labelsize=8)
+                failure_labels += _line(ax, panel.sel(algorithm=algorithm), algorithm,
+                                        palette[algorithm])
+            plotting.score_axis(ax.yaxis, *(limits[row] if share_y
+                                            else _f_limits([panel])))
+            _percent_axis(ax, percents, PANEL_WIDTH)
+            ax.tick_params(labelsize=TICK_SIZE)
             ax.grid(alpha=0.3, linewidth=0.5)
             if r == len(rows) - 1 or (column, rows[r + 1]) not in panels:
                 ax.set_xlabel("constraints (% of the pool)", fontsize=8)
-    handles = [Line2D([], [], color=colour(a), marker=marker(a), linestyle=_style(a),
+    plotting.keep_apart(fig, failure_labels)
+    handles = [Line2D([], [], color=palette[a], marker=marker(a), linestyle=_style(a),
                       markersize=5) for a in algs]
     handles += [Line2D([], [], color="0.3", linestyle="none",
                        **({"marker": "x"} if m == "x" else {"marker": "o", **MARK_STYLES[m]}))
@@ -220,32 +242,66 @@ def _count(data, name, selection, family, row):
 
 
 def _f_limits(panels):
-    """y limits within [0, 1] covering every drawn mean F and its ±1 SD band, with a margin
-    of 5 % of the range (at least 0.02)."""
+    """y limits covering every drawn mean F and its ±1 SD band (drawn within [0, 1]) with a
+    margin of 5 % of the range (at least 0.02) on both sides, so that a line at F = 1 or 0
+    is drawn inside the panel, not on its edge."""
     edges = [(p.f_mean + sign * p.f_std.fillna(0)).where(p.n_cells > 0).values.ravel()
              for p in panels for sign in (-1, 1)]
     values = np.concatenate(edges) if edges else np.array([])
-    values = values[np.isfinite(values)]
+    values = np.clip(values[np.isfinite(values)], 0.0, 1.0)
     if values.size == 0:
         return 0.0, 1.0
     low, high = float(values.min()), float(values.max())
     margin = max(0.02, 0.05 * (high - low))
-    return max(0.0, low - margin), min(1.0, high + margin)
+    return low - margin, high + margin
 
 
-def _line(ax, point, algorithm):
-    """Draw one algorithm's mean F against the percentage with a band of one standard
-    deviation over runs; each point marked as :func:`point_marks` says: filled, hollow,
-    half-filled with its failed share written above it from ``FAILED_LABEL_MIN``, or, where
-    every cell failed, no value (the line and band break) and an x on the x axis."""
+def _percent_axis(ax, percents, width):
+    """Ticks at the study's ``percents``, labelled as many as fit the panel's ``width``
+    (inches; :func:`plotting.thinned_labels`), with a margin so the first and last sit
+    inside the panel."""
+    low, high = min(percents), max(percents)
+    pad = 0.05 * (high - low) if high > low else 0.5
+    ax.set_xlim(low - pad, high + pad)
+    ax.set_xticks(percents)
+    ax.set_xticklabels(plotting.thinned_labels(percents, (low - pad, high + pad), width,
+                                               TICK_SIZE))
+
+
+def missing_algorithms(panel, algs):
+    """The algorithms of ``algs`` with no cell anywhere in ``panel`` (not computed, or no
+    value for this selection, e.g. no fixed-loo s): the legend names them, the panel draws
+    nothing of them (a point whose every cell failed is drawn, as an x on the x axis)."""
+    return [a for a in algs if not bool((panel.n_cells.sel(algorithm=a) > 0).any())]
+
+
+def panel_title(label, missing):
+    """A panel's title: its data set, and the algorithms it does not draw."""
+    if not missing:
+        return label
+    return plotting.wrap(f"{label}\nno value here: {', '.join(missing)}", 9, PANEL_WIDTH)
+
+
+def figure_note(rows):
+    """The figure's note on its row labels: what each constraint kind of ``rows`` is."""
+    notes = dict.fromkeys(KIND_NOTES[kind] for _init, kind in rows if kind in KIND_NOTES)
+    return "; ".join(notes) + "." if notes else ""
+
+
+def _line(ax, point, algorithm, colour_):
+    """Draw one algorithm's mean F against the percentage in ``colour_`` with a band of one
+    standard deviation over runs; each point marked as :func:`point_marks` says: filled,
+    hollow, half-filled with its failed share written above it from ``FAILED_LABEL_MIN``, or,
+    where every cell failed, no value (the line and band break) and an x on the x axis.
+    Returns the failed-share labels (to be kept apart, :func:`plotting.keep_apart`)."""
     marks = point_marks(point.n_cells.values, point.n_failed.values, point.complete.values)
     shown = marks != "none"
     if not shown.any():
-        return
+        return []
     marks, x = marks[shown], point.percent.values[shown]
     y, sd = point.f_mean.values[shown], point.f_std.values[shown]
     share = point.n_failed.values[shown] / point.n_cells.values[shown]
-    colour_, marker_ = colour(algorithm), marker(algorithm)
+    marker_ = marker(algorithm)
     ax.plot(x, y, color=colour_, linestyle=_style(algorithm), linewidth=1.2)
     ax.fill_between(x, np.clip(y - sd, 0, 1), np.clip(y + sd, 0, 1), color=colour_, alpha=0.12,
                     linewidth=0)
@@ -261,22 +317,28 @@ def _line(ax, point, algorithm):
                 color=colour_, marker="x", markersize=5, markeredgewidth=1.2, linestyle="none",
                 clip_on=False)
     labelled = (marks == "half") & (share >= FAILED_LABEL_MIN)
-    for xi, yi, fraction in zip(x[labelled], y[labelled], share[labelled], strict=True):
-        ax.annotate(f"{fraction:.0%}", (xi, yi), xytext=(0, 3), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=6, color=colour_)
+    return [ax.annotate(f"{fraction:.0%}", (xi, yi), xytext=(0, 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=6, color=colour_)
+            for xi, yi, fraction in zip(x[labelled], y[labelled], share[labelled], strict=True)]
 
 
 def _base(algorithm):
     return next((a for a in PAPER_ALGORITHMS if algorithm.startswith(a + "-")), algorithm)
 
 
+def colours(algorithms):
+    """One colour per algorithm of a study (``algorithms``, in the study's order): the
+    paper's five have theirs (:data:`COLOURS`), every other one (its variants such as
+    PCSKM-paper, a user's estimators) the next of :data:`OTHER_COLOURS`, so that no two share
+    a colour (up to 15 others) and each keeps its colour in every figure of the study."""
+    others = [a for a in dict.fromkeys(algorithms) if a not in COLOURS]
+    return {**{a: COLOURS[a] for a in algorithms if a in COLOURS},
+            **{a: OTHER_COLOURS[i % len(OTHER_COLOURS)] for i, a in enumerate(others)}}
+
+
 def colour(algorithm):
-    """The colour of an algorithm: the paper's five and their "NAME-..." variants have theirs,
-    any other algorithm one of :data:`OTHER_COLOURS` by its name."""
-    base = _base(algorithm)
-    if base in COLOURS:
-        return COLOURS[base]
-    return OTHER_COLOURS[sum(algorithm.encode()) % len(OTHER_COLOURS)]
+    """The colour of an algorithm drawn without its study (:func:`colours`)."""
+    return colours([algorithm])[algorithm]
 
 
 def marker(algorithm):

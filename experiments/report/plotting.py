@@ -1,26 +1,30 @@
 """Figure scaffolding shared by the performance and weight figures: a grid of panels with
 fixed sizes and margins in inches (cheap and predictable, no layout engine) that leaves room
-for the title and the legend, and the "not computed" panel."""
+for the title, the legend and a note, the "not computed" panel, tick labels thinned to fit and
+text labels kept apart (docs/method/protocol.md §11)."""
 
 import functools
+import itertools
+import re
 from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
-TITLE_SIZE, LEGEND_SIZE = 11, 9  # points
+TITLE_SIZE, LEGEND_SIZE, NOTE_SIZE = 11, 9, 8  # points
 LINE = 1.3 / 72  # inches per point of font size: one line of text
 LEGEND_HANDLE = 0.6  # inches of a legend entry besides its text (handle, padding, spacing)
 
 
 @dataclass
 class Frame:
-    """A Figure, its GridSpec, the title wrapped to the figure's width and the number of
-    legend columns that fit it."""
+    """A Figure, its GridSpec, the title and the note wrapped to the figure's width and the
+    number of legend columns that fit it."""
 
     fig: object
     grid: object
     title: str
     ncol: int
+    note: str = ""
 
 
 @functools.cache
@@ -76,13 +80,13 @@ def legend_columns(labels, width):
 
 
 def panel_grid(widths, heights, title, labels, *, left=0.95, right=0.25, top=0.65,
-               bottom=0.9, wgap=0.55, hgap=0.75):
+               bottom=0.9, wgap=0.55, hgap=0.75, note=""):
     """A :class:`Frame` whose panels have the given widths and heights (inches), with the
     given margins and gaps (inches) for the panels' titles and labels; ``top`` is the margin
     below the figure's title and ``bottom`` holds one row of legend. The figure is widened
     (evenly on both sides) to fit the widest legend entry; the top margin grows with the
     lines of the ``title`` wrapped to the figure's width, the bottom margin with the rows of
-    the legend of ``labels``."""
+    the legend of ``labels`` and the lines of the ``note`` (text under the legend)."""
     panels_w = sum(widths) + wgap * (len(widths) - 1)
     widest = max(text_width(label, LEGEND_SIZE) for label in labels) + LEGEND_HANDLE
     extra = max(0.0, widest + 0.3 - (left + right + panels_w))
@@ -90,8 +94,9 @@ def panel_grid(widths, heights, title, labels, *, left=0.95, right=0.25, top=0.6
     fig_w = left + right + panels_w
     title = wrap(title, TITLE_SIZE, fig_w - 0.3)
     ncol, rows = legend_columns(labels, fig_w - 0.3)
+    note = wrap(note, NOTE_SIZE, fig_w - 0.3) if note else ""
     top += 0.1 + (title.count("\n") + 1) * TITLE_SIZE * LINE
-    bottom += (rows - 1) * LEGEND_SIZE * LINE
+    bottom += (rows - 1) * LEGEND_SIZE * LINE + _note_height(note)
     fig_h = top + bottom + sum(heights) + hgap * (len(heights) - 1)
     fig = Figure(figsize=(fig_w, fig_h))
     grid = fig.add_gridspec(
@@ -99,17 +104,86 @@ def panel_grid(widths, heights, title, labels, *, left=0.95, right=0.25, top=0.6
         left=left / fig_w, right=1 - right / fig_w, bottom=bottom / fig_h, top=1 - top / fig_h,
         wspace=wgap / (sum(widths) / len(widths)), hspace=hgap / (sum(heights) / len(heights)),
     )
-    return Frame(fig, grid, title, ncol)
+    return Frame(fig, grid, title, ncol, note)
+
+
+def _note_height(note):
+    """Inches of the note's lines and the space above them (0 without a note)."""
+    return (note.count("\n") + 1) * NOTE_SIZE * LINE + 0.05 if note else 0.0
 
 
 def finish(frame, handles, labels, path, dpi=110):
-    """Title on top, legend at the bottom, save as PNG."""
+    """Title on top, legend at the bottom, the note under it, save as PNG."""
     fig = frame.fig
     height = fig.get_figheight()
     fig.suptitle(frame.title, fontsize=TITLE_SIZE, y=1 - 0.08 / height, va="top")
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.02 / height),
+    if frame.note:
+        fig.text(0.5, 0.04 / height, frame.note, ha="center", va="bottom",
+                 fontsize=NOTE_SIZE, color="0.25", multialignment="left")
+    fig.legend(handles, labels, loc="lower center",
+               bbox_to_anchor=(0.5, (0.02 + _note_height(frame.note)) / height),
                ncol=frame.ncol, frameon=False, fontsize=LEGEND_SIZE)
     fig.savefig(path, dpi=dpi)
+
+
+def score_axis(axis, low, high):
+    """An F axis (``ax.xaxis`` or ``ax.yaxis``) from ``low`` to ``high``, which may reach
+    past 0 or 1 so that values there are drawn inside the panel, with its ticks within
+    [0, 1] (no F-score above 1 is shown)."""
+    limits = axis.axes.set_xlim if axis is axis.axes.xaxis else axis.axes.set_ylim
+    limits(low, high)
+    ticks = axis.get_major_locator().tick_values(low, high)
+    axis.set_ticks([t for t in ticks if max(low, 0.0) - 1e-9 <= t <= min(high, 1.0) + 1e-9])
+
+
+def thinned_labels(positions, limits, width, fontsize, gap=0.08):
+    """Tick labels for ticks at ``positions`` on an axis spanning ``limits`` (data units)
+    over ``width`` inches: every k-th tick labelled (``f"{value:g}"``, the others empty),
+    k the smallest step at which neighbouring labels are ``gap`` inches apart or more."""
+    texts = [f"{value:g}" for value in positions]
+    per_unit = width / (limits[1] - limits[0])
+    widest = max(text_width(text, fontsize) for text in texts)
+    spacing = min((b - a for a, b in itertools.pairwise(positions)), default=float("inf"))
+    step = 1
+    while step < len(texts) and step * spacing * per_unit < widest + gap:
+        step += 1
+    return [text if i % step == 0 else "" for i, text in enumerate(texts)]
+
+
+def renderer(fig):
+    """A renderer of ``fig`` after a draw, for the extents of its artists."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    return fig.canvas.get_renderer()
+
+
+def keep_apart(fig, labels, pad=1.0):
+    """Move each of ``labels`` (annotations placed in offset points) along y, a step of its
+    own height at a time, until its box (grown by ``pad`` pixels) overlaps none of the
+    labels placed before it: up from a point in the lower two thirds of its panel, down from
+    one higher up (so the labels stay inside the panel)."""
+    if not labels:
+        return
+    drawn = renderer(fig)
+    placed = []
+    for label in labels:
+        box = label.get_window_extent(drawn).padded(pad)
+        axes_box = label.axes.get_window_extent(drawn)
+        down = box.y0 > axes_box.y0 + 2 / 3 * axes_box.height
+        if down:
+            x, y = label.xyann
+            label.xyann = (x, -y)
+            label.set_va("top")
+            box = label.get_window_extent(drawn).padded(pad)
+        while any(box.overlaps(other) for other in placed):
+            x, y = label.xyann
+            step = box.height * 72 / fig.dpi
+            label.xyann = (x, y - step if down else y + step)
+            box = label.get_window_extent(drawn).padded(pad)
+        placed.append(box)
 
 
 def row_label(fig, grid, row, text):
@@ -126,3 +200,17 @@ def not_computed(ax, text="not computed"):
     ax.set_yticks([])
     for spine in ax.spines.values():
         spine.set_color("0.8")
+
+
+def quality_text(quality):
+    """A data set's known feature quality in words for a panel title:
+    "+5 -5" -> "5 informative + 5 noise features", "8 unknown, -10" -> "8 unknown + 10 noise
+    features" (:attr:`pcskm.experiments.datasets.Dataset.feature_quality`); any other text
+    as it is."""
+    informative = re.fullmatch(r"\+(\d+) -(\d+)", quality)
+    if informative:
+        return f"{informative[1]} informative + {informative[2]} noise features"
+    unknown = re.fullmatch(r"(\d+) unknown, -(\d+)", quality)
+    if unknown:
+        return f"{unknown[1]} unknown + {unknown[2]} noise features"
+    return quality

@@ -7,7 +7,7 @@ others."""
 import numpy as np
 
 from . import plotting
-from .performance import colour, marker
+from .performance import colours, marker
 from .selection import ORDER
 
 TAGS = {"paper": "paper (optimistic)", "oracle": "oracle (upper bound)"}
@@ -32,6 +32,7 @@ def figure(values, path, focus="PCSKM"):
     shown = list(values.family.unique())
     selections = [s for s in ORDER if s in set(values.selection)]
     algs = list(values.algorithm.unique())
+    palette = colours(algs)
     n_cols = min(N_COLUMNS, len(shown))
     n_rows = -(-len(shown) // n_cols)
     height = 0.25 * len(selections) + 0.3
@@ -42,7 +43,7 @@ def figure(values, path, focus="PCSKM"):
     for number, family in enumerate(shown):
         ax = fig.add_subplot(grid[number // n_cols, number % n_cols])
         part = values[values.family == family]
-        _panel(ax, part, y, algs, focus)
+        _panel(ax, part, y, palette, focus)
         settings = sorted(set(part.n_settings))
         counted = (f"{settings[0]}" if len(settings) == 1
                    else f"{settings[0]}-{settings[-1]}")
@@ -55,25 +56,25 @@ def figure(values, path, focus="PCSKM"):
         ax.grid(axis="x", alpha=0.3, linewidth=0.5)
         if number + n_cols >= len(shown):
             ax.set_xlabel("mean F", fontsize=8)
-    handles = [Line2D([], [], color=colour(a), marker=marker(a), linestyle="none",
+    handles = [Line2D([], [], color=palette[a], marker=marker(a), linestyle="none",
                       markersize=7 if a == focus else 5) for a in algs]
     plotting.finish(frame, handles, algs, path)
     return fig
 
 
-def _panel(ax, part, y, algs, focus):
+def _panel(ax, part, y, palette, focus):
     """One data set: per selection row a light line over the algorithms' range and a dot
-    per algorithm."""
+    per algorithm (``palette``: its colour, :func:`performance.colours`)."""
     for selection, row in part.groupby("selection", sort=False):
         at = y[selection]
         ax.plot([row.value.min(), row.value.max()], [at, at], color="0.85", linewidth=1,
                 zorder=1)
-        for algorithm in algs:
+        for algorithm, colour in palette.items():
             value = row.value[row.algorithm == algorithm]
             if value.empty:
                 continue
             big = algorithm == focus
-            ax.plot(value, [at], color=colour(algorithm), marker=marker(algorithm),
+            ax.plot(value, [at], color=colour, marker=marker(algorithm),
                     markersize=7 if big else 5, linestyle="none", zorder=3 if big else 2,
                     alpha=1 if big else 0.8)
     for selection, at in y.items():
@@ -82,4 +83,4 @@ def _panel(ax, part, y, algs, focus):
                     va="center", fontsize=7, color="0.5")
     low, high = float(np.min(part.value)), float(np.max(part.value))
     margin = max(0.01, 0.08 * (high - low))
-    ax.set_xlim(max(0.0, low - margin), min(1.0, high + margin))
+    plotting.score_axis(ax.xaxis, low - margin, high + margin)

@@ -38,10 +38,11 @@ FIGURES = (
 STUDY_STEM, STUDY_TITLE = "figure_weights", "Feature weights (random constraints)"
 INIT_LABELS = {"seeding": "Seeding", "dkm++": "DKM++", "robin": "ROBIN(D)",
                "maximin": "Maximin(D)"}
-FEATURE_FONTSIZE = 6  # points, the bars' feature labels
+FEATURE_FONTSIZE = 7  # points, the bars' feature labels
 SPARSE_ALGORITHMS = ("SKM", "PCSKM")  # one weight scale per column, shared by their panels
 LOG_SPAN = 100  # positive weights spanning more than two decades: a log y axis
-MIN_LABELLED_SLOT = 0.1  # inches per bar slot needed to label the bars of every group
+MIN_LABELLED_SLOT = 0.125  # inches per bar slot needed to label the bars of every group
+MAX_LABELLED_WIDTH = 16.0  # inches: the widest panel sized to label every bar
 
 
 def means(store, name, fits):
@@ -265,7 +266,7 @@ def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHM
         for r, (init, algorithm) in enumerate(rows):
             ax = fig.add_subplot(grid[r, j])
             panel = panels[(family.label, init, algorithm)]
-            name = f"{label} [{quality}]" if quality else label
+            name = f"{label} ({plotting.quality_text(quality)})" if quality else label
             ax.set_title(f"{name}: {algorithm}, {INIT_LABELS.get(init, init)}", fontsize=9)
             if panel is None:
                 plotting.not_computed(ax, "not computed" if expected[(family.label, init,
@@ -288,13 +289,17 @@ def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHM
 
 
 def _panel_width(panels):
-    """Inches for a column of bar panels: about 0.025 in per bar slot (at least 4.6, at most
-    14), None when none of them is computed."""
+    """Inches for a column of bar panels, from its number of bar slots (features and gaps of
+    every percentage): :data:`MIN_LABELLED_SLOT` per slot, so that every bar carries its
+    feature's name, when that is at most :data:`MAX_LABELLED_WIDTH`; else about 0.025 in per
+    slot (at least 4.6, at most 14) with the names thinned. None when none is computed."""
     drawn = [panel for panel in panels if panel is not None]
     if not drawn:
         return None
     slots = max(p.sizes["percent"] * (p.sizes["feature"] + _gap(p.sizes["feature"]))
-                for p in drawn)
+                + _gap(p.sizes["feature"]) for p in drawn)
+    if MIN_LABELLED_SLOT * slots <= MAX_LABELLED_WIDTH:
+        return max(4.6, MIN_LABELLED_SLOT * slots)
     return float(np.clip(0.025 * slots, 4.6, 14.0))
 
 
