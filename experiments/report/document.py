@@ -439,6 +439,9 @@ def _computed_columns(doc, wide):
     """The table ``wide`` without its data-set columns that are "not computed" in every row,
     named in one line instead."""
     empty = [c for c in wide.columns[1:] if (wide[c] == comparison.NONE).all()]
+    if len(empty) == len(wide.columns) - 1:
+        doc.paragraph("Not computed: no data set has a used case.")
+        return
     doc.table(wide.drop(columns=empty))
     if empty:
         doc.paragraph(f"Not computed in any row (not in the cube): {', '.join(empty)}.")
@@ -448,6 +451,11 @@ def _settings(plan):
     """The (init, kind) settings of a plan in words: "DKM++/random, ..."."""
     return f"{len(plan.settings)} setting(s) " + "(" + ", ".join(
         f"{performance.INIT_LABELS.get(i, i)}/{k}" for i, k in plan.settings) + ")"
+
+
+def _inits_run(results):
+    """The inits of the cube's groups."""
+    return {str(i) for name in results.store.names for i in results.store.group(name).init.values}
 
 
 def _performance(doc, results, out, written):
@@ -469,7 +477,7 @@ def _performance(doc, results, out, written):
         "line when all did; every point's failed share is in the figure's CSV (`failed_fraction`, "
         "`marker`). All values: `performance.csv` (per data set and subset: "
         "`performance_by_dataset.csv`).")
-    run = {str(i) for name in results.store.names for i in results.store.group(name).init.values}
+    run = _inits_run(results)
     specs = [spec for spec in performance.figure_specs(results)
              if {init for init, _kind in spec[2]} & run]
     main = [name for name in results.selections if BY_NAME[name].main]
@@ -655,7 +663,13 @@ def _weights(doc, results, out, written):
     elif not figures:
         doc.paragraph("No data set of the cube has known uninformative features and weights: "
                       "no weight figure.")
-    for stem, title, family_list, inits, algorithms in figures:
+    run, held = _inits_run(results), set(results.family_members)
+    absent = [figure for figure in figures
+              if not (set(figure[3]) & run and {f.label for f in figure[2]} & held)]
+    if absent:
+        doc.paragraph(f"Does not apply: {'; '.join(f[1] for f in absent)} (the study runs none "
+                      "of their inits or data sets).")
+    for stem, title, family_list, inits, algorithms in [f for f in figures if f not in absent]:
         png = out / f"{stem}.png"
         if weights.figure(results, title, family_list, inits, png, algorithms):
             written.append(png)
@@ -697,6 +711,12 @@ def _claims(doc, results, found, table1, tests, out, written):
     shown = table[["id", "claim", *(f"{what}_{name}" for name in ("paper", "honest")
                                     for what in ("value", "p_datasets", "verdict")
                                     if f"{what}_{name}" in table), "note"]]
+    untestable = table.filter(like="verdict_").eq(claims.NOT_TESTABLE).all(axis=1)
+    if untestable.any():
+        doc.paragraph(f"Not testable on this cube under any selection (their data are not in "
+                      f"it; the reason of each in `claims.csv`): "
+                      f"{', '.join(table.id[untestable])}.")
+    shown, table = shown[~untestable], table[~untestable]
     doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
                   "selection follow, and every number is in `claims.csv`.")
     doc.table(shown.astype(object).where(shown.notna(), ""))
@@ -733,8 +753,9 @@ def _primary_tests(results, found, tests, prereg):
 
 
 def _with_verdict(table, tests):
-    """``_test_table`` of ``tests`` with their pre-registered verdict."""
-    return table.assign(verdict=tests.verdict.to_numpy())
+    """``_test_table`` of ``tests`` (one analysis and level) with their pre-registered
+    verdict."""
+    return table.drop(columns=["analysis", "level"]).assign(verdict=tests.verdict.to_numpy())
 
 
 def _preregistered(doc, results, found, tests, prereg, out, written):
