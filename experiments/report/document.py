@@ -804,14 +804,14 @@ def _preregistered(doc, results, found, tests, prereg, out, written):
         doc.paragraph(f"With {n} data set{'s' if n > 1 else ''}, no exact two-sided p can be "
                       f"below 2 / 2^{n} = {2 / 2 ** n:.3g}.")
     doc.table(_with_verdict(_test_table(primary), primary))
-    doc.heading("0.2 Sensitivity analyses: the other selections", level=3)
     doc.paragraph(
-        "The same tests under every other selection of s of the cube, each with Holm over its "
-        "own tests: sensitivity analyses, not the pre-registered result (`paper` and `oracle` "
-        "read the test labels). All columns: `sensitivity_tests.csv`.")
-    for selection in sensitivity.selection.unique():
+        "Sections 0.2 on: the same tests under every other selection of s of the cube, each "
+        "with Holm over its own tests: sensitivity analyses, not the pre-registered result "
+        "(`paper` and `oracle` read the test labels). All columns: `sensitivity_tests.csv`.")
+    for number, selection in enumerate(sensitivity.selection.unique(), 2):
         part = sensitivity[sensitivity.selection == selection]
-        doc.paragraph(f"**{selection}** ({SELECTION_TITLES.get(selection, selection)})")
+        doc.heading(f"0.{number} Sensitivity analysis: {selection}", level=3)
+        doc.paragraph(SELECTION_TITLES.get(selection, selection))
         doc.table(_with_verdict(_test_table(part), part))
     return primary
 
