@@ -83,7 +83,8 @@ def test_a_bad_table_is_refused_naming_the_problem(table, base_change, message):
 
 # ---------------------------------------------------------------- the store
 
-TINY = tiny_spec("tiny-prereg").replace('["LKM"]', '["LKM", "PCKM"]')
+TINY = tiny_spec("tiny-prereg").replace('["LKM"]', '["LKM", "PCKM"]').replace(
+    '["iris"]', '["iris", "brodinova-5-5", "brodinova-3-7"]')
 
 
 def _tiny(rule="honest", hypotheses="PCKM beats LKM."):
@@ -236,3 +237,33 @@ def test_holm_over_the_primary_tests_alone_in_the_papers_plan():
     with_extra, _ = preregistered.analyses(pd.concat([tests, extra]), prereg, ("cv",))
     np.testing.assert_allclose(with_extra.p_holm, alone.p_holm)
     assert (with_extra.holm_m == 3).all()
+
+
+def test_the_report_leads_with_the_primary_tests(computed, tmp_path):
+    """Summary, then section 0 with the hypotheses and the primary test: PCKM against LKM on
+    the data sets' V (both fit once, so every selection takes that fit), exact test by
+    scipy on V computed here from the cube with xarray."""
+    from pcskm.experiments.report import write_report
+
+    text = write_report(computed, tmp_path).read_text()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## Summary", "## 0. Pre-registered analysis",
+                            "## Store, runs and reading guide"]
+    assert "> PCKM beats LKM." in text
+    assert "[0. Pre-registered analysis](#0-pre-registered-analysis)" in text
+    tree = xr.open_datatree(str(computed), engine="zarr")
+    v = {a: [] for a in ("PCKM", "LKM")}
+    for name in ("iris", "brodinova-5-5", "brodinova-3-7"):
+        f = tree[name].to_dataset().f_score.astype(np.float64)
+        for algorithm in v:
+            fits = f.sel(algorithm=algorithm).dropna("sparsity", how="all")
+            v[algorithm].append(float(fits.mean(("run", "fold")).mean()))
+    x, y = np.array(v["PCKM"]), np.array(v["LKM"])
+    expected = scipy.stats.wilcoxon(x, y, method="exact")
+    primary = pd.read_csv(tmp_path / "preregistered_tests.csv")
+    assert list(primary.test) == ["PCKM vs LKM"] and (primary.selection == "honest").all()
+    row = primary.iloc[0]
+    assert row.n == 3 and row.p_value == pytest.approx(expected.pvalue)
+    assert row.p_holm == pytest.approx(expected.pvalue)  # a family of one test
+    assert row.mean_diff == pytest.approx(np.mean(x - y))
+    assert f"PCKM vs LKM: {row.verdict} (p {row.p_value:.2g}" in text
