@@ -361,13 +361,16 @@ class _Checker:
         self.keys(table, _REPORT_KEYS, "[report]")
         if "focus" not in table:
             return None
+        return self.focus(table["focus"], algorithms, "report.focus")
+
+    def focus(self, focus, algorithms, key):
+        """``focus`` (the value of ``key``): the name of one of the spec's ``algorithms``."""
         names = [variant.name for variant in algorithms]
-        focus = table["focus"]
         if not isinstance(focus, str) or focus not in names:
             close = difflib.get_close_matches(str(focus), names, n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            self.fail(f"report.focus {focus!r} is not an algorithm of the spec{hint} (the "
-                      f"spec's algorithms: {', '.join(names)})")
+            self.fail(f"{key} {focus!r} is not an algorithm of the spec{hint} (the spec's "
+                      f"algorithms: {', '.join(names)})")
         return focus
 
     def preregistration(self, table, algorithms, values, report_focus):
@@ -382,14 +385,8 @@ class _Checker:
         if missing:
             self.fail(f"[preregistration] needs {', '.join(missing)} (it states the primary "
                       "analysis before any run: rule, focus and hypotheses)")
-        names = [variant.name for variant in algorithms]
-        focus = table["focus"]
-        if not isinstance(focus, str) or focus not in names:
-            close = difflib.get_close_matches(str(focus), names, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            self.fail(f"preregistration.focus {focus!r} is not an algorithm of the spec{hint} "
-                      f"(the spec's algorithms: {', '.join(names)})")
-        if len(names) < 2:
+        focus = self.focus(table["focus"], algorithms, "preregistration.focus")
+        if len(algorithms) < 2:
             self.fail("[preregistration] compares its focus with the other algorithms, and the "
                       "spec has no other")
         if report_focus is not None and report_focus != focus:
