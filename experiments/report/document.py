@@ -428,23 +428,27 @@ def _comparison(doc, results, plan, tests, by_dataset, out, written):
     else:
         doc.paragraph("Selections figure: not computed (no data set has a complete "
                       "Analysis-1 setting).")
+    said = set()
     for test, wide in comparison.per_dataset_tables(by_dataset).items():
         doc.paragraph(
             f"**{test}** per data set: mean V({focus}) − V({test.split(' vs ')[1]}) over the "
             f"data set's used cases ({focus}'s wins/losses/ties); '*': some cases not used.")
-        _computed_columns(doc, wide)
+        _computed_columns(doc, wide, said)
 
 
-def _computed_columns(doc, wide):
+def _computed_columns(doc, wide, said):
     """The table ``wide`` without its data-set columns that are "not computed" in every row,
-    named in one line instead."""
+    named in one line the first time (``said``: the names already named)."""
     empty = [c for c in wide.columns[1:] if (wide[c] == comparison.NONE).all()]
     if len(empty) == len(wide.columns) - 1:
         doc.paragraph("Not computed: no data set has a used case.")
         return
     doc.table(wide.drop(columns=empty))
-    if empty:
-        doc.paragraph(f"Not computed in any row (not in the cube): {', '.join(empty)}.")
+    new = [c for c in empty if c not in said]
+    if new:
+        doc.paragraph(f"Left out of this table and the next: {', '.join(new)}, not computed in "
+                      "any row (not in the cube).")
+        said.update(new)
 
 
 def _settings(plan):
@@ -641,9 +645,11 @@ def _statistics(doc, plan, tests, cases, by_dataset, out, written):
         "Mean x − y over each data set's used cases (the data-set values of the *datasets* "
         "level) and the wins/losses/ties of its cases; '*': some of its cases not used (not "
         "computed or V = NaN).")
+    said = set()
     for selection in by_dataset.selection.unique():
         doc.paragraph(f"**{selection}**")
-        _computed_columns(doc, _breakdown_table(by_dataset[by_dataset.selection == selection]))
+        _computed_columns(doc, _breakdown_table(by_dataset[by_dataset.selection == selection]),
+                          said)
 
 
 def _weights(doc, results, out, written):
@@ -713,9 +719,8 @@ def _claims(doc, results, found, table1, tests, out, written):
                                     if f"{what}_{name}" in table), "note"]]
     untestable = table.filter(like="verdict_").eq(claims.NOT_TESTABLE).all(axis=1)
     if untestable.any():
-        doc.paragraph(f"Not testable on this cube under any selection (their data are not in "
-                      f"it; the reason of each in `claims.csv`): "
-                      f"{', '.join(table.id[untestable])}.")
+        doc.paragraph(f"Not testable on this cube under any selection (the reason of each: "
+                      f"`claims.csv`, column `note`): {', '.join(table.id[untestable])}.")
     shown, table = shown[~untestable], table[~untestable]
     doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
                   "selection follow, and every number is in `claims.csv`.")
