@@ -858,7 +858,7 @@ def _headline(results, found, tests, primary, prereg):
     wide.columns.name = None
     return [f"**Headline**: {found.plan.focus} against each other algorithm at the data-set "
             "level under the main selections: verdict (Holm-adjusted p; wins/losses of the "
-            f"data sets); no pre-registered rule (section 3.4 and 5 for every test).",
+            f"data sets); no pre-registered rule (sections 3.4 and 5 for every test).",
             table_markdown(wide.reset_index())]
 
 
