@@ -12,7 +12,10 @@ stores (``cv_folds``, ``cv_algorithms``, ``gap_permutations``; docs/method/selec
 Data sets outside the registry are defined in ``[data.NAME]`` tables
 (:mod:`pcskm.experiments.sources`, docs/method/datasets.md §8) and listed in ``datasets``.
 The ``[report]`` table (``focus``: the algorithm ``pcskm report`` compares with the others)
-is outside the hash.
+is outside the hash. The ``[preregistration]`` table (:class:`Preregistration`: the primary
+selection rule, focus, level, alpha and hypotheses, docs/reference/spec-toml.md) is outside
+the hash too (it changes no cell), but a store records it and refuses to change it once a cell
+is computed (``runner.cube.prepare``).
 The bundled specs are ``smoke``, ``quick``,
 ``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """
@@ -48,7 +51,7 @@ _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
     "design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": None,
-    "cv_runs": None, "data": {}, "report": {},
+    "cv_runs": None, "data": {}, "report": {}, "preregistration": None,
 }
 # Keys added after specs and stores were first written, with the value that everything
 # written before them implies: left out of the hash at that value (so that such a spec keeps
@@ -64,6 +67,14 @@ _RANGE_KEYS = ("start", "stop", "step")
 # The [report] table: how pcskm report presents the results (docs/reference/spec-toml.md,
 # "[report]"). It changes no result, so it is neither in to_dict nor in the hash.
 _REPORT_KEYS = ("focus",)
+# The [preregistration] table (docs/reference/spec-toml.md, "[preregistration]"): the analysis
+# stated before any run. It changes no cell, so it is outside the hash; the store records it.
+_PREREGISTRATION_KEYS = ("rule", "focus", "level", "alpha", "hypotheses")
+_PREREGISTRATION_REQUIRED = ("rule", "focus", "hypotheses")
+PREREGISTRATION_LEVELS = ("dataset", "case")
+# Selections that read the test labels: an optimistic reference and an upper bound, not a rule
+# a study can pre-register (docs/method/selection.md).
+LABEL_READING = ("paper", "oracle")
 # The content that determines the results; name, description and source text do not.
 _UNHASHED = ("name", "description", "source_text")
 
@@ -102,6 +113,26 @@ class AlgorithmVariant:
 
 
 @dataclass(frozen=True)
+class Preregistration:
+    """The ``[preregistration]`` table: the primary selection of s (``rule``, a name of
+    ``experiments/report/selection.py``'s ``REGISTRY``), the primary comparisons (``focus``
+    against each other algorithm), their ``level`` ("dataset": one value per data set, or
+    "case"), the significance level ``alpha`` of the Holm-adjusted p over all primary tests,
+    and the ``hypotheses`` stated before any run (docs/reference/spec-toml.md)."""
+
+    rule: str
+    focus: str
+    hypotheses: str
+    level: str = "dataset"
+    alpha: float = 0.05
+
+    def to_dict(self):
+        """The table as the store records it (root attribute ``preregistration``)."""
+        return {"rule": self.rule, "focus": self.focus, "level": self.level,
+                "alpha": self.alpha, "hypotheses": self.hypotheses}
+
+
+@dataclass(frozen=True)
 class ExperimentSpec:
     """A validated experiment grid. ``kinds`` run with DKM++, ROBIN(D) and Maximin(D);
     ``seeding_kinds`` with Seeding."""
@@ -129,6 +160,7 @@ class ExperimentSpec:
     data: tuple = ()  # the DataDefinitions of the [data.NAME] tables, in spec order
     source_text: str = ""
     focus: str | None = None  # [report] focus: the algorithm the report compares with the others
+    preregistration: Preregistration | None = None  # [preregistration]; outside the hash
 
     def sparsity_grid(self, n_features):
         """The s grid of docs/method/protocol.md §7 for ``n_features`` columns."""
@@ -329,14 +361,86 @@ class _Checker:
         self.keys(table, _REPORT_KEYS, "[report]")
         if "focus" not in table:
             return None
+        return self.focus(table["focus"], algorithms, "report.focus")
+
+    def focus(self, focus, algorithms, key):
+        """``focus`` (the value of ``key``): the name of one of the spec's ``algorithms``."""
         names = [variant.name for variant in algorithms]
-        focus = table["focus"]
         if not isinstance(focus, str) or focus not in names:
             close = difflib.get_close_matches(str(focus), names, n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            self.fail(f"report.focus {focus!r} is not an algorithm of the spec{hint} (the "
-                      f"spec's algorithms: {', '.join(names)})")
+            self.fail(f"{key} {focus!r} is not an algorithm of the spec{hint} (the spec's "
+                      f"algorithms: {', '.join(names)})")
         return focus
+
+    def preregistration(self, table, algorithms, values, report_focus):
+        """The ``[preregistration]`` table (:class:`Preregistration`), or None: its rule must
+        be a selection the spec's scores give for the focus (docs/reference/spec-toml.md)."""
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            self.fail(f"preregistration must be a table ([preregistration]); got {table!r}")
+        self.keys(table, _PREREGISTRATION_KEYS, "[preregistration]")
+        missing = [key for key in _PREREGISTRATION_REQUIRED if key not in table]
+        if missing:
+            self.fail(f"[preregistration] needs {', '.join(missing)} (it states the primary "
+                      "analysis before any run: rule, focus and hypotheses)")
+        focus = self.focus(table["focus"], algorithms, "preregistration.focus")
+        if len(algorithms) < 2:
+            self.fail("[preregistration] compares its focus with the other algorithms, and the "
+                      "spec has no other")
+        if report_focus is not None and report_focus != focus:
+            self.fail(f"report.focus {report_focus!r} disagrees with preregistration.focus "
+                      f"{focus!r}: the report leads with the pre-registered focus; remove "
+                      "report.focus or make it the same")
+        hypotheses = table["hypotheses"]
+        if not isinstance(hypotheses, str) or not hypotheses.strip():
+            self.fail(f"preregistration.hypotheses must be a non-empty string; got "
+                      f"{hypotheses!r}")
+        level = table.get("level", "dataset")
+        if level not in PREREGISTRATION_LEVELS:
+            self.fail(f"preregistration.level must be one of "
+                      f"{', '.join(PREREGISTRATION_LEVELS)}; got {level!r}")
+        alpha = self.number(table.get("alpha", 0.05), "preregistration.alpha")
+        if not 0 < alpha < 1:
+            self.fail(f"preregistration.alpha must be between 0 and 1; got {alpha!r}")
+        rule = self.primary_rule(table["rule"], next(v for v in algorithms if v.name == focus),
+                                 values)
+        return Preregistration(rule=rule, focus=focus, hypotheses=hypotheses.strip(),
+                               level=level, alpha=alpha)
+
+    def primary_rule(self, rule, focus, values):
+        """A selection of ``experiments/report/selection.py``'s ``REGISTRY`` that reads no
+        test label and that the spec's scores give for ``focus`` (``values``: cv_folds,
+        cv_algorithms and gap_permutations resolved, datasets)."""
+        from .report.selection import FIXED, REGISTRY  # the report's imports, only when needed
+
+        names = [selection.name for selection in REGISTRY]
+        if not isinstance(rule, str) or rule not in names:
+            close = difflib.get_close_matches(str(rule), names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.fail(f"unknown preregistration.rule {rule!r}{hint} (the selections of s: "
+                      f"{', '.join(n for n in names if n not in LABEL_READING)})")
+        if rule in LABEL_READING:
+            self.fail(f"preregistration.rule {rule!r} reads the labels of the test folds: it "
+                      "is a reference, not a selection a study can make; pre-register a "
+                      "label-free rule (docs/method/selection.md)")
+        needs = next(selection.needs for selection in REGISTRY if selection.name == rule)
+        sparse = focus.estimator in SPARSE
+        if "cv_score" in needs and not values["cv_folds"]:
+            self.fail(f"preregistration.rule {rule!r} needs the constraint cross-validation "
+                      "scores, and cv_folds is 0; set cv_folds to 2 or more")
+        if "cv_score" in needs and sparse and focus.name not in values["cv_algorithms"]:
+            self.fail(f"preregistration.rule {rule!r} needs the cross-validation scores of the "
+                      f"focus {focus.name}, which is not in cv_algorithms "
+                      f"({', '.join(values['cv_algorithms'])}); add it")
+        if "gap" in needs and not values["gap_permutations"]:
+            self.fail(f"preregistration.rule {rule!r} needs the gap statistic, and "
+                      "gap_permutations is 0; set gap_permutations to 1 or more")
+        if rule == FIXED and len(values["datasets"]) < 2:
+            self.fail(f"preregistration.rule {rule!r} chooses s on the other data sets, and "
+                      "the spec has one data set")
+        return rule
 
     def algorithms(self, names, variants):
         if not isinstance(variants, dict):
@@ -448,6 +552,11 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
     algorithms = check.algorithms(values["algorithms"], values["variants"])
     cv_folds, gap_permutations, cv_algorithms, cv_runs = check.selection_scores(values,
                                                                                 algorithms)
+    focus = check.report(values["report"], algorithms)
+    preregistration = check.preregistration(
+        values["preregistration"], algorithms,
+        {"cv_folds": cv_folds, "cv_algorithms": cv_algorithms,
+         "gap_permutations": gap_permutations, "datasets": datasets}, focus)
     start = check.number(values["sparsity_start"], "sparsity_start")
     step = check.number(values["sparsity_step"], "sparsity_step")
     if not start > 1:
@@ -478,7 +587,8 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
         cv_runs=cv_runs,
         data=data,
         source_text=text,
-        focus=check.report(values["report"], algorithms),
+        focus=focus,
+        preregistration=preregistration,
     )
 
 

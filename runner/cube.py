@@ -788,6 +788,7 @@ def _root_attrs(layout, spec, history=(), runs=()):
         "spec_toml": spec.source_text,
         "spec_hash": spec.hash(),
         "spec_hashes": list(dict.fromkeys([*history, spec.hash()])),
+        "preregistration": stored_preregistration(spec),
         "protocol": layout.fixed,
         "algorithm_definitions": layout.algorithms,
         "data_sha256": {name: g.attrs["data_sha256"] for name, g in layout.groups.items()},
@@ -795,6 +796,40 @@ def _root_attrs(layout, spec, history=(), runs=()):
         "status_flags": {str(i): flag for i, flag in enumerate(STATUS_FLAGS)},
         "runs": list(runs),  # one entry per `pcskm run` into this store (Cube.record_run)
     }
+
+
+def stored_preregistration(spec):
+    """What the store records of the spec's ``[preregistration]`` (root attribute
+    ``preregistration``; None without one)."""
+    return None if spec.preregistration is None else spec.preregistration.to_dict()
+
+
+def check_preregistration(path, spec):
+    """Refuse (:class:`IncompatibleStore`) a spec whose ``[preregistration]`` differs from the
+    one recorded in the store at ``path`` once the store holds a computed cell: the primary
+    analysis is stated before any result (docs/reference/spec-toml.md, "[preregistration]").
+    A store with nothing computed takes the new one."""
+    old = open_root(path).attrs.asdict().get("preregistration")
+    new = stored_preregistration(spec)
+    if old == new or not _holds_done_markers(path):
+        return
+    changed = sorted(key for key in {*(old or {}), *(new or {})}
+                     if (old or {}).get(key) != (new or {}).get(key))
+    raise IncompatibleStore(
+        f"{path} holds computed cells under the preregistration {_describe(old, changed)}, and "
+        f"the spec {spec.name} states {_describe(new, changed)}: a pre-registered analysis "
+        "cannot change after results exist. Restore the store's [preregistration] in the spec "
+        "(see the store's spec_toml), or compute the new one into a new store")
+
+
+def _describe(preregistration, keys):
+    if preregistration is None:
+        return "none (no [preregistration] table)"
+    def shown(value):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:56] + "...'"
+
+    return "(" + ", ".join(f"{key} = {shown(preregistration.get(key))}" for key in keys) + ")"
 
 
 def _consolidate(path):
@@ -994,6 +1029,7 @@ def prepare(path, spec, data_dir=None):
     else:
         repair_metadata(path, new.groups)
         check_store(path)
+        check_preregistration(path, spec)
         _check_writable(path)
         found = verify(path)
         _record_unfinished_run(path, found)

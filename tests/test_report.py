@@ -386,7 +386,12 @@ def test_smoke_report_files(smoke_report):
                  "wilcoxon_datasets.csv", "failures.csv", "figure1_performance_extra_paper.png"):
         assert (out / name).stat().st_size > 0, name
     text = report.read_text()
-    assert "Appendix: performance with ROBIN(D): not computed" in text
+    # the smoke spec runs no ROBIN(D): its appendix figures are named once, not drawn
+    assert ("Does not apply: Appendix: performance with ROBIN(D); Appendix: performance with "
+            "Maximin(D)") in text
+    assert "Appendix: performance with ROBIN(D): not computed" not in text
+    assert not (out / "figureA1_performance_robin_paper.png").exists()
+    assert text.startswith("# Report of smoke.zarr\n\n## Summary\n\n**Computed**: 2 data set(s)")
     assert "Figure 1: performance (paper)" in text  # the image link
     assert "runs: 2 (the paper: 25)" in text
     # the store by name (a report is read on other machines), the design it was run with

@@ -61,7 +61,7 @@ def _short(verdict):
     return SHORT.get(verdict, verdict.rsplit(" ", 1)[-1])
 
 
-def _cell(row):
+def cell(row):
     """One level of one test: the verdict (short), the Holm-adjusted p and the focus
     algorithm's wins/losses."""
     p = "n/a" if np.isnan(row.p_holm) else f"{row.p_holm:.2g}"
@@ -75,7 +75,7 @@ def verdict_table(table):
     if table.empty:
         return pd.DataFrame()
     focus = table.x.iloc[0] if "x" in table else statistics.PAPER.focus
-    cells = table.assign(cell=[_cell(row) for row in table.itertuples()])
+    cells = table.assign(cell=[cell(row) for row in table.itertuples()])
     rows = []
     for selection, group in cells.groupby("selection", sort=False):
         by = group.set_index(["test", "level"])

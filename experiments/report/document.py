@@ -17,13 +17,15 @@ from . import (
     families,
     inference,
     performance,
+    preregistered,
     selection_figure,
     statistics,
     study,
     ties,
     weights,
 )
-from .markdown import Document
+from .markdown import Document, anchor
+from .markdown import table as table_markdown
 from .selection import BY_NAME, ORDER, SELECTION_TITLES
 
 MAX_MISSING_LINES = 40
@@ -87,7 +89,7 @@ DESIGNS = {
 
 def _header(doc, results, found, out, written):
     store, attrs = results.store, results.store.attrs
-    doc.heading(f"Report of {store.path.name}", level=1)
+    doc.heading("Store, runs and reading guide")
     versions = attrs.get("versions") or {}
     runs = attrs.get("runs") or []
     if runs:
@@ -154,7 +156,7 @@ def _coverage(doc, results, out, written):
     table = results.coverage_table()
     _csv(table, out, "coverage.csv", written)
     if table.empty:
-        return
+        return None
     totals = coverage.counts(table, pd.concat(results.samples, ignore_index=True),
                              results.store.failure_flags)
     _csv(totals, out, "counts.csv", written)
@@ -172,7 +174,7 @@ def _coverage(doc, results, out, written):
     missing = table[table.missing > 0]
     if missing.empty:
         doc.paragraph("Every expected cell is computed.")
-        return
+        return totals
     lines = [f"{r.dataset} / {r.algorithm} / {r.init} / {r.kind}: {r.missing} of {r.cells} "
              f"cells missing (percentages {r.missing_percentages})"
              for r in missing.itertuples()]
@@ -182,6 +184,7 @@ def _coverage(doc, results, out, written):
     doc.bullets(lines[:MAX_MISSING_LINES] + (
         [f"... {len(lines) - MAX_MISSING_LINES} more in coverage.csv"]
         if len(lines) > MAX_MISSING_LINES else []))
+    return totals
 
 
 def _failures(doc, results, out, written):
@@ -425,17 +428,38 @@ def _comparison(doc, results, plan, tests, by_dataset, out, written):
     else:
         doc.paragraph("Selections figure: not computed (no data set has a complete "
                       "Analysis-1 setting).")
+    said = set()
     for test, wide in comparison.per_dataset_tables(by_dataset).items():
         doc.paragraph(
             f"**{test}** per data set: mean V({focus}) − V({test.split(' vs ')[1]}) over the "
             f"data set's used cases ({focus}'s wins/losses/ties); '*': some cases not used.")
-        doc.table(wide)
+        _computed_columns(doc, wide, said)
+
+
+def _computed_columns(doc, wide, said):
+    """The table ``wide`` without its data-set columns that are "not computed" in every row,
+    named in one line the first time (``said``: the names already named)."""
+    empty = [c for c in wide.columns[1:] if (wide[c] == comparison.NONE).all()]
+    if len(empty) == len(wide.columns) - 1:
+        doc.paragraph("Not computed: no data set has a used case.")
+        return
+    doc.table(wide.drop(columns=empty))
+    new = [c for c in empty if c not in said]
+    if new:
+        doc.paragraph(f"Left out of this table and the next: {', '.join(new)}, not computed in "
+                      "any row (not in the cube).")
+        said.update(new)
 
 
 def _settings(plan):
     """The (init, kind) settings of a plan in words: "DKM++/random, ..."."""
     return f"{len(plan.settings)} setting(s) " + "(" + ", ".join(
         f"{performance.INIT_LABELS.get(i, i)}/{k}" for i, k in plan.settings) + ")"
+
+
+def _inits_run(results):
+    """The inits of the cube's groups."""
+    return {str(i) for name in results.store.names for i in results.store.group(name).init.values}
 
 
 def _performance(doc, results, out, written):
@@ -457,11 +481,18 @@ def _performance(doc, results, out, written):
         "line when all did; every point's failed share is in the figure's CSV (`failed_fraction`, "
         "`marker`). All values: `performance.csv` (per data set and subset: "
         "`performance_by_dataset.csv`).")
-    specs = performance.figure_specs(results)
+    run = _inits_run(results)
+    specs = [spec for spec in performance.figure_specs(results)
+             if {init for init, _kind in spec[2]} & run]
     main = [name for name in results.selections if BY_NAME[name].main]
     doc.paragraph(
         "One set of grids per main selection (" + ", ".join(main) + "); the other "
         "selections' values are in `performance.csv` and in section 3.4.")
+    absent = [title for _stem, title, rows, _datasets in performance.figure_specs(results)
+              if not {init for init, _kind in rows} & run]
+    if absent:
+        doc.paragraph(f"Does not apply: {'; '.join(dict.fromkeys(absent))} (the study runs "
+                      "none of their inits).")
     for number, selection in enumerate(main, 1):
         doc.heading(f"4.{number} {selection}: {SELECTION_TITLES[selection]}", level=3)
         for stem, title, rows, datasets in specs:
@@ -543,7 +574,7 @@ def _breakdown_table(table):
     """Per test (rows) and data set (columns): the mean x - y over the data set's used
     cases and their wins/losses/ties; '*' when some of its cases are not used."""
     cells = [f"{_number(r.mean_diff, '+.3f')} ({r.wins}/{r.losses}/{r.ties})"
-             + ("*" if r.n_used < r.n_cases else "") if r.n_used else "not computed"
+             + ("*" if r.n_used < r.n_cases else "") if r.n_used else comparison.NONE
              for r in table.itertuples()]
     frame = table.assign(cell=cells, key=table.analysis.astype(str) + ". " + table.test)
     wide = frame.pivot(index="key", columns="dataset", values="cell")
@@ -614,9 +645,11 @@ def _statistics(doc, plan, tests, cases, by_dataset, out, written):
         "Mean x − y over each data set's used cases (the data-set values of the *datasets* "
         "level) and the wins/losses/ties of its cases; '*': some of its cases not used (not "
         "computed or V = NaN).")
+    said = set()
     for selection in by_dataset.selection.unique():
         doc.paragraph(f"**{selection}**")
-        doc.table(_breakdown_table(by_dataset[by_dataset.selection == selection]))
+        _computed_columns(doc, _breakdown_table(by_dataset[by_dataset.selection == selection]),
+                          said)
 
 
 def _weights(doc, results, out, written):
@@ -636,7 +669,13 @@ def _weights(doc, results, out, written):
     elif not figures:
         doc.paragraph("No data set of the cube has known uninformative features and weights: "
                       "no weight figure.")
-    for stem, title, family_list, inits, algorithms in figures:
+    run, held = _inits_run(results), set(results.family_members)
+    absent = [figure for figure in figures
+              if not (set(figure[3]) & run and {f.label for f in figure[2]} & held)]
+    if absent:
+        doc.paragraph(f"Does not apply: {'; '.join(f[1] for f in absent)} (the study runs none "
+                      "of their inits or data sets).")
+    for stem, title, family_list, inits, algorithms in [f for f in figures if f not in absent]:
         png = out / f"{stem}.png"
         if weights.figure(results, title, family_list, inits, png, algorithms):
             written.append(png)
@@ -678,6 +717,11 @@ def _claims(doc, results, found, table1, tests, out, written):
     shown = table[["id", "claim", *(f"{what}_{name}" for name in ("paper", "honest")
                                     for what in ("value", "p_datasets", "verdict")
                                     if f"{what}_{name}" in table), "note"]]
+    untestable = table.filter(like="verdict_").eq(claims.NOT_TESTABLE).all(axis=1)
+    if untestable.any():
+        doc.paragraph(f"Not testable on this cube under any selection (the reason of each: "
+                      f"`claims.csv`, column `note`): {', '.join(table.id[untestable])}.")
+    shown, table = shown[~untestable], table[~untestable]
     doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
                   "selection follow, and every number is in `claims.csv`.")
     doc.table(shown.astype(object).where(shown.notna(), ""))
@@ -703,17 +747,146 @@ def _cell_sample(doc, results, out, written):
         "a table with the same columns.")
 
 
+def _primary_tests(results, found, tests, prereg):
+    """The tests of the pre-registered focus: ``tests`` when the report's focus is it, else
+    the analyses of its own plan (``pcskm report --focus`` asked for another)."""
+    if found.plan is not None and found.plan.focus == prereg.focus:
+        return tests
+    if prereg.focus not in performance.algorithms(results):
+        return pd.DataFrame()
+    return statistics.analyses(results, statistics.study_plan(results, prereg.focus))[0]
+
+
+def _with_verdict(table, tests):
+    """``_test_table`` of ``tests`` (one analysis and level) with their pre-registered
+    verdict."""
+    return table.drop(columns=["analysis", "level"]).assign(verdict=tests.verdict.to_numpy())
+
+
+def _preregistered(doc, results, found, tests, prereg, out, written):
+    """Section 0 (docs/reference/spec-toml.md, "[preregistration]"): the primary tests, then
+    every other selection as a sensitivity analysis. Returns the primary tests."""
+    doc.heading("0. Pre-registered analysis")
+    if prereg.post_hoc:
+        doc.paragraph(f"**POST-HOC CHANGE: {prereg.post_hoc}.** Read the analysis below as "
+                      "chosen after the results.")
+    all_tests = _primary_tests(results, found, tests, prereg)
+    primary, sensitivity = preregistered.analyses(all_tests, prereg, results.selections)
+    _csv(primary, out, "preregistered_tests.csv", written)
+    _csv(sensitivity, out, "sensitivity_tests.csv", written)
+    units = "data sets (one value per data set: the mean of V over its cases)" \
+        if prereg.level == "dataset" else "cases"
+    doc.paragraph(
+        "Stated in the spec's `[preregistration]` before any run and recorded in the store "
+        "with its cells (a computed store refuses another; docs/reference/spec-toml.md): "
+        f"primary selection of s **{prereg.rule}** "
+        f"({SELECTION_TITLES.get(prereg.rule, prereg.rule)}); primary comparisons "
+        f"**{prereg.focus}** against each other algorithm; unit of the tests: the {units}; "
+        f"significance: Holm-adjusted p below {prereg.alpha:g}, Holm over all the primary "
+        "tests together (one family). Hypotheses:")
+    doc.paragraph("\n".join(f"> {line}" for line in prereg.hypotheses.splitlines()))
+    if found.plan is not None and found.plan.focus != prereg.focus:
+        doc.paragraph(f"The rest of the report compares {found.plan.focus} (`--focus`); this "
+                      f"section keeps the pre-registered focus {prereg.focus}.")
+    doc.heading("0.1 Primary tests", level=3)
+    if primary.empty or not (primary.n > 0).any():
+        doc.paragraph(f"Not computed: no {units.split(' ')[0]} of the primary comparisons "
+                      f"has a value under {prereg.rule} in the cube yet.")
+        return primary
+    method = ("exact signed-rank test (`scipy.stats.wilcoxon(method=\"exact\")`) on the data "
+              "sets' values" if prereg.level == "dataset" else
+              "signed-rank test on the cases (`method=\"auto\"`, the paper's)")
+    doc.paragraph(
+        f"x = {prereg.focus}, y = the other algorithm; {method}; p (Holm) over the "
+        f"{int(primary.holm_m.max())} primary test(s); the mean x − y with its "
+        f"{100 * inference.CONFIDENCE:.0f} % interval from {inference.N_RESAMPLES:,} bootstrap "
+        "resamples of the data sets (whole data sets drawn with replacement), the "
+        "Hodges-Lehmann estimate with its distribution-free interval and attained level, and "
+        "the rank-biserial correlation (section 5 describes each). All columns: "
+        "`preregistered_tests.csv`.")
+    if prereg.level == "dataset":
+        n = int(primary.n.max())
+        doc.paragraph(f"With {n} data set{'s' if n > 1 else ''}, no exact two-sided p can be "
+                      f"below 2 / 2^{n} = {2 / 2 ** n:.3g}.")
+    doc.table(_with_verdict(_test_table(primary), primary))
+    doc.paragraph(
+        "Sections 0.2 on: the same tests under every other selection of s of the cube, each "
+        "with Holm over its own tests: sensitivity analyses, not the pre-registered result "
+        "(`paper` and `oracle` read the test labels). All columns: `sensitivity_tests.csv`.")
+    for number, selection in enumerate(sensitivity.selection.unique(), 2):
+        part = sensitivity[sensitivity.selection == selection]
+        doc.heading(f"0.{number} Sensitivity analysis: {selection}", level=3)
+        doc.paragraph(SELECTION_TITLES.get(selection, selection))
+        doc.table(_with_verdict(_test_table(part), part))
+    return primary
+
+
+def _computed_line(results, totals):
+    """What the cube holds in one sentence: data sets, algorithms, cells and failed fits."""
+    labels, found = list(results.family_labels.values()), performance.algorithms(results)
+    count = dict(zip(totals["count"], totals.value, strict=True)) if totals is not None else {}
+    cells = (f"{count['computed_cells']:,} of {count['cells']:,} cells computed, "
+             f"{count['failed_fits']:,} of {count['fits']:,} fits failed"
+             if count else "nothing computed")
+    return (f"**Computed**: {len(labels)} data set(s) ({', '.join(labels)}); {len(found)} "
+            f"algorithm(s) ({', '.join(found)}); {cells} (section 1).")
+
+
+def _headline(results, found, tests, primary, prereg):
+    """The headline comparisons: the primary tests, else the focus against each other
+    algorithm under the main selections at the data-set level."""
+    if prereg is not None:
+        if primary is None or primary.empty:
+            return [f"**Headline** (pre-registered): not computed yet under {prereg.rule}."]
+        rows = [f"{r.test}: {r.verdict} (p {_number(r.p_value, '.2g')}, Holm "
+                f"{_number(r.p_holm, '.2g')}; mean x − y "
+                f"{_interval(r.mean_diff, r.boot_low, r.boot_high)} data-set bootstrap; HL "
+                f"{_number(r.hl_estimate, '+.4f')}; rank-biserial "
+                f"{_number(r.rank_biserial, '+.2f')}; {r.wins}/{r.losses}/{r.ties})"
+                for r in primary.itertuples()]
+        return [f"**Headline: the pre-registered tests** ({prereg.focus} vs each other "
+                f"algorithm under {prereg.rule}, {prereg.level} level, Holm over all of them, "
+                f"alpha {prereg.alpha:g}; section 0):", "\n".join(f"- {r}" for r in rows)]
+    if found.plan is None or tests.empty:
+        return [f"**Headline**: no focus comparison ({found.focus_note or 'no test'})."]
+    main = [name for name in results.selections if BY_NAME[name].main]
+    table = comparison.analysis1_tests(tests)
+    table = table[(table.level == "datasets") & table.selection.isin(main)]
+    wide = table.assign(cell=[comparison.cell(row) for row in table.itertuples()]).pivot(
+        index="test", columns="selection", values="cell")
+    wide = wide.loc[table.test.unique(), [s for s in main if s in wide.columns]]
+    wide.columns.name = None
+    return [f"**Headline**: {found.plan.focus} against each other algorithm at the data-set "
+            "level under the main selections: verdict (Holm-adjusted p; wins/losses of the "
+            f"data sets); no pre-registered rule (sections 3.4 and 5 for every test).",
+            table_markdown(wide.reset_index())]
+
+
+def _summary(results, found, tests, primary, prereg, totals, contents):
+    """The one-screen summary at the top of report.md (docs/guide/quick-study.md)."""
+    lines = ["## Summary", _computed_line(results, totals),
+             *_headline(results, found, tests, primary, prereg), "**Contents**:"]
+    lines.append("\n".join(f"- [{title}](#{anchor(title)})" + (f": {note}" if note else "")
+                           for title, note in contents))
+    return lines
+
+
 def write_document(results, out, focus=None):
     """Write every table, figure and report.md of ``results`` into ``out`` (``focus``: see
     :func:`study.study`); returns the path of report.md."""
     written = []
     doc = Document()
     found = study.study(results, focus)
+    prereg = preregistered.stored(results.store.attrs)
+    doc.heading(f"Report of {results.store.path.name}", level=1)
+    summary_at = doc.placeholder()
+    tests, cases = statistics.analyses(results, found.plan)
+    primary = (_preregistered(doc, results, found, tests, prereg, out, written)
+               if prereg is not None else None)
     _header(doc, results, found, out, written)
-    _coverage(doc, results, out, written)
+    totals = _coverage(doc, results, out, written)
     _failures(doc, results, out, written)
     table1 = _table1(doc, results, found, out, written)
-    tests, cases = statistics.analyses(results, found.plan)
     by_dataset = statistics.breakdown(cases)
     _choosing_s(doc, results, found.plan, tests, by_dataset, out, written)
     _performance(doc, results, out, written)
@@ -723,4 +896,9 @@ def write_document(results, out, focus=None):
     _cell_sample(doc, results, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])
+    notes = {"2. Table 1: data set constraints": "" if found.table1 else "does not apply",
+             "7. Paper vs ours": "" if found.claims else "does not apply",
+             "5. Wilcoxon signed-rank analyses": "" if found.plan else "not computed"}
+    doc.fill(summary_at, _summary(results, found, tests, primary, prereg, totals,
+                                  [(title, notes.get(title, "")) for title in doc.headings()]))
     return doc.write(out / "report.md")

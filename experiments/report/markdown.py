@@ -1,6 +1,7 @@
 """A small Markdown writer for report.md: headings, paragraphs, lists, tables, images."""
 
 import math
+import re
 from pathlib import Path
 
 
@@ -28,6 +29,12 @@ def table(frame, digits=4):
     return "\n".join(lines)
 
 
+def anchor(heading):
+    """The link target GitHub and MkDocs give a heading: lower case, punctuation dropped,
+    spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 class Document:
     """Collects Markdown blocks and writes them to a file."""
 
@@ -49,6 +56,20 @@ class Document:
 
     def image(self, path, alt):
         self.blocks.append(f"![{alt}]({Path(path).name})")
+
+    def placeholder(self):
+        """Reserve a block to :meth:`fill` once later sections are written (a summary)."""
+        self.blocks.append("")
+        return len(self.blocks) - 1
+
+    def fill(self, index, blocks):
+        """Put ``blocks`` (Markdown strings) in place of the :meth:`placeholder` ``index``."""
+        self.blocks[index] = "\n\n".join(blocks)
+
+    def headings(self, level=2):
+        """The texts of the headings of ``level`` written so far, in order."""
+        mark = "#" * level + " "
+        return [block[len(mark):] for block in self.blocks if block.startswith(mark)]
 
     def write(self, path):
         Path(path).write_text("\n\n".join(self.blocks) + "\n", encoding="utf-8")

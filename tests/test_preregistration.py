@@ -1,0 +1,269 @@
+"""The ``[preregistration]`` table (docs/reference/spec-toml.md, "[preregistration]"): its
+checks when a spec is read, the store's refusal of a changed preregistration once a cell is
+computed, and the report's primary tests checked against scipy's exact signed-rank test on
+data-set means built by hand, with Holm written out."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+import xarray as xr
+import zarr
+from cubes import pcskm, tiny_spec
+
+from pcskm.experiments.report import preregistered, statistics
+from pcskm.experiments.spec import parse_spec
+from pcskm.runner.cube import IncompatibleStore, prepare
+
+IN_PROCESS_CLIENT = True
+
+BASE = """
+name = "prereg"
+seed = 0
+datasets = ["iris", "brodinova-5-5"]
+algorithms = ["LKM", "SKM", "PCKM", "PCSKM"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1]
+n_runs = 1
+n_folds = 10
+cv_folds = 3
+"""
+TABLE = '\n[preregistration]\nrule = "cv"\nfocus = "PCSKM"\nhypotheses = """PCSKM wins."""\n'
+
+
+def test_a_valid_table_is_read_with_its_defaults_and_left_out_of_the_hash():
+    spec = parse_spec(BASE + TABLE)
+    p = spec.preregistration
+    assert (p.rule, p.focus, p.level, p.alpha, p.hypotheses) == ("cv", "PCSKM", "dataset",
+                                                                 0.05, "PCSKM wins.")
+    assert spec.hash() == parse_spec(BASE).hash()
+    assert parse_spec(BASE).preregistration is None
+
+
+@pytest.mark.parametrize("table, base_change, message", [
+    ('rule = "cvv"\nfocus = "PCSKM"\nhypotheses = "h"', None,
+     "unknown preregistration.rule 'cvv'; did you mean 'cv'?"),
+    ('rule = "oracle"\nfocus = "PCSKM"\nhypotheses = "h"', None,
+     "'oracle' reads the labels of the test folds"),
+    ('rule = "paper"\nfocus = "PCSKM"\nhypotheses = "h"', None,
+     "'paper' reads the labels of the test folds"),
+    ('rule = "cv"\nfocus = "PCSKN"\nhypotheses = "h"', None,
+     "preregistration.focus 'PCSKN' is not an algorithm of the spec; did you mean 'PCSKM'?"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nlevl = "case"', None,
+     "unknown key 'levl' in [preregistration]; did you mean 'level'?"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nlevel = "cases"', None,
+     "preregistration.level must be one of dataset, case; got 'cases'"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nalpha = 1.5', None,
+     "preregistration.alpha must be between 0 and 1"),
+    ('rule = "cv"\nfocus = "PCSKM"', None, "[preregistration] needs hypotheses"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "  "', None,
+     "preregistration.hypotheses must be a non-empty string"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"', ("cv_folds = 3", "cv_folds = 0"),
+     "'cv' needs the constraint cross-validation scores, and cv_folds is 0"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"',
+     ("cv_folds = 3", 'cv_folds = 3\ncv_algorithms = ["SKM"]'),
+     "the focus PCSKM, which is not in cv_algorithms (SKM)"),
+    ('rule = "gap"\nfocus = "PCSKM"\nhypotheses = "h"', None,
+     "'gap' needs the gap statistic, and gap_permutations is 0"),
+    ('rule = "fixed-loo"\nfocus = "PCSKM"\nhypotheses = "h"',
+     ('datasets = ["iris", "brodinova-5-5"]', 'datasets = ["iris"]'),
+     "'fixed-loo' chooses s on the other data sets, and the spec has one data set"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\n[report]\nfocus = "LKM"', None,
+     "report.focus 'LKM' disagrees with preregistration.focus 'PCSKM'"),
+])
+def test_a_bad_table_is_refused_naming_the_problem(table, base_change, message):
+    base = BASE.replace(*base_change) if base_change else BASE
+    with pytest.raises(ValueError, match="^spec <string>: ") as error:
+        parse_spec(base + "\n[preregistration]\n" + table)
+    assert message in str(error.value)
+
+
+# ---------------------------------------------------------------- the store
+
+TINY = tiny_spec("tiny-prereg").replace('["LKM"]', '["LKM", "PCKM"]').replace(
+    '["iris"]', '["iris", "brodinova-5-5", "brodinova-3-7"]')
+
+
+def _tiny(rule="honest", hypotheses="PCKM beats LKM."):
+    table = (f'\n[preregistration]\nrule = "{rule}"\nfocus = "PCKM"\n'
+             f'hypotheses = "{hypotheses}"\n' if rule else "")
+    return parse_spec(TINY + table)
+
+
+@pytest.fixture(scope="module")
+def computed(tmp_path_factory, client):
+    """The tiny spec with a preregistration, computed."""
+    from pcskm.runner import run_spec
+
+    store = tmp_path_factory.mktemp("prereg") / "tiny.zarr"
+    run_spec(_tiny(), store, client=client, progress=False)
+    return store
+
+
+def test_the_store_records_the_preregistration(computed):
+    recorded = zarr.open_group(str(computed), mode="r").attrs["preregistration"]
+    assert recorded == {"rule": "honest", "focus": "PCKM", "level": "dataset",
+                        "alpha": 0.05, "hypotheses": "PCKM beats LKM."}
+
+
+@pytest.mark.parametrize("changed, shown", [
+    (dict(rule="satisfied-largest"), "rule = 'honest'"),
+    (dict(hypotheses="LKM beats PCKM."), "hypotheses = 'PCKM beats LKM.'"),
+    (dict(rule=None), "none (no [preregistration] table)"),
+])
+def test_a_computed_store_refuses_another_preregistration(computed, changed, shown):
+    before = dict(zarr.open_group(str(computed), mode="r").attrs)
+    with pytest.raises(IncompatibleStore, match="holds computed cells under the "
+                                                "preregistration") as error:
+        prepare(computed, _tiny(**changed))
+    assert shown in str(error.value)
+    assert dict(zarr.open_group(str(computed), mode="r").attrs) == before
+    prepare(computed, _tiny())  # the same one is accepted
+
+
+def test_pcskm_run_names_the_old_and_new_preregistration(computed, tmp_path):
+    spec = tmp_path / "changed.toml"
+    spec.write_text(_tiny(rule="satisfied-median").source_text)
+    out = pcskm("run", spec, "--store", computed, "--no-progress")
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert "rule = 'honest'" in out.stderr and "rule = 'satisfied-median'" in out.stderr
+
+
+def test_a_store_with_nothing_computed_takes_a_new_preregistration(tmp_path):
+    store = tmp_path / "empty.zarr"
+    prepare(store, _tiny())
+    prepare(store, _tiny(rule="satisfied-median"))
+    assert zarr.open_group(str(store), mode="r").attrs["preregistration"]["rule"] == \
+        "satisfied-median"
+
+
+def test_a_spec_text_that_disagrees_with_the_record_is_a_post_hoc_change():
+    spec = _tiny()
+    attrs = {"spec_toml": spec.source_text,
+             "preregistration": {**spec.preregistration.to_dict(), "rule": "gap"}}
+    found = preregistered.stored(attrs)
+    assert found.rule == "gap" and "rule changed" in found.post_hoc
+    assert preregistered.stored({"spec_toml": spec.source_text,
+                                 "preregistration": spec.preregistration.to_dict()}
+                                ).post_hoc == ""
+    unrecorded = preregistered.stored({"spec_toml": spec.source_text})
+    assert unrecorded.rule == "honest" and "did not record" in unrecorded.post_hoc
+    assert preregistered.stored({"spec_toml": TINY}) is None
+
+
+# ---------------------------------------------------------------- the primary tests
+
+FAMILIES = [f"set{i}" for i in range(9)]
+OTHERS = ("LKM", "SKM", "PCKM")
+SETTINGS = (("dkm++", "random"), ("dkm++", "must-link"))
+
+
+def _results(rng):
+    """A ``results`` with case values V (two percentages, equal) per selection, data set,
+    algorithm and setting, drawn at random; every value complete."""
+    coords = {"family": FAMILIES, "selection": ["cv", "gap"],
+              "algorithm": [*OTHERS, "PCSKM"], "init": ["dkm++"],
+              "kind": ["random", "must-link"], "percent": [1.0, 10.0]}
+    shape = tuple(len(v) for v in coords.values())
+    v = rng.uniform(0.5, 0.9, size=shape[:-1])
+    v[..., 3, :, :] += rng.uniform(-0.05, 0.15, size=v[..., 3, :, :].shape)  # PCSKM
+    f_mean = xr.DataArray(np.repeat(v[..., None], 2, axis=-1), coords=coords,
+                          dims=list(coords))
+    data = xr.Dataset({"f_mean": f_mean, "complete": f_mean.notnull(),
+                       "n_expected": xr.ones_like(f_mean, dtype=int)})
+    return SimpleNamespace(families=data, family_labels={f: f for f in FAMILIES}), v
+
+
+def _holm(p):
+    """Holm by hand: the i-th smallest p times (m - i), running maximum, at most 1."""
+    order, adjusted, running = np.argsort(p), np.empty(len(p)), 0.0
+    for i, k in enumerate(order):
+        running = max(running, min(1.0, (len(p) - i) * p[k]))
+        adjusted[k] = running
+    return adjusted
+
+
+@pytest.mark.parametrize("rule, level", [("cv", "dataset"), ("gap", "dataset"),
+                                         ("cv", "case")])
+def test_the_primary_tests_are_scipys_exact_test_on_the_data_set_means(rule, level):
+    results, v = _results(np.random.default_rng(3))
+    plan = statistics.Plan("PCSKM", OTHERS, SETTINGS, tuple(FAMILIES))
+    tests, _cases = statistics.analyses(results, plan)
+    prereg = SimpleNamespace(rule=rule, focus="PCSKM", level=level, alpha=0.05)
+    primary, sensitivity = preregistered.analyses(tests, prereg, ("cv", "gap"))
+    s = ["cv", "gap"].index(rule)
+    x_cases = v[:, s, 3, 0, :]  # (data set, kind)
+    p_values = []
+    for j, other in enumerate(OTHERS):
+        y_cases = v[:, s, j, 0, :]
+        if level == "dataset":
+            x, y = x_cases.mean(axis=1), y_cases.mean(axis=1)
+            expected = scipy.stats.wilcoxon(x, y, method="exact")
+        else:
+            x, y = x_cases.ravel(), y_cases.ravel()
+            expected = scipy.stats.wilcoxon(x, y, correction=False, method="auto")
+        row = primary[primary.test == f"PCSKM vs {other}"].iloc[0]
+        assert row.n == len(x) and row.selection == rule
+        assert row.p_value == pytest.approx(expected.pvalue, rel=1e-12)
+        assert row.mean_diff == pytest.approx(np.mean(x - y), rel=1e-12)
+        walsh = [(d1 + d2) / 2 for i, d1 in enumerate(x - y) for d2 in (x - y)[i:]]
+        assert row.hl_estimate == pytest.approx(np.median(walsh), rel=1e-12)
+        assert row.wins == int((x > y).sum()) and row.losses == int((x < y).sum())
+        assert row.boot_low < row.mean_diff < row.boot_high
+        p_values.append(expected.pvalue)
+    np.testing.assert_allclose(primary.p_holm, _holm(np.array(p_values)), rtol=1e-12)
+    assert (primary.holm_m == 3).all()
+    for row in primary.itertuples():
+        side = "better" if row.mean_diff > 0 else "worse"
+        assert row.verdict == (f"PCSKM {side}" if row.p_holm < 0.05 else "no difference")
+    assert list(sensitivity.selection.unique()) == [s for s in ("cv", "gap") if s != rule]
+
+
+def test_holm_over_the_primary_tests_alone_in_the_papers_plan():
+    """The paper's plan adds three tests of Analysis 2 to each selection's Holm family; the
+    primary family holds the tests of the focus alone."""
+    results, _v = _results(np.random.default_rng(5))
+    plan = statistics.Plan("PCSKM", OTHERS, SETTINGS, tuple(FAMILIES))
+    tests, _cases = statistics.analyses(results, plan)
+    extra = tests[tests.analysis == 1].copy()
+    extra["analysis"], extra["test"] = 2, extra.test.str.replace("PCSKM vs", "kind")
+    extra["x"] = "must-link"
+    prereg = SimpleNamespace(rule="cv", focus="PCSKM", level="dataset", alpha=0.05)
+    alone, _ = preregistered.analyses(tests, prereg, ("cv",))
+    with_extra, _ = preregistered.analyses(pd.concat([tests, extra]), prereg, ("cv",))
+    np.testing.assert_allclose(with_extra.p_holm, alone.p_holm)
+    assert (with_extra.holm_m == 3).all()
+
+
+def test_the_report_leads_with_the_primary_tests(computed, tmp_path):
+    """Summary, then section 0 with the hypotheses and the primary test: PCKM against LKM on
+    the data sets' V (both fit once, so every selection takes that fit), exact test by
+    scipy on V computed here from the cube with xarray."""
+    from pcskm.experiments.report import write_report
+
+    text = write_report(computed, tmp_path).read_text()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## Summary", "## 0. Pre-registered analysis",
+                            "## Store, runs and reading guide"]
+    assert "> PCKM beats LKM." in text
+    assert "[0. Pre-registered analysis](#0-pre-registered-analysis)" in text
+    tree = xr.open_datatree(str(computed), engine="zarr")
+    v = {a: [] for a in ("PCKM", "LKM")}
+    for name in ("iris", "brodinova-5-5", "brodinova-3-7"):
+        f = tree[name].to_dataset().f_score.astype(np.float64)
+        for algorithm in v:
+            fits = f.sel(algorithm=algorithm).dropna("sparsity", how="all")
+            v[algorithm].append(float(fits.mean(("run", "fold")).mean()))
+    x, y = np.array(v["PCKM"]), np.array(v["LKM"])
+    expected = scipy.stats.wilcoxon(x, y, method="exact")
+    primary = pd.read_csv(tmp_path / "preregistered_tests.csv")
+    assert list(primary.test) == ["PCKM vs LKM"] and (primary.selection == "honest").all()
+    row = primary.iloc[0]
+    assert row.n == 3 and row.p_value == pytest.approx(expected.pvalue)
+    assert row.p_holm == pytest.approx(expected.pvalue)  # a family of one test
+    assert row.mean_diff == pytest.approx(np.mean(x - y))
+    assert f"PCKM vs LKM: {row.verdict} (p {row.p_value:.2g}" in text
