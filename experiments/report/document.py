@@ -670,14 +670,18 @@ def _claims(doc, results, found, table1, tests, out, written):
     doc.paragraph(
         "Every claim the paper makes about its experiments, the number that tests it and, for "
         "each best-s selection, our number and a verdict: "
-        + ", ".join(claims.VERDICTS) + " (docs/guide/paper-study.md, \"The claims table\"). "
-        "The Wilcoxon claims are judged at the paper's level, the cases (Holm-adjusted p), "
-        "with the data-set-level p beside it (`p_datasets_<selection>`); the rule of each "
-        "claim is listed below the table. A claim judged on part of its data says so in the "
-        "note; one with none of its data in the cube is \"not testable\".")
-    shown = table[["id", "claim", *(f"{what}_{name}" for name in ("paper", "honest")
-                                    for what in ("value", "p_datasets", "verdict")
-                                    if f"{what}_{name}" in table), "note"]]
+        + ", ".join(claims.VERDICTS) + " (docs/guide/paper-study.md, \"The verdict rule\"). "
+        f"A claimed difference is reproduced only if the same Wilcoxon test at the "
+        f"{claims.LEVEL} level is significant at {claims.ALPHA} after Holm over the table's "
+        "difference claims, in the claimed direction; the paper's own value is beside ours "
+        "(`paper_value`). The primary selection's verdict leads (`verdict`, under "
+        f"`{table.primary.iloc[0]}`); the rule of each claim is listed below the table. A "
+        "claim judged on part of its data says so in the note; one with none of its data in "
+        "the cube is \"not testable\".")
+    shown = table[["id", "claim", "paper_value", "verdict",
+                   *(f"{what}_{name}" for name in ("paper", "honest")
+                     for what in ("value", "p", "verdict") if f"{what}_{name}" in table),
+                   "note"]]
     doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
                   "selection follow, and every number is in `claims.csv`.")
     doc.table(shown.astype(object).where(shown.notna(), ""))
