@@ -757,14 +757,12 @@ def require(claims, findings):
         if not claim.requires:
             continue
         own = findings[claim.id]
-        behind = {other: findings[other].verdict for other in claim.requires}
-        verdicts = set(behind.values())
+        verdicts = {findings[other].verdict for other in claim.requires}
         verdict = (own.verdict if own.verdict == NOT_TESTABLE
                    else CONTRADICTED if CONTRADICTED in verdicts
                    else NOT_REPRODUCED if NOT_REPRODUCED in {own.verdict, *verdicts}
                    else NOT_TESTABLE if NOT_TESTABLE in verdicts else own.verdict)
-        note = "tests behind it: " + ", ".join(f"{k} {v}" for k, v in behind.items())
-        out[claim.id] = Finding(own.value, verdict, _join(own.note, note), own.p)
+        out[claim.id] = Finding(own.value, verdict, own.note, own.p)
     return out
 
 
@@ -815,7 +813,8 @@ def _table(claims, findings, primary):
     for claim in claims:
         row = {"id": claim.id, "section": claim.section, "claim": claim.claim,
                "kind": claim.kind, "scope": claim.scope, "measure": claim.measure,
-               "paper_value": claim.paper_value, "primary": primary,
+               "requires": ";".join(claim.requires), "paper_value": claim.paper_value,
+               "primary": primary,
                "verdict": findings[primary][claim.id].verdict}
         for name, found in findings.items():
             finding = found[claim.id]
@@ -829,7 +828,7 @@ def _table(claims, findings, primary):
 
 def evaluate(evidence, claims=None, primary=None, level=LEVEL, alpha=ALPHA):
     """The claims table: one row per claim (id, section, claim, kind, scope, measure,
-    paper_value), the ``primary`` selection and its ``verdict``, then per selection
+    requires, paper_value), the ``primary`` selection and its ``verdict``, then per selection
     ``value_<s>``, ``p_<s>`` and ``verdict_<s>``, then the ``note``; every verdict by the
     rule of docs/guide/paper-study.md, "The verdict rule", at ``level`` and ``alpha``."""
     claims = CLAIMS if claims is None else claims
@@ -849,10 +848,10 @@ def table(results, table1, tests, primary=None):
 
 # ---------------------------------------------------------------- from a committed report
 
-# the verdicts of the claims tables written before the verdict rule (with a "borderline"
-# tier): a descriptive claim's measure and its threshold for "reproduced" are unchanged
-_FORMER = {"reproduced": REPRODUCED, "borderline": NOT_REPRODUCED,
-           "not reproduced": NOT_REPRODUCED, "not testable": NOT_TESTABLE}
+# a committed verdict under the verdict rule; the tables written before it had a
+# "borderline" tier, now "not reproduced" (a descriptive claim's measure and its threshold
+# for "reproduced" are unchanged)
+_FORMER = {**{verdict: verdict for verdict in VERDICTS}, "borderline": NOT_REPRODUCED}
 
 
 def recompute(directory, primary=None, level=LEVEL, alpha=ALPHA, claims=None):
