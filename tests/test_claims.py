@@ -326,13 +326,12 @@ def test_the_table1_claims_state_the_printed_numbers():
 
 
 @pytest.mark.parametrize("report", ["paper", "contamination", "paired-subset", "unpaired"])
-def test_the_committed_claims_follow_the_verdict_rule(report):
+def test_the_committed_claims_follow_the_verdict_rule(report, tmp_path):
     """Each committed claims.csv is the verdict rule applied to its report's committed
     tables (claims.recompute)."""
     directory = REPO / "docs" / "results" / report
-    committed = pd.read_csv(directory / "claims.csv", dtype=str, keep_default_na=False)
-    again = claims.recompute(directory).astype(str).replace("nan", "")
-    pd.testing.assert_frame_equal(committed, again, check_dtype=False)
+    claims.recompute(directory).to_csv(tmp_path / "claims.csv", index=False)
+    assert (tmp_path / "claims.csv").read_text() == (directory / "claims.csv").read_text()
 
 
 # ---------------------------------------------------------------- the descriptive claims
