@@ -22,7 +22,7 @@ import xarray as xr
 from . import families, inference, performance, statistics
 from .constraint_table import PRINTED
 from .fits import quiet
-from .selection import SELECTIONS
+from .selection import ORDER, SELECTIONS
 
 VERDICTS = ("reproduced", "not reproduced", "contradicted", "not testable")
 REPRODUCED, NOT_REPRODUCED, CONTRADICTED, NOT_TESTABLE = VERDICTS
@@ -844,6 +844,35 @@ def evaluate(evidence, claims=None, primary=None, level=LEVEL, alpha=ALPHA):
 def table(results, table1, tests, primary=None):
     """The claims table of the report's ``results`` (see :func:`evaluate`)."""
     return evaluate(evidence(results, table1, tests), primary=primary)
+
+
+def write_section(doc, table):
+    """The claims section of report.md (after its heading) into ``doc`` (markdown.Document):
+    the rule, the paper-style and honest selections' values, every selection's verdicts, the
+    measures."""
+    doc.paragraph(
+        "Every claim the paper makes about its experiments, the paper's own value, the number "
+        "that tests it and, for each best-s selection, our number and a verdict: "
+        + ", ".join(VERDICTS) + " (docs/guide/paper-study.md, \"The verdict rule\"). A "
+        f"claimed difference is reproduced only if the same Wilcoxon test at the {LEVEL} level "
+        f"is significant at {ALPHA} after Holm over the table's difference claims, in the "
+        "claimed direction; \"best on average\" also needs the tests behind it. The primary "
+        f"selection's verdict leads (`verdict`, under `{table.primary.iloc[0]}`); the rule of "
+        "each claim is listed below the tables. A claim judged on part of its data says so in "
+        "the note; one with none of its data in the cube is \"not testable\".")
+    shown = table[["id", "claim", "paper_value", "verdict",
+                   *(f"{what}_{name}" for name in ("paper", "honest")
+                     for what in ("value", "p", "verdict") if f"{what}_{name}" in table),
+                   "note"]]
+    doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
+                  "selection follow, and every number is in `claims.csv`.")
+    doc.table(shown.astype(object).where(shown.notna(), ""))
+    verdicts = table[["id", *(f"verdict_{name}" for name in ORDER
+                              if f"verdict_{name}" in table)]]
+    doc.table(verdicts.rename(columns=lambda c: c.removeprefix("verdict_")))
+    doc.paragraph("**Measures and rules**")
+    doc.bullets([f"`{row.id}` ({row.section}, {row.kind}): {row.measure}"
+                 for row in table.itertuples()])
 
 
 # ---------------------------------------------------------------- from a committed report

@@ -667,29 +667,7 @@ def _claims(doc, results, found, table1, tests, out, written):
         return
     table = claims.table(results, table1, tests)
     _csv(table, out, "claims.csv", written)
-    doc.paragraph(
-        "Every claim the paper makes about its experiments, the number that tests it and, for "
-        "each best-s selection, our number and a verdict: "
-        + ", ".join(claims.VERDICTS) + " (docs/guide/paper-study.md, \"The verdict rule\"). "
-        f"A claimed difference is reproduced only if the same Wilcoxon test at the "
-        f"{claims.LEVEL} level is significant at {claims.ALPHA} after Holm over the table's "
-        "difference claims, in the claimed direction; the paper's own value is beside ours "
-        "(`paper_value`). The primary selection's verdict leads (`verdict`, under "
-        f"`{table.primary.iloc[0]}`); the rule of each claim is listed below the table. A "
-        "claim judged on part of its data says so in the note; one with none of its data in "
-        "the cube is \"not testable\".")
-    shown = table[["id", "claim", "paper_value", "verdict",
-                   *(f"{what}_{name}" for name in ("paper", "honest")
-                     for what in ("value", "p", "verdict") if f"{what}_{name}" in table),
-                   "note"]]
-    doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
-                  "selection follow, and every number is in `claims.csv`.")
-    doc.table(shown.astype(object).where(shown.notna(), ""))
-    verdicts = table[["id", *(f"verdict_{name}" for name in ORDER
-                              if f"verdict_{name}" in table)]]
-    doc.table(verdicts.rename(columns=lambda c: c.removeprefix("verdict_")))
-    doc.paragraph("**Measures and rules**")
-    doc.bullets([f"`{row.id}` ({row.section}): {row.measure}" for row in table.itertuples()])
+    claims.write_section(doc, table)
 
 
 def _cell_sample(doc, results, out, written):

@@ -3,12 +3,29 @@
 
     python -m pcskm.experiments.report.recompute_claims docs/results/paper [...]
 
-rewrites each directory's ``claims.csv`` (:func:`claims.recompute`)."""
+rewrites each directory's ``claims.csv`` (:func:`claims.recompute`) and the claims section
+of its ``report.md`` (:func:`claims.write_section`)."""
 
 import argparse
+import re
 from pathlib import Path
 
 from . import claims
+from .markdown import Document
+
+# the claims section of report.md: from its heading's line to the next heading of its level
+SECTION = re.compile(r"(^## \d+\. Paper vs ours\n\n)(.*?)(?=^## )", re.S | re.M)
+
+
+def rewrite_section(report, table):
+    """``report`` (the text of a report.md) with its claims section written from ``table``."""
+    doc = Document()
+    claims.write_section(doc, table)
+    body = "\n\n".join(doc.blocks) + "\n\n"
+    text, n = SECTION.subn(lambda m: m.group(1) + body, report, count=1)
+    if n != 1:
+        raise ValueError("report.md has no section '## N. Paper vs ours' followed by another")
+    return text
 
 
 def main(argv=None):
@@ -22,8 +39,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     tables = {d: claims.recompute(d, args.primary, args.level, args.alpha)
               for d in args.directories}  # every directory judged before any file is written
+    reports = {d: rewrite_section((d / "report.md").read_text(), table)
+               for d, table in tables.items()}
     for directory, table in tables.items():
         table.to_csv(directory / "claims.csv", index=False)
+        (directory / "report.md").write_text(reports[directory], encoding="utf-8")
         counts = table.verdict.value_counts().to_dict()
         print(f"{directory / 'claims.csv'}: primary {table.primary.iloc[0]}, {counts}")
 
