@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from pcskm.experiments.report import claims, statistics
+from pcskm.experiments.report import claims, recompute_claims, statistics
 
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = (*claims.SIX, *claims.BRODINOVA)
@@ -330,8 +330,13 @@ def test_the_committed_claims_follow_the_verdict_rule(report, tmp_path):
     """Each committed claims.csv is the verdict rule applied to its report's committed
     tables (claims.recompute)."""
     directory = REPO / "docs" / "results" / report
-    claims.recompute(directory).to_csv(tmp_path / "claims.csv", index=False)
+    table = claims.recompute(directory)
+    table.to_csv(tmp_path / "claims.csv", index=False)
     assert (tmp_path / "claims.csv").read_text() == (directory / "claims.csv").read_text()
+    report = (directory / "report.md").read_text()
+    assert recompute_claims.rewrite_section(report, table) == report
+    with pytest.raises(ValueError, match="no section"):
+        recompute_claims.rewrite_section(report.replace("Paper vs ours", "Paper"), table)
 
 
 # ---------------------------------------------------------------- the descriptive claims
