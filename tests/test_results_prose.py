@@ -158,6 +158,42 @@ def test_every_stated_number_is_in_a_cited_table():
     assert not problems, "\n".join(problems)
 
 
+# a claim's verdict quoted in prose: `claim-id` (selection): verdict
+QUOTED_VERDICT = re.compile(r"`([a-z0-9-]+)` \(([\w-]+)\): (not reproduced|reproduced|"
+                            r"contradicted|not testable)")
+
+
+def quoted_verdicts(text):
+    """The claim verdicts a text quotes, as (id, selection, verdict)."""
+    return QUOTED_VERDICT.findall(" ".join(text.split()))
+
+
+def test_every_quoted_verdict_is_the_committed_one():
+    """A verdict quoted in a results README (`id` (selection): verdict) is the one of the
+    claims.csv beside it."""
+    problems, quoted = [], 0
+    for readme in sorted(RESULTS.glob("*/README.md")):
+        found = quoted_verdicts(readme.read_text())
+        if not found:
+            continue
+        with (readme.parent / "claims.csv").open() as f:
+            rows = {row["id"]: row for row in csv.DictReader(f)}
+        for claim_id, selection, verdict in found:
+            quoted += 1
+            committed = rows.get(claim_id, {}).get(f"verdict_{selection}")
+            if committed != verdict:
+                problems.append(f"{readme.relative_to(ROOT)}: {claim_id} ({selection}) is "
+                                f"quoted {verdict!r}, claims.csv says {committed!r}")
+    assert quoted > 0 and not problems, "\n".join(problems)
+
+
+def test_a_misquoted_verdict_is_found():
+    assert quoted_verdicts("`a1-lkm` (cv): not reproduced (p = 0.19); `best-on-average`\n"
+                           "(paper): reproduced") == [("a1-lkm", "cv", "not reproduced"),
+                                                       ("best-on-average", "paper",
+                                                        "reproduced")]
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("p = 0.051 and 58 of 60, 3.4e-11", ["0.051", "58", "60", "3.4e-11"]),
     ("digits 0-4-8, Brodinova 5+5, §10.1, D13, `pcskm run 25`, 3.11.7, 00:55:35", []),

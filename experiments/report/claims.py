@@ -1,40 +1,44 @@
 """The claims table (docs/guide/paper-study.md, "The claims table"): every claim the paper makes
-about its experiments, the number that tests it, the rule that maps that number to a verdict of
-:data:`VERDICTS`, and our number and verdict under each best-s selection of the cube.
+about its experiments, read from the data file :data:`PAPER_CLAIMS` (one row per claim: where
+the paper makes it, what is measured, the test, the side it favours, the paper's own value),
+judged by one verdict rule under each best-s selection of the cube, the primary selection's
+verdict first.
 
-A claim is a :class:`Claim` whose ``judge(evidence, selection)`` returns a :class:`Finding`;
-:data:`CLAIMS` lists them all, in the paper's order. :func:`evidence` gathers what they read
+:func:`read_claims` reads and checks the file; :func:`evidence` gathers what the claims read
 from the report's results (the case values V, the mean F per point, the Wilcoxon tests at both
 levels, the mean feature weights, Table 1); :func:`evaluate` judges every claim under every
-selection of an :class:`Evidence`. A claim none of whose data is in the cube is "not testable",
-with the reason in the ``note``; one judged on part of its data says so in the ``note``.
+selection and checks that no verdict contradicts another (:func:`check_consistent`);
+:func:`recompute` judges the claims again from a committed report's tables.
 """
 
-from collections.abc import Callable
+import itertools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import families, performance, statistics
+from . import families, inference, performance, statistics
 from .constraint_table import PRINTED
 from .fits import quiet
-from .selection import SELECTIONS
+from .selection import ORDER, SELECTIONS
 
-VERDICTS = ("reproduced", "not reproduced", "borderline", "not testable")
-REPRODUCED, NOT_REPRODUCED, BORDERLINE, NOT_TESTABLE = VERDICTS
+VERDICTS = ("reproduced", "not reproduced", "contradicted", "not testable")
+REPRODUCED, NOT_REPRODUCED, CONTRADICTED, NOT_TESTABLE = VERDICTS
 
-# The thresholds of the rules (docs/guide/paper-study.md, "The claims table").
+# The verdict rule's parameters (docs/guide/paper-study.md, "The verdict rule").
 ALPHA = 0.05  # the paper's significance level
-BORDERLINE_P = 0.10  # p in [ALPHA, BORDERLINE_P): borderline
+LEVEL = "datasets"  # the level of the Wilcoxon tests a verdict reads (or "cases")
+# the primary selection when the spec pre-registers none: the first of these in the cube
+DEFAULT_PRIMARY = ("cv", "honest")
+# The thresholds of the descriptive claims (each claim's ``measure`` states its own).
 TIE_F = 0.02  # two mean F-scores closer than this are "equal" / "on par"
 SMALL_F = 0.05  # a difference in mean F up to this is "relatively small" / "close"
-SEPARATED, SEPARATED_BORDERLINE = 0.95, 0.80  # share of weight panels separated: "all"
-UNSEPARATED, UNSEPARATED_BORDERLINE = 0.05, 0.20  # ... "none"
-DRIFT, DRIFT_BORDERLINE = 0.10, 0.20  # total-variation distance of the weights over percentages
-EVERY_POINT, EVERY_POINT_BORDERLINE = 0.75, 0.50  # share of points, at the worst percentage
-NEAR_HALF = 0.10  # a share within this of 1/2 is a near tie between "most" and "not most"
+SEPARATED = 0.95  # share of weight panels separated: "all"
+UNSEPARATED = 0.05  # ... "none"
+DRIFT = 0.10  # total-variation distance of the weights over percentages
+EVERY_POINT = 0.75  # share of points, at the worst percentage
 
 SIX = statistics.SIX
 BRODINOVA = tuple(f.label for f in families.BRODINOVA)
@@ -49,17 +53,29 @@ INITS = ("seeding", *DETERMINISTIC)
 KINDS = statistics.KINDS
 SETTINGS = statistics.ANALYSIS1_SETTINGS  # Figure 1 and its appendix: the (init, kind) rows
 
+PAPER_CLAIMS = Path(__file__).with_name("paper_claims.csv")
+# the kinds of claim, each with its part of the verdict rule
+DIFFERENCE, NO_DIFFERENCE, BEST_ON_AVERAGE = "difference", "no difference", "best on average"
+TABLE_VALUE, DESCRIPTIVE = "table value", "descriptive"
+CLAIM_KINDS = (DIFFERENCE, NO_DIFFERENCE, BEST_ON_AVERAGE, TABLE_VALUE, DESCRIPTIVE)
+COLUMNS = ("id", "section", "claim", "kind", "test", "favoured", "requires", "scope",
+           "measure", "paper_value")
+REQUIRED = ("id", "section", "claim", "kind", "test", "scope", "measure")
+# the Wilcoxon tests of statistics.analyses a claim can name (Analysis 1 and 2)
+WILCOXON_TESTS = (*(statistics.PAPER.test_name(other) for other in statistics.ANALYSIS1_OTHERS),
+                  *(f"{x} vs {y}" for x, y in statistics.ANALYSIS2_PAIRS))
+
 
 @dataclass(frozen=True)
 class Finding:
     """One claim under one selection: ``value`` (a number or a short numeric summary), the
     ``verdict`` (a word of :data:`VERDICTS`), a ``note`` (where, on how much of the data, or
-    why not testable) and, for the Wilcoxon claims, the data-set-level p."""
+    why not testable) and, for the Wilcoxon claims, the ``p`` the verdict reads."""
 
     value: str
     verdict: str
     note: str = ""
-    p_datasets: float = np.nan
+    p: float = np.nan
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -68,15 +84,22 @@ class Finding:
 
 @dataclass(frozen=True)
 class Claim:
-    """A claim of the paper: ``id``, where the paper makes it (``section``), the ``claim`` in
-    short words, the ``measure`` (the number and the rule that maps it to a verdict) and
-    ``judge(evidence, selection) -> Finding``."""
+    """A claim of the paper, one row of :data:`PAPER_CLAIMS`: ``id``, where the paper makes it
+    (``section``), the ``claim`` in short words, its ``kind`` (:data:`CLAIM_KINDS`), the
+    ``test`` (a Wilcoxon test of :data:`WILCOXON_TESTS`, ``table1`` or a measure of
+    :data:`MEASURES`), the side it ``favoured``, the claims it ``requires`` (ids), what it
+    covers (``scope``), the ``measure`` in words and the ``paper_value``."""
 
     id: str
     section: str
     claim: str
+    kind: str
+    test: str
+    favoured: str
+    requires: tuple
+    scope: str
     measure: str
-    judge: Callable
+    paper_value: str
 
 
 @dataclass(frozen=True)
@@ -109,106 +132,27 @@ def evidence(results, table1, tests):
         weights={label: w["mean"] for label, w in results.family_weights.items()})
 
 
-# ---------------------------------------------------------------- rules
+# ---------------------------------------------------------------- descriptive rules
 
 
-def at_least(x, full, partial):
-    """reproduced if ``x >= full``, borderline if ``x >= partial``, else not reproduced."""
-    return REPRODUCED if x >= full else BORDERLINE if x >= partial else NOT_REPRODUCED
+def at_least(x, threshold):
+    """reproduced if ``x >= threshold``, else not reproduced."""
+    return REPRODUCED if x >= threshold else NOT_REPRODUCED
 
 
-def at_most(x, full, partial):
-    """reproduced if ``x <= full``, borderline if ``x <= partial``, else not reproduced."""
-    return REPRODUCED if x <= full else BORDERLINE if x <= partial else NOT_REPRODUCED
+def at_most(x, threshold):
+    """reproduced if ``x <= threshold``, else not reproduced."""
+    return REPRODUCED if x <= threshold else NOT_REPRODUCED
 
 
-def everywhere(holds, nearly):
-    """A claim about every unit: reproduced if it ``holds`` at every unit, borderline if it
-    holds ``nearly`` (within the claim's tolerance) at every unit, else not reproduced."""
-    holds = np.asarray(holds, dtype=bool)
-    nearly = np.asarray(nearly, dtype=bool) | holds
-    return REPRODUCED if holds.all() else BORDERLINE if nearly.all() else NOT_REPRODUCED
+def everywhere(holds):
+    """A claim about every unit: reproduced if it ``holds`` at every unit."""
+    return REPRODUCED if np.asarray(holds, dtype=bool).all() else NOT_REPRODUCED
 
 
-def majority(holds, nearly):
-    """A claim about most units: reproduced if it ``holds`` at more than half of them,
-    borderline if it holds ``nearly`` at more than half, else not reproduced."""
-    holds = np.asarray(holds, dtype=bool)
-    nearly = np.asarray(nearly, dtype=bool) | holds
-    return (REPRODUCED if holds.mean() > 0.5 else BORDERLINE if nearly.mean() > 0.5
-            else NOT_REPRODUCED)
-
-
-def _untestable(cases, p_column):
-    """The Finding of a test not computed on all of the paper's cases, else None."""
-    if cases is None or cases.n == 0:
-        return Finding("n/a", NOT_TESTABLE, "no case of the test is computed")
-    if cases.not_computed > 0:
-        computed = cases.n_cases - cases.not_computed
-        return Finding("n/a", NOT_TESTABLE, (
-            f"{computed} of {cases.n_cases} cases computed (a p-value on fewer cases answers "
-            f"another question); on them p = {_p(cases[p_column])}, favours "
-            f"{cases.direction}"))
-    return None
-
-
-def _dropped(cases):
-    return (f"{cases.dropped_nan} cases dropped (V = NaN)" if cases.dropped_nan else "")
-
-
-def difference_verdict(cases, datasets, favoured):
-    """A claim "x and y differ, in ``favoured``'s favour" from a test's rows at the cases and
-    at the data-set level (rows of statistics.analyses, or None). Value: the case-level
-    Holm-adjusted p. reproduced if it is below ALPHA in ``favoured``'s favour and the data
-    sets favour the same side; borderline if it is below ALPHA but the data sets favour the
-    other side (or none), or if it is in [ALPHA, BORDERLINE_P) in ``favoured``'s favour; not
-    reproduced otherwise (a larger p, or the cases favour the other side)."""
-    missing = _untestable(cases, "p_holm")
-    if missing:
-        return missing
-    p_sets = datasets.p_value if datasets is not None else np.nan
-    if cases.n_nonzero == 0:
-        return Finding("n/a", NOT_REPRODUCED, "every difference is 0", p_sets)
-    p, notes = cases.p_holm, [_dropped(cases)]
-    if cases.direction != favoured:
-        verdict = NOT_REPRODUCED
-        notes.append(f"the cases favour {cases.direction}")
-    elif p < ALPHA:
-        sets_agree = datasets is not None and datasets.direction == favoured
-        verdict = REPRODUCED if sets_agree else BORDERLINE
-        if not sets_agree:
-            notes.append("the data sets favour "
-                         f"{datasets.direction if datasets is not None else 'nothing'}")
-    else:
-        verdict = BORDERLINE if p < BORDERLINE_P else NOT_REPRODUCED
-    return Finding(_p(p), verdict, _join(*notes), p_sets)
-
-
-def no_difference_verdict(cases, datasets):
-    """A claim "x and y do not differ" from a test's rows at both levels. Value: the
-    case-level p without adjustment (Holm would make "no difference" easier to reach).
-    reproduced if it is at least BORDERLINE_P (or every difference is 0) and the data sets'
-    p is at least ALPHA; borderline if it is in [ALPHA, BORDERLINE_P), or if the data sets'
-    p is below ALPHA; not reproduced if it is below ALPHA."""
-    missing = _untestable(cases, "p_value")
-    if missing:
-        return missing
-    p_sets = datasets.p_value if datasets is not None else np.nan
-    notes = [_dropped(cases)]
-    if cases.n_nonzero == 0:
-        return Finding("n/a", REPRODUCED, _join("every difference is 0", *notes), p_sets)
-    p = cases.p_value
-    if p < ALPHA:
-        verdict = NOT_REPRODUCED
-        notes.append(f"the cases favour {cases.direction}")
-    elif p < BORDERLINE_P:
-        verdict = BORDERLINE
-    elif p_sets < ALPHA:
-        verdict = BORDERLINE
-        notes.append(f"the data sets favour {datasets.direction}")
-    else:
-        verdict = REPRODUCED
-    return Finding(_p(p), verdict, _join(*notes), p_sets)
+def majority(holds):
+    """A claim about most units: reproduced if it ``holds`` at more than half of them."""
+    return REPRODUCED if np.asarray(holds, dtype=bool).mean() > 0.5 else NOT_REPRODUCED
 
 
 # ---------------------------------------------------------------- measures
@@ -387,7 +331,7 @@ def _synthetic_equal(evidence, selection):
     where = (f"largest at {_where(spread)}: {high} {float(worst.sel(algorithm=high)):.3f}, "
              f"{low} {float(worst.sel(algorithm=low)):.3f}" if largest > 0
              else "the five algorithms are equal in every case")
-    return Finding(f"{largest:.3f}", at_most(largest, TIE_F, 2 * TIE_F),
+    return Finding(f"{largest:.3f}", at_most(largest, TIE_F),
                    _join(where, _coverage(present)))
 
 
@@ -396,7 +340,7 @@ def _pcskm_most(evidence, selection):
     if not present.any():
         return _not_testable("no case of the six data sets with all five algorithms")
     m = margin.values[present.values]
-    return Finding(_share(m >= 0), majority(m >= 0, m >= -TIE_F), _coverage(present))
+    return Finding(_share(m >= 0), majority(m >= 0), _coverage(present))
 
 
 def _pcskm_close(evidence, selection):
@@ -406,7 +350,7 @@ def _pcskm_close(evidence, selection):
     gap = -margin
     largest = max(float(gap.max()), 0.0)
     where = f"largest at {_where(gap)}" if largest > 0 else "PCSKM is never worse"
-    return Finding(f"{largest:.3f}", at_most(largest, SMALL_F, 2 * SMALL_F),
+    return Finding(f"{largest:.3f}", at_most(largest, SMALL_F),
                    _join(where, _coverage(present)))
 
 
@@ -420,7 +364,7 @@ def _clear_advantage(evidence, selection):
         f"{d} {int((margin.sel(family=d) > TIE_F).sum())}/{int(present.sel(family=d).sum())}"
         for d in datasets)
     return Finding(f"{counts}; smallest margin {float(margin.min()):+.3f}",
-                   everywhere(m > TIE_F, m > 0), _coverage(present))
+                   everywhere(m > TIE_F), _coverage(present))
 
 
 def _seeding_helps_mpckm(evidence, selection):
@@ -433,7 +377,7 @@ def _seeding_helps_mpckm(evidence, selection):
         return _not_testable("MPCKM with Seeding and DKM++ (random) not in the cube for "
                              "fisheriris, digits 3-8-9 or TT-SC-ST")
     g = gain.values[present.values]
-    return Finding(_signed(gain.values), everywhere(g > 0, g > -TIE_F),
+    return Finding(_signed(gain.values), everywhere(g > 0),
                    _coverage(present, "data sets"))
 
 
@@ -444,7 +388,7 @@ def _must_link_hurts(evidence, selection):
         return _not_testable("must-link and random not both in the cube for ionosphere, "
                              "fisheriris, TT-SC-ST or TT-CH-ST")
     p = penalty.values[present.values]
-    return Finding(f"{_share(p > 0)}; smallest {p.min():+.3f}", everywhere(p > 0, p > -TIE_F),
+    return Finding(f"{_share(p > 0)}; smallest {p.min():+.3f}", everywhere(p > 0),
                    _coverage(present, "(data set, algorithm) pairs"))
 
 
@@ -455,26 +399,25 @@ def _must_link_digits(evidence, selection):
     if not present.any():
         return _not_testable("must-link and random not both in the cube for the digits")
     d, others = digits.values[present.values], others.values[others.notnull().values]
-    below_others = d < others.min() if others.size else np.zeros(d.shape, dtype=bool)
     value = f"digits {_signed(digits.values)}" + (
         f"; others {others.min():+.3f} to {others.max():+.3f}" if others.size else "")
-    return Finding(value, everywhere(d <= TIE_F, below_others),
+    return Finding(value, everywhere(d <= TIE_F),
                    _coverage(present, "digits sets"))
 
 
 def _init_against_kind(algorithms, init_less):
     """A claim on the init effect minus the kind effect of each of ``algorithms``: below 0
-    (``init_less``) or not below 0; borderline within TIE_F."""
+    (``init_less``) or not below 0."""
     def judge(evidence, selection):
         init_range, kind_range, present = _init_effect(evidence, selection, algorithms)
         if init_range.isnull().any() or kind_range.isnull().any():
             return _not_testable("two inits (kind random) and two kinds (a deterministic "
                                  f"init) are needed for {', '.join(algorithms)}")
         lead = (init_range - kind_range).values  # < 0: the init matters less than the kind
-        holds, nearly = (lead < 0, lead < TIE_F) if init_less else (lead >= 0, lead >= -TIE_F)
+        holds = lead < 0 if init_less else lead >= 0
         value = ", ".join(f"{a} {float(init_range.sel(algorithm=a)):.3f}/"
                           f"{float(kind_range.sel(algorithm=a)):.3f}" for a in algorithms)
-        return Finding(value, everywhere(holds, nearly), _coverage(present, "case values"))
+        return Finding(value, everywhere(holds), _coverage(present, "case values"))
     return judge
 
 
@@ -485,7 +428,7 @@ def _pcskm_robust_to_init(evidence, selection):
     mine = float(init_range.sel(algorithm="PCSKM"))
     others = init_range.drop_sel(algorithm="PCSKM")
     value = ", ".join(f"{a} {float(init_range.sel(algorithm=a)):.3f}" for a in ALGORITHMS)
-    return Finding(value, everywhere(mine < others, mine < others + TIE_F),
+    return Finding(value, everywhere(mine < others),
                    _coverage(present, "case values"))
 
 
@@ -507,19 +450,18 @@ def _conclusions_by_init(evidence, selection):
 
 def _similar_conclusions(evidence, selection):
     best, hurt = _conclusions_by_init(evidence, selection)
-    holds, nearly, parts = [], [], []
+    holds, parts = [], []
     for name, shares in (("PCSKM best", best), ("must-link hurts", hurt)):
         if "dkm++" not in shares or len(shares) < 2:
             continue
         reference = shares["dkm++"] > 0.5
         differ = [s for init, s in shares.items() if (s > 0.5) != reference]
         holds.append(not differ)
-        nearly.append(all(abs(s - 0.5) <= NEAR_HALF for s in differ))
         parts.append(f"{name} " + "/".join(f"{shares[i]:.2f}" if i in shares else "n/a"
                                            for i in DETERMINISTIC))
     if not holds:
         return _not_testable("DKM++ and ROBIN(D) or Maximin(D) are needed")
-    return Finding("; ".join(parts), everywhere(holds, nearly))
+    return Finding("; ".join(parts), everywhere(holds))
 
 
 def _every_number(evidence, selection):
@@ -536,7 +478,7 @@ def _every_number(evidence, selection):
     return Finding(
         f"lowest {lowest:.2f} (at {float(share.idxmin()):g} %); all points "
         f"{float(holds.sum() / present.sum()):.2f}",
-        at_least(lowest, EVERY_POINT, EVERY_POINT_BORDERLINE), _coverage(present, "points"))
+        at_least(lowest, EVERY_POINT), _coverage(present, "points"))
 
 
 def _best_on_average(evidence, selection):
@@ -549,7 +491,7 @@ def _best_on_average(evidence, selection):
     second = str(runner_up.idxmax("algorithm").item())
     margin = float(means.sel(algorithm="PCSKM") - runner_up.max())
     return Finding(f"{margin:+.3f} (PCSKM {float(means.sel(algorithm='PCSKM')):.3f}, {second} "
-                   f"{float(runner_up.max()):.3f})", everywhere([margin > 0], [margin > -TIE_F]),
+                   f"{float(runner_up.max()):.3f})", everywhere([margin > 0]),
                    _coverage(present))
 
 
@@ -563,7 +505,7 @@ def _mpckm_seeding_on_par(evidence, selection):
         return _not_testable("MPCKM and PCSKM with Seeding not in the cube for fisheriris, "
                              "digits 3-8-9, TT-SC-ST or TT-CH-ST")
     d = lead.values[present.values]
-    return Finding(_signed(lead.values), everywhere(d >= -TIE_F, d >= -2 * TIE_F),
+    return Finding(_signed(lead.values), everywhere(d >= -TIE_F),
                    _coverage(present, "data sets"))
 
 
@@ -575,7 +517,7 @@ def _seeding_mostly_helps_mpckm(evidence, selection):
     if not present.any():
         return _not_testable("MPCKM with Seeding and a deterministic init not in the cube")
     g = gain.values[present.values]
-    return Finding(_share(g > 0), majority(g > 0, g > -TIE_F),
+    return Finding(_share(g > 0), majority(g > 0),
                    _coverage(present, "(data set, init) pairs"))
 
 
@@ -588,7 +530,7 @@ def _pcskm_copes_with_must_link(evidence, selection):
     mean = penalty.where(present).mean(["family", "init"])
     mine, others = float(mean.sel(algorithm="PCSKM")), mean.sel(algorithm=["PCKM", "MPCKM"])
     value = ", ".join(f"{a} {float(mean.sel(algorithm=a)):+.3f}" for a in SEMI_SUPERVISED)
-    return Finding(value, everywhere(mine < 0.5 * others, mine < others),
+    return Finding(value, everywhere(mine < 0.5 * others),
                    _coverage(present, "(data set, init) pairs"))
 
 
@@ -599,7 +541,7 @@ def _close_to_mpckm(evidence, selection):
     if not present.any():
         return _not_testable("MPCKM and PCSKM not in the cube for TT-SC-ST or TT-CH-ST")
     largest = float(lead.max())
-    return Finding(f"{largest:+.3f}", at_most(largest, SMALL_F, 2 * SMALL_F),
+    return Finding(f"{largest:+.3f}", at_most(largest, SMALL_F),
                    _join(f"largest at {_where(lead)}", _coverage(present)))
 
 
@@ -639,7 +581,7 @@ def _constraints_do_not_move_weights(evidence, _selection):
     if table.empty:
         return _not_testable("no PCSKM weights at two percentages of a Brodinova or MWM set")
     row = table.loc[table.value.idxmax()]
-    return Finding(f"{row.value:.3f}", at_most(row.value, DRIFT, DRIFT_BORDERLINE),
+    return Finding(f"{row.value:.3f}", at_most(row.value, DRIFT),
                    f"largest at {row.family}, {row.init}, {row.kind}")
 
 
@@ -648,232 +590,213 @@ def _every_s(_evidence, _selection):
                          "per s (docs/method/protocol.md §11)")
 
 
-def _statistical(test, favoured):
-    def judge(evidence, selection):
-        cases, datasets = _test(evidence.tests, selection, test)
-        if favoured is None:
-            return no_difference_verdict(cases, datasets)
-        return difference_verdict(cases, datasets, favoured)
-    return judge
+def _all_panels(share):
+    return at_least(share.min(), SEPARATED)
 
 
-_DIFFERENCE_RULE = (
-    "case-level Wilcoxon signed-rank p (Holm over the 7 tests), {n} cases (docs/method/"
-    "protocol.md §10); reproduced if p < 0.05 in {x}'s favour and the data-set-level test "
-    "(p_datasets, §10.1) favours {x} too; borderline if p < 0.05 but the data sets favour the "
-    "other side, or p in [0.05, 0.1) in {x}'s favour; not reproduced otherwise; not testable "
-    "unless every case is computed")
-_WEIGHT_SETS_LABEL = "Brodinova 5+5, 3+7, TT-SC-ST, TT-CH-ST"
-_SEPARATION = ("share of the weight panels ({sets} x the paper's inits x kinds x percentages; "
-               "mean weights over every s, runs and folds, the same for every selection) in "
-               "which every known uninformative feature weighs less than every other feature")
+def _no_panel(share):
+    return at_most(share.max(), UNSEPARATED)
 
 
-def _separation_claim(claim_id, section, claim, sets_label, sets, algorithm, separates=True):
-    """A weight claim judged by separation: the share of ``algorithm``'s panels of ``sets``
-    that separate, against the thresholds for a claim that it separates (or not)."""
-    if separates:
-        rule = (f"; reproduced if the share is >= {SEPARATED} for every init, borderline if >= "
-                f"{SEPARATED_BORDERLINE} for every init, not reproduced otherwise")
-
-        def judge(share):
-            return at_least(share.min(), SEPARATED, SEPARATED_BORDERLINE)
-    else:
-        rule = (f"; reproduced if the share is <= {UNSEPARATED} for every init, borderline if "
-                f"<= {UNSEPARATED_BORDERLINE} for every init, not reproduced otherwise")
-
-        def judge(share):
-            return at_most(share.max(), UNSEPARATED, UNSEPARATED_BORDERLINE)
-    return Claim(claim_id, section, claim, _SEPARATION.format(sets=sets_label) + rule,
-                 _panel_share(sets, algorithm, separated, judge))
-_TABLE1 = {
-    "fisheriris": "table1-fisheriris", "ionosphere": "table1-ionosphere",
-    "digits 0-4-8 and 3-8-9": "table1-digits",
-    "Morris Water Maze TT-SC-ST": "table1-tt-sc-st",
-    "Morris Water Maze TT-CH-ST": "table1-tt-ch-st", "Brodinova (2 sets)": "table1-brodinova",
+# the measures a descriptive or best-on-average claim names in its ``test``
+MEASURES = {
+    "methods-order": _order_invariance,
+    "synthetic-equal": _synthetic_equal,
+    "pcskm-most": _pcskm_most,
+    "pcskm-close": _pcskm_close,
+    "must-link-hurts": _must_link_hurts,
+    "must-link-digits": _must_link_digits,
+    "robin-maximin-similar": _similar_conclusions,
+    "weights-every-s": _every_s,
+    "weights-skm": _panel_share(WEIGHT_SETS, "SKM", separated, _all_panels),
+    "weights-pcskm": _panel_share(WEIGHT_SETS, "PCSKM", separated, _all_panels),
+    "weights-pcskm-constraints": _constraints_do_not_move_weights,
+    "weights-mpckm": _panel_share(WEIGHT_SETS, "MPCKM", separated, _no_panel),
+    "weights-pcskm-contaminated": _panel_share(CONTAMINATED, "PCSKM", separated, _all_panels),
+    "weights-mpckm-contaminated": _panel_share(CONTAMINATED, "MPCKM", heavier_uninformative,
+                                               _all_panels),
+    "clear-advantage": _clear_advantage,
+    "seeding-helps-mpckm": _seeding_helps_mpckm,
+    "init-less-than-kind": _init_against_kind(("PCKM", "PCSKM"), init_less=True),
+    "init-mpckm-exception": _init_against_kind(("MPCKM",), init_less=False),
+    "pcskm-robust-to-init": _pcskm_robust_to_init,
+    "every-number": _every_number,
+    "best-on-average": _best_on_average,
+    "mpckm-seeding-on-par": _mpckm_seeding_on_par,
+    "seeding-mostly-helps-mpckm": _seeding_mostly_helps_mpckm,
+    "pcskm-copes-with-must-link": _pcskm_copes_with_must_link,
+    "close-to-mpckm-mwm": _close_to_mpckm,
 }
-_PAPER_P = {"LKM": "1e-10", "SKM": "1e-10", "PCKM": "1e-10", "MPCKM": "0.001"}
-
-_CASES = "the 60 cases (six data sets x the 10 (init, kind) settings of Figure 1 and its appendix)"
-_PENALTY = "penalty = V(random) - V(must-link)"
 
 
-def _a1(other):
-    shown = "KM (LKM)" if other == "LKM" else other
-    extra = ("; also the Discussion: the constraints improve PCSKM over its unsupervised "
-             "version" if other == "SKM" else "")
-    return Claim(f"a1-{other.lower()}", "Results, Analysis 1",
-                 f"PCSKM performs better than {shown} (Wilcoxon, p < {_PAPER_P[other]}){extra}",
-                 _DIFFERENCE_RULE.format(x="PCSKM", n=60),
-                 _statistical(f"PCSKM vs {other}", "PCSKM"))
+# ---------------------------------------------------------------- the claims file
 
 
-CLAIMS = (
-    Claim("methods-order", "Methods, end",
-          "PCSKM depends on the order in which points are processed, but this does not "
-          "affect the reported performance",
-          "F of the same cells under two processing orders of the points", _order_invariance),
-    *(Claim(_TABLE1[label], "Table 1",
-            f"{label}: {printed[0]} points; CV10 labels, CV10 constraints, [1 %, 10 %] = "
-            f"{printed[1]}, {printed[2]}, [{printed[3][0]}, {printed[3][1]}]",
-            "our nominal counts (L = 0.9 N, docs/method/protocol.md §4.1), the same for every "
-            "selection; reproduced if they are the printed ones", _table1_row(label))
-      for label, printed in PRINTED.items()),
-    Claim("synthetic-equal", "Results, first experiment",
-          "all algorithms perform equally well on the synthetic (Brodinova) data, so Figure 1 "
-          "leaves them out",
-          "largest range (max - min) of V over the five algorithms in one case (a Brodinova "
-          f"set x a Figure 1 setting); reproduced if <= {TIE_F}, borderline if <= "
-          f"{2 * TIE_F}, not reproduced otherwise", _synthetic_equal),
-    Claim("pcskm-most", "Results, first experiment; Figure 1",
-          "PCSKM performs better than the other algorithms in most cases",
-          f"share of {_CASES} in which PCSKM's V is the largest of the five algorithms (ties "
-          "count); reproduced if > 1/2; borderline if > 1/2 only when the cases where PCSKM "
-          f"is within {TIE_F} of the best count too; not reproduced otherwise", _pcskm_most),
-    Claim("pcskm-close", "Results, first experiment; Figure 1 caption",
-          "where PCSKM is worse, its difference to the best algorithm is relatively small "
-          "(its performance surpasses or is close to the others')",
-          f"largest (best V - PCSKM's V) over {_CASES}; reproduced if <= {SMALL_F}, "
-          f"borderline if <= {2 * SMALL_F}, not reproduced otherwise", _pcskm_close),
-    Claim("must-link-hurts", "Results, first experiment; Figure 1 caption; Discussion",
-          "must-link-only constraints lower the performance of every semi-supervised algorithm "
-          "(outside the digits)",
-          f"{_PENALTY}, mean over DKM++, ROBIN(D), Maximin(D), per (data set, algorithm) of "
-          "ionosphere, fisheriris, TT-SC-ST, TT-CH-ST x PCKM, MPCKM, PCSKM; value: the share of "
-          "pairs with a penalty > 0 and the smallest penalty; reproduced if every penalty > 0, "
-          f"borderline if every penalty > -{TIE_F}, not reproduced otherwise",
-          _must_link_hurts),
-    Claim("must-link-digits", "Results, first experiment; Figure 1 caption; Discussion",
-          "... except on the digits data sets (0-4-8 and 3-8-9)",
-          f"{_PENALTY} of each digits set, mean over PCKM, MPCKM, PCSKM and the deterministic "
-          "inits, beside the range of the other four data sets' penalties; reproduced if both "
-          f"digits penalties are <= {TIE_F} (no negative effect); borderline if not, but both "
-          "are below every other data set's penalty; not reproduced otherwise",
-          _must_link_digits),
-    Claim("robin-maximin-similar", "Results, first experiment; appendix figures",
-          "ROBIN and Maximin initialisation lead to conclusions similar to DKM++'s",
-          "per deterministic init (DKM++/ROBIN(D)/Maximin(D)): the share of its 18 cases where "
-          "PCSKM is best, and the share of its 12 (data set outside the digits, "
-          "semi-supervised algorithm) pairs where must-link only costs F; a conclusion holds "
-          "for an init when its share is > 1/2; reproduced if ROBIN(D) and Maximin(D) reach "
-          "DKM++'s conclusion on both; borderline if those that differ have shares within "
-          f"{NEAR_HALF} of 1/2; not reproduced otherwise", _similar_conclusions),
-    *(_a1(other) for other in statistics.ANALYSIS1_OTHERS),
-    Claim("a2-must-link-cannot-link", "Results, Analysis 2",
-          "cannot-link-only constraints perform better than must-link-only (p < 0.01)",
-          _DIFFERENCE_RULE.format(x="cannot-link", n=72),
-          _statistical("must-link vs cannot-link", "cannot-link")),
-    Claim("a2-must-link-random", "Results, Analysis 2",
-          "both kinds (random) perform better than must-link only (p < 0.001)",
-          _DIFFERENCE_RULE.format(x="random", n=72),
-          _statistical("must-link vs random", "random")),
-    Claim("a2-cannot-link-random", "Results, Analysis 2",
-          "no difference between cannot-link only and both kinds (random) (p > 0.1)",
-          "case-level Wilcoxon signed-rank p, not adjusted (Holm would make 'no difference' "
-          "easier to reach), 72 cases; reproduced if p >= 0.1 (or every difference is 0) and "
-          "the data-set-level p (p_datasets) >= 0.05; borderline if p in [0.05, 0.1), or if "
-          "p_datasets < 0.05; not reproduced if p < 0.05; not testable unless every case is "
-          "computed", _statistical("cannot-link vs random", None)),
-    Claim("weights-every-s", "Results, second experiment; Figure 2",
-          "SKM and PCSKM identify the known uninformative features regardless of the choice "
-          "of s", "the weights at each s of the grid", _every_s),
-    _separation_claim("weights-skm", "Results, second experiment; Figure 2 and appendix",
-                      "SKM identifies the known uninformative features in all cases (mean "
-                      "weights over s), for every init", _WEIGHT_SETS_LABEL, WEIGHT_SETS, "SKM"),
-    _separation_claim("weights-pcskm",
-                      "Results, second experiment; Figure 2 and appendix; Discussion",
-                      "PCSKM identifies the known uninformative features in all cases (mean "
-                      "weights over s), for every init", _WEIGHT_SETS_LABEL, WEIGHT_SETS,
-                      "PCSKM"),
-    Claim("weights-pcskm-constraints", "Results, second experiment; Figure 2; Discussion",
-          "PCSKM's feature selection is not affected by the number of constraints",
-          "largest total-variation distance, 1/2 sum |a - b|, between PCSKM's mean weights "
-          "normalised to sum 1 at two percentages of one (Brodinova or MWM set, init, kind); "
-          f"reproduced if <= {DRIFT}, borderline if <= {DRIFT_BORDERLINE}, not reproduced "
-          "otherwise", _constraints_do_not_move_weights),
-    _separation_claim("weights-mpckm",
-                      "Results, second experiment; Figure 2 and appendix; Discussion",
-                      "MPCKM's weights do not indicate feature quality: it uses the "
-                      "uninformative features in all cases", _WEIGHT_SETS_LABEL, WEIGHT_SETS,
-                      "MPCKM", separates=False),
-    _separation_claim("weights-pcskm-contaminated", "Results, second experiment; appendix",
-                      "PCSKM gives weight 0 to the 4 uninformative features added to the digits",
-                      "the two contaminated digits sets", CONTAMINATED, "PCSKM"),
-    Claim("weights-mpckm-contaminated", "Results, second experiment; appendix",
-          "MPCKM: in both contaminated digits sets the added features have on average higher "
-          "weights than the original ones, for every init",
-          "share of the MPCKM weight panels of the contaminated digits (paper's inits x kinds x "
-          "percentages) in which the mean weight of the added features exceeds that of the "
-          f"original ones; reproduced if >= {SEPARATED} for every init, borderline if >= "
-          f"{SEPARATED_BORDERLINE} for every init, not reproduced otherwise",
-          _panel_share(CONTAMINATED, "MPCKM", heavier_uninformative,
-                       lambda s: at_least(s.min(), SEPARATED, SEPARATED_BORDERLINE))),
-    Claim("clear-advantage", "Figure 1 caption",
-          "on ionosphere and digits 0-4-8 PCSKM has a clear advantage over the other methods",
-          "per case (10 settings per data set), margin = PCSKM's V - the best other V; value: "
-          f"the cases with a margin > {TIE_F} per data set and the smallest margin; reproduced "
-          f"if every margin > {TIE_F}, borderline if every margin > 0, not reproduced otherwise",
-          _clear_advantage),
-    Claim("seeding-helps-mpckm", "Figure 1 caption",
-          "on fisheriris, digits 3-8-9 and TT-SC-ST, Seeding gives MPCKM an advantage over "
-          "DKM++", "V(MPCKM, Seeding, random) - V(MPCKM, DKM++, random) per data set; "
-          f"reproduced if all > 0, borderline if all > -{TIE_F}, not reproduced otherwise",
-          _seeding_helps_mpckm),
-    Claim("init-less-than-kind", "Figure 1 caption; Discussion",
-          "the constraint kind affects performance greatly, the initialisation method less "
-          "(PCKM, PCSKM)",
-          "per algorithm, init effect = mean over the six data sets of the range of V over the "
-          "four inits (kind random), kind effect = mean over data sets and deterministic inits "
-          "of the range of V over the three kinds; value: init/kind effect of PCKM and PCSKM; "
-          "reproduced if the init effect is below the kind effect for both, borderline if "
-          f"below it + {TIE_F} for both, not reproduced otherwise",
-          _init_against_kind(("PCKM", "PCSKM"), init_less=True)),
-    Claim("init-mpckm-exception", "Figure 1 caption; Discussion",
-          "... except for MPCKM, on which the initialisation method has a large effect",
-          "init and kind effect of MPCKM (as in init-less-than-kind); reproduced if the init "
-          f"effect is not below the kind effect, borderline if above it - {TIE_F}, not "
-          "reproduced otherwise", _init_against_kind(("MPCKM",), init_less=False)),
-    Claim("pcskm-robust-to-init", "Figure 1 caption; Discussion",
-          "PCSKM is in general more robust to the initial conditions",
-          "init effect (as in init-less-than-kind) of each algorithm; reproduced if PCSKM's is "
-          f"the smallest, borderline if it is within {TIE_F} of every other's, not reproduced "
-          "otherwise", _pcskm_robust_to_init),
-    Claim("every-number", "Discussion",
-          "PCSKM performs almost as well as the other semi-supervised algorithms, in many cases "
-          "better, whatever the init, constraint kind or number of constraints",
-          "per percentage, the share of points (six data sets x Figure 1 settings) where "
-          f"PCSKM's mean F is at least the best of PCKM and MPCKM minus {TIE_F}; value: the "
-          f"lowest share over the percentages; reproduced if >= {EVERY_POINT}, borderline if "
-          f">= {EVERY_POINT_BORDERLINE}, not reproduced otherwise", _every_number),
-    Claim("best-on-average", "Discussion",
-          "based on the tests, PCSKM has on average the best overall performance",
-          f"mean V over {_CASES} per algorithm; margin = PCSKM's - the best other's; "
-          f"reproduced if > 0, borderline if > -{TIE_F}, not reproduced otherwise",
-          _best_on_average),
-    Claim("mpckm-seeding-on-par", "Discussion",
-          "with Seeding, MPCKM performs best or on par with PCSKM, except on ionosphere and "
-          "digits 0-4-8",
-          "V(MPCKM) - V(PCSKM) at (Seeding, random) on fisheriris, digits 3-8-9, TT-SC-ST, "
-          f"TT-CH-ST; reproduced if all >= -{TIE_F}, borderline if all >= -{2 * TIE_F}, not "
-          "reproduced otherwise", _mpckm_seeding_on_par),
-    Claim("seeding-mostly-helps-mpckm", "Discussion",
-          "Seeding has mostly a positive effect on MPCKM",
-          "V(MPCKM, Seeding) - V(MPCKM, init) at kind random for the six data sets x the "
-          "deterministic inits; reproduced if > 0 in more than half of the pairs, borderline "
-          f"if > -{TIE_F} in more than half, not reproduced otherwise",
-          _seeding_mostly_helps_mpckm),
-    Claim("pcskm-copes-with-must-link", "Discussion",
-          "PCSKM copes with must-link constraints much better than MPCKM and PCKM",
-          f"{_PENALTY} per algorithm, mean over the six data sets and the deterministic inits; "
-          "reproduced if PCSKM's is below half of PCKM's and of MPCKM's, borderline if below "
-          "both, not reproduced otherwise", _pcskm_copes_with_must_link),
-    Claim("close-to-mpckm-mwm", "Discussion",
-          "on the Morris Water Maze sets (features engineered for MPCKM) PCSKM keeps a "
-          "performance close to MPCKM's",
-          "largest V(MPCKM) - V(PCSKM) over the 20 cases of TT-SC-ST and TT-CH-ST; reproduced "
-          f"if <= {SMALL_F}, borderline if <= {2 * SMALL_F}, not reproduced otherwise",
-          _close_to_mpckm),
-)
+def read_claims(path=PAPER_CLAIMS):
+    """The claims of the CSV file at ``path`` (columns :data:`COLUMNS`, docs/guide/
+    paper-study.md, "The claims file"), in its order; a malformed row raises one ValueError
+    naming the file, the line, the claim and the column."""
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [column for column in COLUMNS if column not in table]
+    if missing:
+        raise ValueError(f"{path}: no column {', '.join(map(repr, missing))}")
+    ids = list(table.id)
+    claims = []
+    for line, row in enumerate(table.itertuples(index=False), start=2):
+        claims.append(_claim(row, f"{path}, line {line} (claim {row.id!r})", ids))
+    return tuple(claims)
+
+
+def _claim(row, where, ids):
+    """The :class:`Claim` of one row of the claims file, checked."""
+    def bad(column, problem):
+        return ValueError(f"{where}, column {column!r}: {problem}")
+
+    for column in REQUIRED:
+        if not getattr(row, column).strip():
+            raise bad(column, "is empty")
+    if ids.count(row.id) > 1:
+        raise bad("id", "appears more than once")
+    if row.kind not in CLAIM_KINDS:
+        raise bad("kind", f"{row.kind!r} is not one of {CLAIM_KINDS}")
+    if row.kind in (DIFFERENCE, NO_DIFFERENCE) and row.test not in WILCOXON_TESTS:
+        raise bad("test", f"{row.test!r} is not a Wilcoxon test of the report "
+                          f"{WILCOXON_TESTS}")
+    if row.kind in (BEST_ON_AVERAGE, DESCRIPTIVE) and row.test not in MEASURES:
+        raise bad("test", f"{row.test!r} is not a measure of claims.MEASURES")
+    if row.kind == TABLE_VALUE and (row.test != "table1" or row.scope not in PRINTED):
+        raise bad("scope", f"a table value names test 'table1' and a Table 1 row of "
+                           f"{tuple(PRINTED)}, not {row.test!r}, {row.scope!r}")
+    if row.kind == DIFFERENCE:
+        sides = row.test.split(" vs ")
+        if row.favoured not in sides:
+            raise bad("favoured", f"{row.favoured!r} is not a side of {row.test!r}")
+    elif row.kind == NO_DIFFERENCE and row.favoured:
+        raise bad("favoured", "a claim of no difference favours no side")
+    requires = tuple(r for r in row.requires.split(";") if r)
+    for other in requires:
+        if other not in ids or other == row.id:
+            raise bad("requires", f"{other!r} is not another claim of the file")
+    if requires and row.kind != BEST_ON_AVERAGE:
+        raise bad("requires", f"only a {BEST_ON_AVERAGE!r} claim rests on other claims")
+    return Claim(row.id, row.section, row.claim, row.kind, row.test, row.favoured, requires,
+                 row.scope, row.measure, row.paper_value)
+
+
+# ---------------------------------------------------------------- the verdict rule
+
+
+def _rows(tests, selection, name, level):
+    """The row of one Wilcoxon test of ``selection`` at ``level``; None where absent."""
+    if tests is None or tests.empty:
+        return None
+    rows = tests[(tests.selection == selection) & (tests.test == name) & (tests.level == level)]
+    return rows.iloc[0] if len(rows) else None
+
+
+def _complete(row):
+    return row is not None and row.n > 0 and row.not_computed == 0
+
+
+def family_p(claims, tests, selection, level):
+    """Holm-adjusted p per Wilcoxon test of the ``difference`` claims of ``selection`` at
+    ``level``: the claims table's family (docs/guide/paper-study.md, "The verdict rule");
+    a test not computed on all of its cases is left out of the family."""
+    names = list(dict.fromkeys(c.test for c in claims if c.kind == DIFFERENCE))
+    rows = [_rows(tests, selection, name, level) for name in names]
+    p = [row.p_value if _complete(row) else np.nan for row in rows]
+    return dict(zip(names, inference.holm(p), strict=True)), int(np.sum(~np.isnan(p)))
+
+
+def _wilcoxon(claim, evidence, selection, level, alpha, family):
+    """The verdict of a claim of a (no) difference from the same test at ``level``."""
+    row = _rows(evidence.tests, selection, claim.test, level)
+    if row is None or row.n == 0:
+        return _not_testable(f"no {claim.test} test at the {level} level")
+    if row.not_computed > 0:
+        computed = row.n_cases - row.not_computed
+        return _not_testable(f"{computed} of {row.n_cases} cases computed (a p-value on fewer "
+                             f"cases answers another question)")
+    cases = _rows(evidence.tests, selection, claim.test, "cases")
+    context = (f"cases: p = {_p(cases.p_holm)} (Holm over the report's {cases.holm_m} tests), "
+               f"favours {cases.direction}" if cases is not None and level != "cases" else "")
+    dropped = f"{row.dropped_nan} cases dropped (V = NaN)" if row.dropped_nan else ""
+    if row.n_nonzero == 0:
+        verdict = NOT_REPRODUCED if claim.kind == DIFFERENCE else REPRODUCED
+        return Finding("n/a", verdict, _join("every difference is 0", dropped))
+    if claim.kind == NO_DIFFERENCE:
+        p = row.p_value
+        verdict = CONTRADICTED if p < alpha else REPRODUCED
+        return Finding(f"p = {_p(p)}, favours {row.direction}", verdict, _join(
+            f"not adjusted; n = {row.n} at the {level} level", context, dropped), p)
+    p, m = family[0][claim.test], family[1]
+    verdict = (NOT_REPRODUCED if not p < alpha
+               else REPRODUCED if row.direction == claim.favoured else CONTRADICTED)
+    return Finding(f"p = {_p(p)}, favours {row.direction}", verdict, _join(
+        f"Holm over the {m} difference claims; n = {row.n} at the {level} level", context,
+        dropped), p)
+
+
+def judge(claim, evidence, selection, level=LEVEL, alpha=ALPHA, family=None):
+    """The :class:`Finding` of ``claim`` under ``selection``, before its requirements
+    (:func:`require`); ``family``: :func:`family_p` of the selection and level."""
+    if claim.kind in (DIFFERENCE, NO_DIFFERENCE):
+        return _wilcoxon(claim, evidence, selection, level, alpha, family)
+    if claim.kind == TABLE_VALUE:
+        return _table1_row(claim.scope)(evidence, selection)
+    return MEASURES[claim.test](evidence, selection)
+
+
+def require(claims, findings):
+    """``findings`` (id -> Finding of one selection) with each claim that rests on others
+    (``requires``) judged on them too: contradicted if one is contradicted; else not
+    reproduced if its own measure or one of them is not reproduced; else not testable if one
+    is not testable; else its own verdict."""
+    out = dict(findings)
+    for claim in claims:
+        if not claim.requires:
+            continue
+        own = findings[claim.id]
+        verdicts = {findings[other].verdict for other in claim.requires}
+        verdict = (own.verdict if own.verdict == NOT_TESTABLE
+                   else CONTRADICTED if CONTRADICTED in verdicts
+                   else NOT_REPRODUCED if NOT_REPRODUCED in {own.verdict, *verdicts}
+                   else NOT_TESTABLE if NOT_TESTABLE in verdicts else own.verdict)
+        out[claim.id] = Finding(own.value, verdict, own.note, own.p)
+    return out
+
+
+def check_consistent(table, claims):
+    """Raise ValueError if a verdict of the claims ``table`` contradicts another row's: a claim
+    reproduced while a claim it requires is not, or a claim of no difference reproduced while
+    a claim of a difference on the same test is, under one selection."""
+    rows = table.set_index("id")
+    columns = [c for c in table if c.startswith("verdict_")]
+    problems = []
+    for claim, column in itertools.product(claims, columns):
+        verdict = rows.at[claim.id, column]
+        for other in claim.requires:
+            if verdict == REPRODUCED and rows.at[other, column] != REPRODUCED:
+                problems.append(f"{claim.id} is reproduced but {other} is "
+                                f"{rows.at[other, column]} ({column})")
+        if claim.kind == NO_DIFFERENCE and verdict == REPRODUCED:
+            problems += [f"{claim.id} (no difference) and {other.id} (a difference) are both "
+                         f"reproduced ({column})" for other in claims
+                         if other.kind == DIFFERENCE and other.test == claim.test
+                         and rows.at[other.id, column] == REPRODUCED]
+    if problems:
+        raise ValueError("the claims table contradicts itself: " + "; ".join(problems))
+
+
+def primary_selection(selections, primary=None):
+    """The selection whose verdicts lead: ``primary`` (the spec's pre-registered rule) if
+    given, else the first of :data:`DEFAULT_PRIMARY` in ``selections``."""
+    if primary is not None:
+        if primary not in selections:
+            raise ValueError(f"the primary selection {primary!r} is not in the cube "
+                             f"({', '.join(selections)})")
+        return primary
+    return next((s for s in DEFAULT_PRIMARY if s in selections), selections[0])
 
 
 def _notes(findings):
@@ -884,21 +807,114 @@ def _notes(findings):
     return "; ".join(f"{name}: {note}" for name, note in notes.items() if note)
 
 
-def evaluate(evidence, claims=CLAIMS):
-    """The claims table: one row per claim (id, section, claim, measure), then per selection
-    ``value_<s>``, ``p_datasets_<s>`` and ``verdict_<s>``, then the ``note``."""
+def _table(claims, findings, primary):
+    """The claims table from ``findings`` (selection -> id -> Finding), checked."""
     rows = []
     for claim in claims:
-        findings = {s: claim.judge(evidence, s) for s in evidence.selections}
         row = {"id": claim.id, "section": claim.section, "claim": claim.claim,
-               "measure": claim.measure}
-        for name, finding in findings.items():
-            row |= {f"value_{name}": finding.value, f"p_datasets_{name}": finding.p_datasets,
+               "kind": claim.kind, "scope": claim.scope, "measure": claim.measure,
+               "requires": ";".join(claim.requires), "paper_value": claim.paper_value,
+               "primary": primary,
+               "verdict": findings[primary][claim.id].verdict}
+        for name, found in findings.items():
+            finding = found[claim.id]
+            row |= {f"value_{name}": finding.value, f"p_{name}": finding.p,
                     f"verdict_{name}": finding.verdict}
-        rows.append(row | {"note": _notes(findings)})
-    return pd.DataFrame(rows)
+        rows.append(row | {"note": _notes({s: f[claim.id] for s, f in findings.items()})})
+    table = pd.DataFrame(rows)
+    check_consistent(table, claims)
+    return table
 
 
-def table(results, table1, tests):
+def evaluate(evidence, claims=None, primary=None, level=LEVEL, alpha=ALPHA):
+    """The claims table: one row per claim (id, section, claim, kind, scope, measure,
+    requires, paper_value), the ``primary`` selection and its ``verdict``, then per selection
+    ``value_<s>``, ``p_<s>`` and ``verdict_<s>``, then the ``note``; every verdict by the
+    rule of docs/guide/paper-study.md, "The verdict rule", at ``level`` and ``alpha``."""
+    claims = CLAIMS if claims is None else claims
+    primary = primary_selection(evidence.selections, primary)
+    findings = {}
+    for selection in evidence.selections:
+        family = family_p(claims, evidence.tests, selection, level)
+        findings[selection] = require(claims, {
+            c.id: judge(c, evidence, selection, level, alpha, family) for c in claims})
+    return _table(claims, findings, primary)
+
+
+def table(results, table1, tests, primary=None, level=LEVEL, alpha=ALPHA):
     """The claims table of the report's ``results`` (see :func:`evaluate`)."""
-    return evaluate(evidence(results, table1, tests))
+    return evaluate(evidence(results, table1, tests), primary=primary, level=level,
+                    alpha=alpha)
+
+
+def write_section(doc, table, level=LEVEL, alpha=ALPHA):
+    """The claims section of report.md (after its heading) into ``doc`` (markdown.Document):
+    the rule at ``level`` and ``alpha``, the paper-style and honest selections' values, every
+    selection's verdicts, the measures."""
+    doc.paragraph(
+        "Every claim the paper makes about its experiments, the paper's own value, the number "
+        "that tests it and, for each best-s selection, our number and a verdict: "
+        + ", ".join(VERDICTS) + " (docs/guide/paper-study.md, \"The verdict rule\"). A "
+        f"claimed difference is reproduced only if the same Wilcoxon test at the {level} level "
+        f"is significant at {alpha} after Holm over the table's difference claims, in the "
+        "claimed direction; \"best on average\" also needs the tests behind it. The primary "
+        f"selection's verdict leads (`verdict`, under `{table.primary.iloc[0]}`); the rule of "
+        "each claim is listed below the tables. A claim judged on part of its data says so in "
+        "the note; one with none of its data in the cube is \"not testable\".")
+    untestable = table.filter(like="verdict").eq(NOT_TESTABLE).all(axis=1)
+    if untestable.any():
+        doc.paragraph(f"Not testable on this cube under any selection (the reason of each: "
+                      f"`claims.csv`, column `note`): {', '.join(table.id[untestable])}.")
+    table = table[~untestable]
+    shown = table[["id", "claim", "paper_value", "verdict",
+                   *(f"{what}_{name}" for name in ("paper", "honest")
+                     for what in ("value", "p", "verdict") if f"{what}_{name}" in table),
+                   "note"]]
+    doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
+                  "selection follow, and every number is in `claims.csv`.")
+    doc.table(shown.astype(object).where(shown.notna(), ""))
+    verdicts = table[["id", *(f"verdict_{name}" for name in ORDER
+                              if f"verdict_{name}" in table)]]
+    doc.table(verdicts.rename(columns=lambda c: c.removeprefix("verdict_")))
+    doc.paragraph("**Measures and rules**")
+    doc.bullets([f"`{row.id}` ({row.section}, {row.kind}): {row.measure}"
+                 for row in table.itertuples()])
+
+
+# ---------------------------------------------------------------- from a committed report
+
+# a committed verdict under the verdict rule; the tables written before it had a
+# "borderline" tier, now "not reproduced" (a descriptive claim's measure and its threshold
+# for "reproduced" are unchanged)
+_FORMER = {**{verdict: verdict for verdict in VERDICTS}, "borderline": NOT_REPRODUCED}
+
+
+def recompute(directory, primary=None, level=LEVEL, alpha=ALPHA, claims=None):
+    """The claims table of the committed report in ``directory`` by the verdict rule, from its
+    ``wilcoxon_tests.csv`` (every Wilcoxon claim, judged again) and its former
+    ``claims.csv`` (every other claim's value and note; a former "borderline" is now "not
+    reproduced", docs/guide/paper-study.md, "The verdict rule")."""
+    directory = Path(directory)
+    claims = CLAIMS if claims is None else claims
+    tests = pd.read_csv(directory / "wilcoxon_tests.csv")
+    former = pd.read_csv(directory / "claims.csv", dtype=str,
+                         keep_default_na=False).set_index("id")
+    selections = tuple(c.removeprefix("verdict_") for c in former if c.startswith("verdict_"))
+    evidence = Evidence(selections, pd.DataFrame(), tests, None, None, {})
+    primary = primary_selection(selections, primary)
+    findings = {}
+    for selection in selections:
+        family = family_p(claims, tests, selection, level)
+        found = {}
+        for claim in claims:
+            if claim.kind in (DIFFERENCE, NO_DIFFERENCE):
+                found[claim.id] = judge(claim, evidence, selection, level, alpha, family)
+            else:
+                row = former.loc[claim.id]
+                found[claim.id] = Finding(row[f"value_{selection}"],
+                                          _FORMER[row[f"verdict_{selection}"]], row.note)
+        findings[selection] = require(claims, found)
+    return _table(claims, findings, primary)
+
+
+CLAIMS = read_claims()

@@ -699,37 +699,19 @@ def _weights(doc, results, out, written):
     doc.table(summary)
 
 
-def _claims(doc, results, found, table1, tests, out, written):
+def _claims(doc, results, found, table1, tests, prereg, out, written):
     doc.heading("7. Paper vs ours")
     if not found.claims:
         doc.paragraph(f"Does not apply: {found.claims_note}.")
         return
-    table = claims.table(results, table1, tests)
+    # a pre-registered rule, level and alpha judge the claims too (paper-study.md, "The
+    # verdict rule")
+    rule = {} if prereg is None else {
+        "primary": prereg.rule, "alpha": prereg.alpha,
+        "level": {"dataset": "datasets", "case": "cases"}[prereg.level]}
+    table = claims.table(results, table1, tests, **rule)
     _csv(table, out, "claims.csv", written)
-    doc.paragraph(
-        "Every claim the paper makes about its experiments, the number that tests it and, for "
-        "each best-s selection, our number and a verdict: "
-        + ", ".join(claims.VERDICTS) + " (docs/guide/paper-study.md, \"The claims table\"). "
-        "The Wilcoxon claims are judged at the paper's level, the cases (Holm-adjusted p), "
-        "with the data-set-level p beside it (`p_datasets_<selection>`); the rule of each "
-        "claim is listed below the table. A claim judged on part of its data says so in the "
-        "note; one with none of its data in the cube is \"not testable\".")
-    shown = table[["id", "claim", *(f"{what}_{name}" for name in ("paper", "honest")
-                                    for what in ("value", "p_datasets", "verdict")
-                                    if f"{what}_{name}" in table), "note"]]
-    untestable = table.filter(like="verdict_").eq(claims.NOT_TESTABLE).all(axis=1)
-    if untestable.any():
-        doc.paragraph(f"Not testable on this cube under any selection (the reason of each: "
-                      f"`claims.csv`, column `note`): {', '.join(table.id[untestable])}.")
-    shown, table = shown[~untestable], table[~untestable]
-    doc.paragraph("Below: the paper-style and honest selections; the verdicts under every "
-                  "selection follow, and every number is in `claims.csv`.")
-    doc.table(shown.astype(object).where(shown.notna(), ""))
-    verdicts = table[["id", *(f"verdict_{name}" for name in ORDER
-                              if f"verdict_{name}" in table)]]
-    doc.table(verdicts.rename(columns=lambda c: c.removeprefix("verdict_")))
-    doc.paragraph("**Measures and rules**")
-    doc.bullets([f"`{row.id}` ({row.section}): {row.measure}" for row in table.itertuples()])
+    claims.write_section(doc, table, **{k: v for k, v in rule.items() if k != "primary"})
 
 
 def _cell_sample(doc, results, out, written):
@@ -892,7 +874,7 @@ def write_document(results, out, focus=None):
     _performance(doc, results, out, written)
     _statistics(doc, found.plan, tests, cases, by_dataset, out, written)
     _weights(doc, results, out, written)
-    _claims(doc, results, found, table1, tests, out, written)
+    _claims(doc, results, found, table1, tests, prereg, out, written)
     _cell_sample(doc, results, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])
