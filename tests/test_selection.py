@@ -449,6 +449,44 @@ def test_tie_rules():
         np.testing.assert_array_equal(best_sparsity_index(table.T, ties=ties, axis=0), expected)
 
 
+def test_tie_scores_break_ties_before_the_tie_rule():
+    """§1, §2.5 worked example: scores tie at 1, 2 and 4; tie scores 2, 3, 3 there keep 2 and
+    4 (then the rule: median 2, largest 4); a larger tie score at 1 alone picks 1; tie
+    scores NaN at every tied s leave all three to the rule; the tie score of an untied s
+    (9 at 0) never counts."""
+    scores = [0.5, 1.0, 1.0, np.nan, 1.0, 0.2]
+    assert best_sparsity_index(scores, ties="median", tie_scores=[9, 2, 3, 9, 3, 9]) == 2
+    assert best_sparsity_index(scores, ties="largest", tie_scores=[9, 2, 3, 9, 3, 9]) == 4
+    assert best_sparsity_index(scores, ties="median", tie_scores=[9, 5, 3, 9, 3, 9]) == 1
+    nan = np.nan
+    assert best_sparsity_index(scores, ties="median",
+                               tie_scores=[9, nan, nan, 9, nan, 9]) == 2
+    assert best_sparsity_index(scores, ties="smallest",
+                               tie_scores=[9, nan, 1, 9, nan, 9]) == 2
+    assert best_sparsity_index([np.nan, np.nan], tie_scores=[1.0, 2.0]) == -1
+    rng = np.random.default_rng(1)
+    table = rng.integers(0, 3, size=(60, 7)).astype(float)
+    table[rng.random(table.shape) < 0.3] = np.nan
+    second = rng.integers(0, 3, size=table.shape).astype(float)
+    second[rng.random(table.shape) < 0.3] = np.nan
+
+    def plain(row, tie_row):
+        valid = [i for i in range(len(row)) if not np.isnan(row[i])]
+        if not valid:
+            return -1
+        tied = [i for i in valid if row[i] == max(row[j] for j in valid)]
+        known = [i for i in tied if not np.isnan(tie_row[i])]
+        if known:
+            tied = [i for i in known if tie_row[i] == max(tie_row[j] for j in known)]
+        return tied[(len(tied) - 1) // 2]
+
+    expected = [plain(row, tie_row) for row, tie_row in zip(table, second, strict=True)]
+    np.testing.assert_array_equal(
+        best_sparsity_index(table, ties="median", tie_scores=second), expected)
+    np.testing.assert_array_equal(
+        best_sparsity_index(table.T, ties="median", tie_scores=second.T, axis=0), expected)
+
+
 def test_select_by_satisfaction_tie_rules_and_failed_s():
     X, _, must_link, cannot_link = bars()
     path = PCSKMeans(2).fit_path(X, BARS_GRID, must_link=must_link, cannot_link=cannot_link)
