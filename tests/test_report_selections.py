@@ -598,3 +598,42 @@ def test_tie_summary_pools_each_data_set_then_all():
     assert (pooled.cells, pooled.tied_share, pooled.mean_tied_s) == (20, 10 / 20, 42 / 20)
     assert table.loc[(ties.ALL_DATASETS, "SKM", "gap"), "tied_share"] == 1
     assert len(table) == 5
+
+
+def test_cv_sensitivity_puts_cvs_tie_share_beside_f_under_its_tie_rules():
+    """docs/method/selection.md §2.5: per data set (shown by its label) and algorithm with a
+    cv score, cv's tie share and mean tied s, then the mean F over inits, kinds and
+    percentages under cv, its tie rules and the oracle; "all data sets" averages the data
+    sets' means. Hand-made aggregates: F = 0.1 x selection + 0.01 x init + data-set offset."""
+    rows = [("TT-SC-ST", "PCSKM", "cv_score", 10, 9, 0, 150, 160),
+            ("TT-SC-ST", "PCSKM", "satisfied", 10, 1, 0, 2, 160),
+            ("digits 3-8-9", "PCSKM", "cv_score", 20, 5, 0, 40, 160)]
+    tied = pd.DataFrame(rows, columns=["dataset", "algorithm", "score", *ties.COUNTS])
+    pooled = ties.summary(tied)
+    rules = ["cv", "cv-smallest", "cv-median", "cv-largest", "oracle", "honest"]
+    f = (0.1 * np.arange(len(rules))[None, :, None, None, None, None]
+         + 0.01 * np.arange(2)[None, None, None, :, None, None]
+         + np.array([0.0, 0.5])[:, None, None, None, None, None]
+         + np.zeros((2, len(rules), 1, 2, 1, 2)))
+    families = xr.Dataset(
+        {"f_mean": (("family", "selection", "algorithm", "init", "kind", "percent"), f)},
+        coords={"family": ["mwm-ttscst", "digits389"], "selection": rules,
+                "algorithm": ["PCSKM"], "init": ["dkm++", "seeding"],
+                "kind": ["cannot-link"], "percent": [3.0, 10.0]})
+    labels = {"mwm-ttscst": "TT-SC-ST", "digits389": "digits 3-8-9"}
+    table = ties.cv_sensitivity(pooled, families, labels).set_index(["dataset", "algorithm"])
+    assert list(table.columns) == ["tied_share", "mean_tied_s", "cv", "cv-smallest",
+                                   "cv-median", "cv-largest", "oracle"]
+    tt = table.loc[("TT-SC-ST", "PCSKM")]
+    assert (tt.tied_share, tt.mean_tied_s) == (0.9, 15.0)
+    np.testing.assert_allclose(tt[["cv", "cv-smallest", "cv-median", "cv-largest", "oracle"]],
+                               [0.005, 0.105, 0.205, 0.305, 0.405])
+    digits = table.loc[("digits 3-8-9", "PCSKM")]
+    assert (digits.tied_share, digits.mean_tied_s) == (0.25, 2.0)
+    np.testing.assert_allclose(digits.cv, 0.505)
+    everything = table.loc[(ties.ALL_DATASETS, "PCSKM")]
+    assert (everything.tied_share, everything.mean_tied_s) == (14 / 30, 190 / 30)
+    np.testing.assert_allclose(everything.cv, 0.255)
+    assert len(table) == 3
+    without_cv = ties.summary(tied[tied.score != "cv_score"])
+    assert ties.cv_sensitivity(without_cv, families, labels).empty
