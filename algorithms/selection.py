@@ -15,10 +15,11 @@ any array of per-s scores, e.g. scores stored in a results cube.
 The experiment runner computes the same scores through the engines, without estimator
 objects per fit, from the array-level pieces of these rules (not exported from
 ``pcskm.algorithms``): :func:`constraint_groups`, :func:`constraint_folds`,
-:func:`cross_validate`, :func:`log_weighted_bcss`, :func:`null_estimator`,
-:func:`null_log_objectives` and :func:`null_summary`.
+:func:`fold_fitter`, :func:`cross_validate`, :func:`log_weighted_bcss`,
+:func:`null_estimator`, :func:`null_log_objectives` and :func:`null_summary`.
 """
 
+import copy
 import numbers
 from typing import NamedTuple
 
@@ -29,7 +30,7 @@ from . import _random_kernels as draws
 from ._result import FAILED, STATUS_NAMES
 from ._selection_kernels import fold_f_measures, weighted_bcss
 from ._sparse import total_sum_of_squares
-from ._validation import check_choice, check_data, plain
+from ._validation import check_choice, check_data, check_sparsity, plain
 from .constraints import Constraints
 from .sparse_kmeans import PCSKMeans, SparseKMeans, SparsityPath
 
@@ -79,18 +80,25 @@ def _tied_at_top(scores, axis):
     return valid & (scores == top)
 
 
-def best_sparsity_index(scores, *, ties="smallest", axis=-1):
+def best_sparsity_index(scores, *, ties="smallest", axis=-1, tie_scores=None):
     """Position of the largest non-NaN score along ``axis``, an axis ordered by increasing s
     (docs/method/selection.md §1).
 
-    Scores that tie exactly with the largest go to the ``ties`` rule: ``"smallest"`` s (the
-    rule of protocol.md §9.2), ``"largest"`` s, or ``"median"``: the lower median of the tied
-    s, so that the choice is always one of them. Returns an integer array (an int for 1-D
-    scores); -1 where every score is NaN.
+    Scores that tie exactly with the largest go first to ``tie_scores`` (an array of the
+    shape of ``scores``, or None), if given: only the tied s with the largest non-NaN tie
+    score stay tied (all of them when none has one). The s still tied go to the ``ties``
+    rule: ``"smallest"`` s (the rule of protocol.md §9.2), ``"largest"`` s, or ``"median"``:
+    the lower median of the tied s, so that the choice is always one of them. Returns an
+    integer array (an int for 1-D scores); -1 where every score is NaN.
     """
     check_choice(ties, "ties", TIES)
     scores = np.asarray(scores, dtype=np.float64)
-    tied = np.moveaxis(_tied_at_top(scores, axis), axis, -1)
+    tied = _tied_at_top(scores, axis)
+    if tie_scores is not None:
+        second = np.where(tied, np.asarray(tie_scores, dtype=np.float64), np.nan)
+        best = _tied_at_top(second, axis)
+        tied = np.where(best.any(axis=axis, keepdims=True), best, tied)
+    tied = np.moveaxis(tied, axis, -1)
     n_tied = tied.sum(axis=-1)
     rank = {"smallest": np.zeros_like(n_tied), "largest": n_tied - 1,
             "median": (n_tied - 1) // 2}[ties]
@@ -211,13 +219,38 @@ def _fold_f_measures(labels, pairs, is_must_link, fold, n_folds):
                            fold, n_folds)
 
 
+def fold_fitter(estimator, X, options, initial_centers, random_state):
+    """The fold fit of CVCP (§2.2) of ``estimator`` (a validated :class:`PCSKMeans` or
+    :class:`SparseKMeans`) on validated ``X`` with its engine ``options`` over the grid: a
+    function ``fit_fold(train)`` of a fold's training :class:`Constraints` that returns the
+    labels (n_s, n) and failed rows (n_s,) of the grid fitted on them. It starts from
+    ``initial_centers`` (those of the path fitted with all the constraints) unless the
+    estimator's init is Seeding: then from Seeding on the training constraints, drawn from
+    ``random_state`` (the path's own, copied for every fold, so that every fold draws the
+    same numbers whatever the order of the folds). Returns None when the fold fits are the
+    path itself: an estimator that ignores the constraints (SKM) from centres that do not
+    depend on them. :func:`constraint_cv_scores` and the experiment runner both fit their
+    folds through this function."""
+    seeded = isinstance(estimator.init, str) and estimator.init == "seeding"
+    if not (seeded or estimator._constrained):
+        return None
+
+    def fit_fold(train):
+        centres = (estimator._initial_state(X, train, copy.deepcopy(random_state))[0]
+                   if seeded else initial_centers)
+        fold_path = estimator._path(X, train, centres, options)
+        return fold_path.labels, failed_rows(fold_path.status)
+
+    return fit_fold
+
+
 def cross_validate(constraints, fold, labels, failed, fit_fold=None):
     """Per-s CVCP score (§2.2-2.4) of a path's ``labels`` (n_s, n) and ``failed`` rows
     (n_s,), with the constraints split by ``fold`` (from :func:`constraint_folds`).
 
-    ``fit_fold(must_link, cannot_link)`` fits the grid on a fold's training constraints from
-    the path's initial centres and returns its labels and failed rows; None for an estimator
-    that ignores the constraints (SKM), whose folds are all scored on ``labels`` at once.
+    ``fit_fold(train)`` fits the grid on a fold's training constraints (a
+    :class:`Constraints`) and returns its labels and failed rows (:func:`fold_fitter`); None
+    when the fold fits are the path itself, whose labels then score every fold at once.
     Returns ``(score, fold_scores, n_failed_folds)``.
     """
     n_folds = int(fold.max()) + 1
@@ -229,8 +262,9 @@ def cross_validate(constraints, fold, labels, failed, fit_fold=None):
         fold_scores = np.empty((n_folds, len(failed)))
         for number in range(n_folds):
             train = fold != number
-            fold_labels, fold_failed = fit_fold(pairs[train & is_must_link],
-                                                pairs[train & ~is_must_link])
+            fold_labels, fold_failed = fit_fold(Constraints.from_pairs(
+                pairs[train & is_must_link], pairs[train & ~is_must_link],
+                n_samples=constraints.n_samples))
             score = _fold_f_measures(fold_labels, pairs, is_must_link, fold, n_folds)[:, number]
             fold_scores[number] = np.where(fold_failed, np.nan, score)
     mean, n_scored = _mean_of_computed(fold_scores)
@@ -238,16 +272,23 @@ def cross_validate(constraints, fold, labels, failed, fit_fold=None):
 
 
 def constraint_cv_scores(estimator, X, path, *, must_link=None, cannot_link=None, n_folds=5,
-                         ties="smallest", random_state=None):
+                         ties="median", tie_scores=None, random_state=None):
     """Choose s by cross-validating the constraints (CVCP; docs/method/selection.md §2).
 
     The constraints are split into ``n_folds`` folds by must-link component (§2.1). For each
-    fold, ``estimator`` fits the whole s grid of ``path`` on the other folds' constraints,
-    from the path's initial centres, and the fold's constraints are scored by CVCP's
-    F-measure (§2.3). ``score`` is the mean over the folds whose fit succeeded at s (§2.4);
-    NaN if none did or if ``path`` failed at s. SKM ignores the constraints, so its
-    fold fits are ``path`` itself and nothing is refitted. Nothing is refitted for the chosen
-    s either: it indexes ``path``.
+    fold, ``estimator`` fits the whole s grid of ``path`` on the other folds' constraints and
+    the fold's constraints are scored by CVCP's F-measure (§2.3). The fold fit starts from
+    the path's initial centres, or, with ``init="seeding"``, from Seeding on the fold's
+    training constraints with the estimator's ``random_state``, so that no held-out
+    constraint reaches the fit (§2.2, :func:`fold_fitter`). SKM ignores the constraints:
+    from centres that do not depend on them its fold fits are ``path`` itself, and nothing
+    is refitted. ``score`` is the mean over the folds whose fit succeeded at s (§2.4); NaN if
+    none did or if ``path`` failed at s. Nothing is refitted for the chosen s: it indexes
+    ``path``.
+
+    The choice is the largest score; ties go to the largest ``tie_scores`` among the tied s
+    (e.g. ``gap_statistic(...).gap``; None: none), then to ``ties`` (default the lower
+    median): the rule ``cv`` of §2.5.
 
     ``path`` must come from ``estimator.fit_path(X, ..., must_link=must_link,
     cannot_link=cannot_link)``. ``random_state`` (None, int or SeedSequence) draws the
@@ -260,19 +301,19 @@ def constraint_cv_scores(estimator, X, path, *, must_link=None, cannot_link=None
     constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
     if len(constraints) == 0:
         raise ValueError("constraint cross-validation needs constraints; none were given")
+    if tie_scores is not None and np.shape(tie_scores) != path.sparsity.shape:
+        raise ValueError(f"tie_scores must hold one score per s of the path "
+                         f"({len(path.sparsity)}); got shape {np.shape(tie_scores)}")
     fold = constraint_folds(constraint_groups(constraints), n_folds, seed)
-    fit_fold = None  # SKM ignores the constraints (§2.2)
-    if not isinstance(estimator, SparseKMeans):
-        fold_estimator = clone(estimator).set_params(init=path.initial_centers)
-
-        def fit_fold(must_link, cannot_link):
-            fold_path = fold_estimator.fit_path(X, path.sparsity, must_link=must_link,
-                                                cannot_link=cannot_link)
-            return fold_path.labels, _failed(fold_path)
-
+    fold_estimator = clone(estimator)
+    X = fold_estimator._checked_input(X)
+    options = fold_estimator._engine_options(
+        check_sparsity(path.sparsity, X.shape[1], name="sparsities"))
+    fit_fold = fold_fitter(fold_estimator, X, options, path.initial_centers,
+                           fold_estimator.random_state)
     score, fold_scores, n_failed = cross_validate(constraints, fold, path.labels,
                                                   _failed(path), fit_fold)
-    index = best_sparsity_index(score, ties=ties)
+    index = best_sparsity_index(score, ties=ties, tie_scores=tie_scores)
     return ConstraintCVResult(path.sparsity, score, fold_scores, n_failed, fold,
                               index, _at(path.sparsity, index))
 

@@ -146,9 +146,11 @@ class Setting:
 
     def selection_fits(self, run):
         """Paths fitted per cell of ``run`` for the selection scores: one per CV fold when
-        the clustering uses the constraints, one per null data set with Seeding (with a
+        the clustering or its init (Seeding) uses the constraints
+        (docs/method/selection.md §2.2), one per null data set with Seeding (with a
         deterministic init the null fits are shared by every cell, :mod:`.selection_scores`)."""
-        return ((self.cv_folds if self.uses_constraints and self.has_cv(run) else 0)
+        refits = self.uses_constraints or self.init == SEEDING
+        return ((self.cv_folds if refits and self.has_cv(run) else 0)
                 + (self.gap_permutations if self.init == SEEDING else 0))
 
 
@@ -622,7 +624,7 @@ def evaluate(task):
                     if scorers[index] is not None:
                         centres, _ = fitter.initial_state(constraints, seeding_seed, seedings)
                         scorers[index].record(block_results[index], r, run, f, fitted,
-                                              constraints, centres, scores)
+                                              constraints, centres, scores, seeding_seed)
         for per_setting, result in zip(results, block_results, strict=True):
             per_setting.append(result)
     return TaskResult(task=task, blocks=results, seconds=time.perf_counter() - start)

@@ -6,9 +6,11 @@ the cube (docs/reference/cube-schema.md) so that every selection is a reduction 
   default): the cell's constraints are split into ``cv_folds`` folds by must-link
   component, drawn from the cell's key (8, ds, sub, kind, pct10, run, fold)
   (docs/method/protocol.md §2); a cell with fewer groups than that uses one fold per group
-  if it has at least 2, else gets no score. PCSKM fits the whole s grid again for each fold,
-  from the cell's initial centres; SKM ignores the constraints and scores every fold on its
-  own path.
+  if it has at least 2, else gets no score. Each fold fits the whole s grid again on its
+  training constraints (``fold_fitter``, the estimator-level function's own): from the
+  cell's initial centres, or with Seeding from Seeding on the training constraints with the
+  cell's Seeding key (§2.2). SKM from a deterministic init ignores the constraints and
+  scores every fold on its own path, which is its fold fit.
 * Gap statistic (§3): null data set b of a data set permutes its columns from key
   (9, ds, sub, b), the same for every cell; SKM with the setting's parameters fits the grid
   on it from the cell's initial centres. With a deterministic init these null fits are the
@@ -22,6 +24,7 @@ from pcskm.algorithms.selection import (
     constraint_groups,
     cross_validate,
     failed_rows,
+    fold_fitter,
     log_weighted_bcss,
     null_estimator,
     null_log_objectives,
@@ -86,32 +89,23 @@ class SelectionScorer:
         self.no_constraints = Constraints.empty(fitter.X.shape[0])
         self._shared_gap = None  # (fit, gap and gap_sd) of a fit shared by the task's cells
 
-    def record(self, result, r, run, f, fitted, constraints, centres, cell):
+    def record(self, result, r, run, f, fitted, constraints, centres, cell,
+               seeding_seed=None):
         """Score the cell (position ``r`` of run ``run``, fold ``f``) of ``result`` whose fit
-        is ``fitted`` (a ``_Fit`` from ``centres`` with ``constraints``); ``cell`` is its
+        is ``fitted`` (a ``_Fit`` from ``centres`` with ``constraints``; with Seeding,
+        ``seeding_seed`` is the cell's Seeding SeedSequence); ``cell`` is its
         :class:`CellScores`. The CV scores only in the setting's ``cv_runs``."""
         failed = failed_rows(fitted.status)
         if self.setting.has_cv(run):
             n_folds, fold = cell.folds(self.setting.cv_folds)
             result.cv_folds_used[r, f] = n_folds
             if n_folds:
-                fit_fold = (self._fold_fitter(centres) if self.setting.uses_constraints
-                            else None)
+                fit_fold = fold_fitter(self.fitter.estimator, self.fitter.X,
+                                       self.fitter.options, centres, seeding_seed)
                 result.cv_score[r, f] = cross_validate(constraints, fold, fitted.labels,
                                                        failed, fit_fold)[0]
         if self.setting.gap_permutations:
             result.gap[r, f], result.gap_sd[r, f] = self._gap(fitted, failed, centres, cell)
-
-    def _fold_fitter(self, centres):
-        """A fold's fit (§2.2): the setting's engine over the grid from ``centres``."""
-        n_samples = self.fitter.X.shape[0]
-
-        def fit_fold(must_link, cannot_link):
-            train = Constraints.from_pairs(must_link, cannot_link, n_samples=n_samples)
-            fold_fit = self.fitter.fit_from(train, centres)
-            return fold_fit.labels, failed_rows(fold_fit.status)
-
-        return fit_fold
 
     def _gap(self, fitted, failed, centres, cell):
         """``(gap, gap_sd)`` of the fit (§3.3); once per task for a fit the cells share."""

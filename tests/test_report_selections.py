@@ -35,8 +35,8 @@ CV_BIT, GAP_BIT = 1, 2
 WANTED = {"LKM": 0, "SKM": GAP_BIT, "PCKM": 0, "MPCKM": 0, "PCSKM": CV_BIT | GAP_BIT}
 PROTOCOL = {"seed": 0, "n_folds": 10, "cv_folds": 3, "gap_permutations": 2,
             "cv_algorithms": ["PCSKM"]}
-PER_CELL = ("honest", "satisfied-median", "satisfied-largest", "cv", "gap", "gap-1sd",
-            "oracle")
+PER_CELL = ("honest", "satisfied-median", "satisfied-largest", "cv", "cv-smallest",
+            "cv-median", "cv-largest", "gap", "gap-1sd", "oracle")
 
 
 def with_protocol(path, protocol):
@@ -112,6 +112,21 @@ def pick(candidates, ties):
     return tied[{"smallest": 0, "largest": -1, "median": (len(tied) - 1) // 2}[ties]]
 
 
+def pick_by_gap(candidates, gap_of):
+    """cv's rule (docs/method/selection.md §2.5): the largest score; among the tied s those
+    with the largest gap (``gap_of(position)``, NaN: none), all of them if none has one;
+    then the lower median."""
+    if not candidates:
+        return np.nan, None
+    top = max(score for _s, score, _at in candidates)
+    tied = sorted((s, at) for s, score, at in candidates if score == top)
+    gaps = [gap_of(at) for _s, at in tied]
+    known = [g for g in gaps if not np.isnan(g)]
+    if known:
+        tied = [pair for pair, g in zip(tied, gaps, strict=True) if g == max(known)]
+    return tied[(len(tied) - 1) // 2]
+
+
 def loop_selections(ds):
     """Every selection of the group ``ds`` by plain loops over its arrays: per selection,
     (s, F) per (algorithm, init, kind, percent, run, fold) and whether the cell counts as
@@ -158,12 +173,15 @@ def loop_selections(ds):
                               "honest": pick(scores(sat), "smallest"),
                               "satisfied-median": pick(scores(sat), "median"),
                               "satisfied-largest": pick(scores(sat), "largest"),
-                              "cv": pick(scores(cv), "smallest"),
+                              "cv": pick_by_gap(scores(cv), lambda e, at=at: gap[at][e]),
+                              "cv-smallest": pick(scores(cv), "smallest"),
+                              "cv-median": pick(scores(cv), "median"),
+                              "cv-largest": pick(scores(cv), "largest"),
                               "gap": (best_gap, best_e),
                               "gap-1sd": pick(within, "smallest"),
                               "oracle": pick(scores(f), "smallest")}
                 for name, (s, e) in chosen.items():
-                    covered = name != "cv" or algorithm != "SKM"
+                    covered = not name.startswith("cv") or algorithm != "SKM"
                     out[name][0][at] = s
                     out[name][1][at] = f[at][e] if e is not None and computed[(r, c)] \
                         else np.nan
@@ -524,8 +542,9 @@ gap_permutations = 2
 
 
 def test_a_cube_computed_with_the_scores(tmp_path):
-    """The runner's scores end to end: every selection in the report, and the stored cv and
-    gap choices equal the first largest score of the raw arrays."""
+    """The runner's scores end to end: every selection in the report, the stored cv-smallest
+    and gap choices equal the first largest score of the raw arrays, and cv's the largest
+    gap among the s tied on the cv score (then the lower median)."""
     from distributed import Client
 
     from pcskm.experiments.spec import parse_spec
@@ -545,7 +564,8 @@ def test_a_cube_computed_with_the_scores(tmp_path):
     sidecar = xr.open_datatree(str(store.with_name("scored-selections.zarr")),
                                engine="zarr")["iris"].to_dataset()
     sparsity, status = raw["sparsity"][:], raw["status"][:]
-    for score, variable in (("cv_score", "cv_s"), ("gap", "gap_s")):
+    gaps = raw["gap"][:]
+    for score, variable in (("cv_score", "cv_smallest_s"), ("gap", "gap_s"), ("cv_score", "cv_s")):
         values = raw[score][:]
         for a, algorithm in enumerate(str(x) for x in raw["algorithm"][:]):
             if algorithm == "LKM":
@@ -555,6 +575,9 @@ def test_a_cube_computed_with_the_scores(tmp_path):
                 usable = [e for e in range(1, len(sparsity))
                           if status[a, 0, 0, 0, 0, fold, e] in (1, 2) and not np.isnan(row[e])]
                 best = max(usable, key=lambda e, row=row: (row[e], -e))
+                if variable == "cv_s":
+                    best = pick_by_gap([(sparsity[e], row[e], e) for e in usable],
+                                       lambda e, a=a, fold=fold: gaps[a, 0, 0, 0, 0, fold, e])[1]
                 got = float(sidecar[variable].sel(algorithm=algorithm, init="dkm++",
                                                   kind="random", percent=10.0, run=0,
                                                   fold=fold))
@@ -575,3 +598,42 @@ def test_tie_summary_pools_each_data_set_then_all():
     assert (pooled.cells, pooled.tied_share, pooled.mean_tied_s) == (20, 10 / 20, 42 / 20)
     assert table.loc[(ties.ALL_DATASETS, "SKM", "gap"), "tied_share"] == 1
     assert len(table) == 5
+
+
+def test_cv_sensitivity_puts_cvs_tie_share_beside_f_under_its_tie_rules():
+    """docs/method/selection.md §2.5: per data set (shown by its label) and algorithm with a
+    cv score, cv's tie share and mean tied s, then the mean F over inits, kinds and
+    percentages under cv, its tie rules and the oracle; "all data sets" averages the data
+    sets' means. Hand-made aggregates: F = 0.1 x selection + 0.01 x init + data-set offset."""
+    rows = [("TT-SC-ST", "PCSKM", "cv_score", 10, 9, 0, 150, 160),
+            ("TT-SC-ST", "PCSKM", "satisfied", 10, 1, 0, 2, 160),
+            ("digits 3-8-9", "PCSKM", "cv_score", 20, 5, 0, 40, 160)]
+    tied = pd.DataFrame(rows, columns=["dataset", "algorithm", "score", *ties.COUNTS])
+    pooled = ties.summary(tied)
+    rules = ["cv", "cv-smallest", "cv-median", "cv-largest", "oracle", "honest"]
+    f = (0.1 * np.arange(len(rules))[None, :, None, None, None, None]
+         + 0.01 * np.arange(2)[None, None, None, :, None, None]
+         + np.array([0.0, 0.5])[:, None, None, None, None, None]
+         + np.zeros((2, len(rules), 1, 2, 1, 2)))
+    families = xr.Dataset(
+        {"f_mean": (("family", "selection", "algorithm", "init", "kind", "percent"), f)},
+        coords={"family": ["mwm-ttscst", "digits389"], "selection": rules,
+                "algorithm": ["PCSKM"], "init": ["dkm++", "seeding"],
+                "kind": ["cannot-link"], "percent": [3.0, 10.0]})
+    labels = {"mwm-ttscst": "TT-SC-ST", "digits389": "digits 3-8-9"}
+    table = ties.cv_sensitivity(pooled, families, labels).set_index(["dataset", "algorithm"])
+    assert list(table.columns) == ["tied_share", "mean_tied_s", "cv", "cv-smallest",
+                                   "cv-median", "cv-largest", "oracle"]
+    tt = table.loc[("TT-SC-ST", "PCSKM")]
+    assert (tt.tied_share, tt.mean_tied_s) == (0.9, 15.0)
+    np.testing.assert_allclose(tt[["cv", "cv-smallest", "cv-median", "cv-largest", "oracle"]],
+                               [0.005, 0.105, 0.205, 0.305, 0.405])
+    digits = table.loc[("digits 3-8-9", "PCSKM")]
+    assert (digits.tied_share, digits.mean_tied_s) == (0.25, 2.0)
+    np.testing.assert_allclose(digits.cv, 0.505)
+    everything = table.loc[(ties.ALL_DATASETS, "PCSKM")]
+    assert (everything.tied_share, everything.mean_tied_s) == (14 / 30, 190 / 30)
+    np.testing.assert_allclose(everything.cv, 0.255)
+    assert len(table) == 3
+    without_cv = ties.summary(tied[tied.score != "cv_score"])
+    assert ties.cv_sensitivity(without_cv, families, labels).empty

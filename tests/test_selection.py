@@ -15,6 +15,7 @@ from pcskm.algorithms import (
     constraint_cv_scores,
     gap_statistic,
     pairwise_f_score,
+    seeding_init,
     select_by_satisfaction,
 )
 from pcskm.algorithms._result import EMPTY_CLUSTER
@@ -74,19 +75,26 @@ def plain_f_measure(labels, must_link, cannot_link):
     return sum(f) / len(f)
 
 
-def plain_cv(estimator_class, X, grid, centres, must_link, cannot_link, fold, **params):
-    """(n_folds, n_s) held-out F-measures: one ``fit`` per fold and s from ``centres``."""
+def plain_cv(estimator_class, X, grid, centres_of, must_link, cannot_link, fold, **params):
+    """(n_folds, n_s) held-out F-measures: one ``fit`` per fold and s from the centres
+    ``centres_of(training must-links, training cannot-links)``."""
     pairs = np.concatenate([must_link, cannot_link])
     is_ml = np.arange(len(pairs)) < len(must_link)
     scores = np.empty((fold.max() + 1, len(grid)))
     for number in range(fold.max() + 1):
         held, train = fold == number, fold != number
+        centres = centres_of(pairs[train & is_ml], pairs[train & ~is_ml])
         for i, s in enumerate(grid):
             model = estimator_class(len(centres), sparsity=s, init=centres, **params).fit(
                 X, must_link=pairs[train & is_ml], cannot_link=pairs[train & ~is_ml])
             scores[number, i] = plain_f_measure(model.labels_, pairs[held & is_ml],
                                                 pairs[held & ~is_ml])
     return scores
+
+
+def path_centres(path):
+    """``centres_of`` for :func:`plain_cv`: every fold from the path's initial centres."""
+    return lambda must_link, cannot_link: path.initial_centers
 
 
 def leaked(must_link, cannot_link, fold, n):
@@ -166,7 +174,7 @@ def test_cv_chooses_the_only_s_that_separates_the_held_out_constraints():
 
     cv = constraint_cv_scores(estimator, X, path, must_link=must_link,
                               cannot_link=cannot_link, n_folds=4, random_state=16)
-    expected = plain_cv(PCSKMeans, X, BARS_GRID, path.initial_centers, must_link,
+    expected = plain_cv(PCSKMeans, X, BARS_GRID, path_centres(path), must_link,
                         cannot_link, cv.fold)
     np.testing.assert_allclose(cv.fold_scores, expected, rtol=1e-12)
     np.testing.assert_allclose(cv.score, expected.mean(axis=0), rtol=1e-12)
@@ -178,17 +186,46 @@ def test_cv_chooses_the_only_s_that_separates_the_held_out_constraints():
     assert (satisfaction.satisfied == 1.0).all() and satisfaction.selected_sparsity == 1.1
 
 
-@pytest.mark.parametrize(("estimator_class", "init"),
-                         [(PCSKMeans, "seeding"), (SparseKMeans, "dkm++")])
-def test_cv_fits_every_fold_from_the_path_centres(estimator_class, init):
-    """Fold fits start from the path's centres (with Seeding too, whose centres would
-    otherwise change with the training constraints) and score as the plain CVCP."""
-    X, _, must_link, cannot_link = bars(seed=5)
-    estimator = estimator_class(2, init=init, random_state=0)
+@pytest.mark.parametrize("estimator_class", [PCSKMeans, SparseKMeans])
+def test_cv_seeds_every_fold_from_its_training_must_links(estimator_class):
+    """§2.2: with Seeding, a fold fit starts from Seeding on the fold's training must-links
+    with the estimator's random_state, not from the path's centres, which the held-out
+    must-links helped build (a leak). Here a held-out must-link changes the centres, and SKM
+    is refitted per fold for the same reason. Compared with Seeding and ``fit`` per fold and
+    s computed here."""
+    X, _, must_link, cannot_link = bars(seed=11)
+    estimator = estimator_class(2, init="seeding", random_state=0)
     path = estimator.fit_path(X, BARS_GRID, must_link=must_link, cannot_link=cannot_link)
     cv = constraint_cv_scores(estimator, X, path, must_link=must_link,
                               cannot_link=cannot_link, n_folds=3, random_state=1)
-    expected = plain_cv(estimator_class, X, BARS_GRID, path.initial_centers, must_link,
+
+    def training_seeding(train_must_link, train_cannot_link):
+        return seeding_init(X, 2, train_must_link, train_cannot_link, random_state=0)[0]
+
+    expected = plain_cv(estimator_class, X, BARS_GRID, training_seeding, must_link,
+                        cannot_link, cv.fold)
+    np.testing.assert_allclose(cv.fold_scores, expected, rtol=1e-12)
+    leaky = plain_cv(estimator_class, X, BARS_GRID, path_centres(path), must_link,
+                     cannot_link, cv.fold)
+    assert not np.allclose(leaky, expected)  # the held-out must-links did reach the old fits
+    is_ml = np.arange(len(cv.fold)) < len(must_link)
+    changed = [not np.allclose(training_seeding(must_link[cv.fold[is_ml] != number],
+                                                cannot_link), path.initial_centers)
+               for number in range(3)]
+    assert any(changed)
+
+
+@pytest.mark.parametrize("estimator_class", [PCSKMeans, SparseKMeans])
+def test_cv_fits_every_fold_from_the_path_centres_with_a_deterministic_init(estimator_class):
+    """§2.2: DKM++ centres do not depend on the constraints, so every fold fit starts from
+    the path's; SKM's shortcut (its path scored on every fold, nothing refitted) equals the
+    explicit refit per fold and s computed here."""
+    X, _, must_link, cannot_link = bars(seed=5)
+    estimator = estimator_class(2, init="dkm++", random_state=0)
+    path = estimator.fit_path(X, BARS_GRID, must_link=must_link, cannot_link=cannot_link)
+    cv = constraint_cv_scores(estimator, X, path, must_link=must_link,
+                              cannot_link=cannot_link, n_folds=3, random_state=1)
+    expected = plain_cv(estimator_class, X, BARS_GRID, path_centres(path), must_link,
                         cannot_link, cv.fold)
     np.testing.assert_allclose(cv.fold_scores, expected, rtol=1e-12)
 
@@ -204,6 +241,7 @@ def test_cv_of_skm_fits_nothing(monkeypatch):
 
     monkeypatch.setattr(SparseKMeans, "fit_path", no_fit)
     monkeypatch.setattr(SparseKMeans, "fit", no_fit)
+    monkeypatch.setattr(SparseKMeans, "_path", no_fit)
     cv = constraint_cv_scores(estimator, X, path, must_link=must_link,
                               cannot_link=cannot_link, n_folds=5, random_state=2)
     pairs = np.concatenate([must_link, cannot_link])
@@ -224,16 +262,16 @@ def test_cv_leaves_out_failed_fold_fits(monkeypatch):
     path = estimator.fit_path(X, BARS_GRID, must_link=must_link, cannot_link=cannot_link)
     honest = constraint_cv_scores(estimator, X, path, must_link=must_link,
                                   cannot_link=cannot_link, n_folds=3, random_state=0)
-    fit_path = PCSKMeans.fit_path
+    engine = PCSKMeans._path
     failing = iter([[0, 1], [0], []])
 
-    def failing_fit_path(self, *args, **kwargs):
-        fold_path = fit_path(self, *args, **kwargs)
-        status = fold_path.status_code.copy()
+    def failing_path(self, *args, **kwargs):
+        fold_path = engine(self, *args, **kwargs)
+        status = fold_path.status.copy()
         status[next(failing)] = EMPTY_CLUSTER
-        return dataclasses.replace(fold_path, status_code=status)
+        return fold_path._replace(status=status)
 
-    monkeypatch.setattr(PCSKMeans, "fit_path", failing_fit_path)
+    monkeypatch.setattr(PCSKMeans, "_path", failing_path)
     cv = constraint_cv_scores(estimator, X, path, must_link=must_link,
                               cannot_link=cannot_link, n_folds=3, random_state=0)
     np.testing.assert_array_equal(cv.n_failed_folds, [2, 1, 0])
@@ -409,6 +447,44 @@ def test_tie_rules():
         expected = [plain_choice(row, ties) for row in table]
         np.testing.assert_array_equal(best_sparsity_index(table, ties=ties), expected)
         np.testing.assert_array_equal(best_sparsity_index(table.T, ties=ties, axis=0), expected)
+
+
+def test_tie_scores_break_ties_before_the_tie_rule():
+    """§1, §2.5 worked example: scores tie at 1, 2 and 4; tie scores 2, 3, 3 there keep 2 and
+    4 (then the rule: median 2, largest 4); a larger tie score at 1 alone picks 1; tie
+    scores NaN at every tied s leave all three to the rule; the tie score of an untied s
+    (9 at 0) never counts."""
+    scores = [0.5, 1.0, 1.0, np.nan, 1.0, 0.2]
+    assert best_sparsity_index(scores, ties="median", tie_scores=[9, 2, 3, 9, 3, 9]) == 2
+    assert best_sparsity_index(scores, ties="largest", tie_scores=[9, 2, 3, 9, 3, 9]) == 4
+    assert best_sparsity_index(scores, ties="median", tie_scores=[9, 5, 3, 9, 3, 9]) == 1
+    nan = np.nan
+    assert best_sparsity_index(scores, ties="median",
+                               tie_scores=[9, nan, nan, 9, nan, 9]) == 2
+    assert best_sparsity_index(scores, ties="smallest",
+                               tie_scores=[9, nan, 1, 9, nan, 9]) == 2
+    assert best_sparsity_index([np.nan, np.nan], tie_scores=[1.0, 2.0]) == -1
+    rng = np.random.default_rng(1)
+    table = rng.integers(0, 3, size=(60, 7)).astype(float)
+    table[rng.random(table.shape) < 0.3] = np.nan
+    second = rng.integers(0, 3, size=table.shape).astype(float)
+    second[rng.random(table.shape) < 0.3] = np.nan
+
+    def plain(row, tie_row):
+        valid = [i for i in range(len(row)) if not np.isnan(row[i])]
+        if not valid:
+            return -1
+        tied = [i for i in valid if row[i] == max(row[j] for j in valid)]
+        known = [i for i in tied if not np.isnan(tie_row[i])]
+        if known:
+            tied = [i for i in known if tie_row[i] == max(tie_row[j] for j in known)]
+        return tied[(len(tied) - 1) // 2]
+
+    expected = [plain(row, tie_row) for row, tie_row in zip(table, second, strict=True)]
+    np.testing.assert_array_equal(
+        best_sparsity_index(table, ties="median", tie_scores=second), expected)
+    np.testing.assert_array_equal(
+        best_sparsity_index(table.T, ties="median", tie_scores=second.T, axis=0), expected)
 
 
 def test_select_by_satisfaction_tie_rules_and_failed_s():

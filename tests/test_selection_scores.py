@@ -12,8 +12,15 @@ import pytest
 import xarray as xr
 import zarr
 from reference.constraints import must_link_components
+from test_selection import path_centres, plain_cv
 
-from pcskm.algorithms import PCSKMeans, SparseKMeans, constraint_cv_scores, gap_statistic
+from pcskm.algorithms import (
+    PCSKMeans,
+    SparseKMeans,
+    constraint_cv_scores,
+    gap_statistic,
+    seeding_init,
+)
 from pcskm.algorithms.constraints import Constraints
 from pcskm.experiments import cells
 from pcskm.experiments.protocol import Protocol
@@ -106,6 +113,61 @@ def test_stored_scores_equal_the_public_selection_functions(scored, cell):
         np.testing.assert_array_equal(stored[name].values[1:], expected.astype(np.float32),
                                       err_msg=name)
     assert stored.scored.item() == 3  # both kinds of score
+
+
+@pytest.mark.parametrize(("algorithm", "percent", "fold"),
+                         [("PCSKM", 1.0, 6), ("SKM", 10.0, 7)])
+def test_stored_seeding_cv_fits_each_fold_from_its_training_must_links(scored, algorithm,
+                                                                       percent, fold):
+    """docs/method/selection.md §2.2 in the runner: a Seeding cell's stored cv score is the
+    mean over folds of the held-out F-measure of fits, per fold and s, started from Seeding
+    on the fold's training must-links with the cell's Seeding key (computed here with
+    ``seeding_init`` and ``fit``). In this cell a held-out must-link changes the Seeding
+    centres, so fold fits from the cell's own centres (the leak) score differently."""
+    kind, run = "random", 0
+    data = cells.dataset("iris")
+    must_link, cannot_link = Protocol(data, seed=0).constraints(kind, percent, run, fold)
+    key = (data.code, data.subset, KIND_CODES[kind], round(10 * percent), run, fold)
+    seeding_key = np.random.SeedSequence(0, spawn_key=(3, *key))
+    estimator_class = PCSKMeans if algorithm == "PCSKM" else SparseKMeans
+    grid = parse_spec(ON).sparsity_grid(data.n_features)
+    stored = iris_group(scored).sel(algorithm=algorithm, init="seeding", kind=kind,
+                                    percent=percent, run=run, fold=fold)
+    n_folds = int(stored.cv_folds_used)
+    path = estimator_class(data.n_clusters, init="seeding", max_iter=25,
+                           random_state=seeding_key).fit_path(
+        data.X, grid, must_link=must_link, cannot_link=cannot_link)
+    folds = constraint_cv_scores(PCSKMeans(data.n_clusters), data.X, path,
+                                 must_link=must_link, cannot_link=cannot_link, n_folds=n_folds,
+                                 random_state=np.random.SeedSequence(0, spawn_key=(8, *key))
+                                 ).fold  # the folds only
+
+    def training_seeding(train_must_link, train_cannot_link):
+        return seeding_init(data.X, data.n_clusters, train_must_link, train_cannot_link,
+                            random_state=seeding_key)[0]
+
+    expected = plain_cv(estimator_class, data.X, grid, training_seeding, must_link,
+                        cannot_link, folds, max_iter=25).mean(axis=0)
+    np.testing.assert_allclose(stored.cv_score.values[1:], expected, rtol=1e-6)
+    leaky = plain_cv(estimator_class, data.X, grid, path_centres(path), must_link,
+                     cannot_link, folds, max_iter=25).mean(axis=0)
+    assert not np.allclose(leaky, expected, rtol=1e-6)
+
+
+def test_selection_fits_count_the_fold_fits_of_seeding():
+    """Setting.selection_fits (the dry run's count): K fold fits per cell where the
+    clustering or Seeding uses the constraints, B null fits per cell with Seeding; SKM from
+    DKM++ refits nothing (its folds are scored on its path, its nulls shared)."""
+    def setting(estimator, init):
+        return cells.Setting(dataset="iris", data_dir=None, seed=0, n_folds=10,
+                             algorithm=estimator, estimator=estimator, params=(), init=init,
+                             max_iter=25, sparsities=(1.1, 1.3), cv_folds=3,
+                             gap_permutations=4)
+
+    assert setting("SKM", "dkm++").selection_fits(0) == 0
+    assert setting("SKM", "seeding").selection_fits(0) == 3 + 4
+    assert setting("PCSKM", "dkm++").selection_fits(0) == 3
+    assert setting("PCSKM", "seeding").selection_fits(0) == 3 + 4
 
 
 def test_scores_only_where_they_apply(scored):

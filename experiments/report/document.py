@@ -254,7 +254,13 @@ EXPLANATIONS = {
                          "honest selection owes to its tie rule.",
     "cv": "**cv**: per run and fold the s with the best constraint cross-validation score, "
           "the mean CVCP F-measure of held-out constraints (docs/method/selection.md §2), "
-          "ties -> smallest s, the default of `constraint_cv_scores`.",
+          "ties -> the largest gap among the tied s, then the lower median (§2.5; the lower "
+          "median alone in a cube without the gap).",
+    "cv-smallest": "**cv-smallest**: the cv score with ties -> smallest s.",
+    "cv-median": "**cv-median**: the cv score with ties -> the lower median of the tied s.",
+    "cv-largest": "**cv-largest**: the cv score with ties -> the largest tied s. With "
+                  "cv-smallest and cv-median it shows how much cv owes to its tie rule "
+                  "(the share of cells where cv ties: section 3.1).",
     "gap": "**gap**: per run and fold the s with the largest gap statistic "
            "(docs/method/selection.md §3.3, sparcl's choice), ties -> smallest s.",
     "gap-1sd": "**gap-1sd**: per run and fold the smallest s whose gap is within one standard "
@@ -269,7 +275,7 @@ EXPLANATIONS = {
 OWN_FIXED_LOO = ("**fixed-loo**: one s per algorithm for a whole data set, chosen on the other "
                  "data sets of the cube: the s whose relative position s / sqrt(p) gives the "
                  "best mean F there (section 3.2; docs/guide/choosing-s.md).")
-SCORED = ("cv", "gap", "gap-1sd")
+SCORED = ("cv", "gap", "gap-1sd")  # the tie rules of cv go with cv
 
 
 def _cv_runs_note(name, results):
@@ -332,6 +338,16 @@ def _ties(doc, results, out, written):
     pooled = _in_family_order(ties.summary(tied), results)
     _csv(pooled, out, "selection_ties_summary.csv", written)
     doc.table(pooled, digits=3)
+    sensitivity = ties.cv_sensitivity(pooled, results.families, results.family_labels)
+    if not sensitivity.empty:
+        _csv(sensitivity, out, "selection_cv_ties.csv", written)
+        doc.paragraph(
+            "cv and its tie rule (docs/method/selection.md §2.5): the share of cells where "
+            "the cv score ties and the mean number of tied s, then the mean F (over inits, "
+            "kinds and percentages) under cv (ties -> the largest gap, then the lower "
+            "median), under the cv score with ties -> smallest, lower median and largest s, "
+            "and under the oracle (`selection_cv_ties.csv`).")
+        doc.table(sensitivity, digits=3)
     doc.paragraph(
         "The s each selection picks most often, with its share of the computed cells (every "
         "s chosen and its count: `selection_choices.csv`).")

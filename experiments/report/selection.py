@@ -15,7 +15,11 @@ rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s
   the largest tied s (selection.md §4). SKM is selected the same way although it did not use
   the constraints.
 * ``cv``: per cell, the constraint cross-validation score (``cv_score``, selection.md §2);
-  ties -> smallest s, ``constraint_cv_scores``'s default.
+  ties -> the largest gap among the tied s, then the lower median (selection.md §2.5, the
+  default of ``constraint_cv_scores`` given the gap); the lower median alone in a cube
+  without the gap. ``cv-smallest``, ``cv-median`` and ``cv-largest``: the same score with
+  ties -> the smallest, the lower median or the largest tied s, to show how much cv owes to
+  its tie rule.
 * ``gap``: per cell, the largest gap statistic (``gap``, selection.md §3.3, sparcl's
   ``bestw``; ties -> smallest s); ``gap-1sd``: the smallest s with gap(s) >= max gap -
   gap_sd(s) (its score is 1 for those s, 0 for the others, ties -> smallest s).
@@ -72,14 +76,21 @@ class Selection:
         return self.name.replace("-", "_")
 
 
-def choose(fits, score, ties="smallest"):
+def choose(fits, score, ties="smallest", tie_scores=None):
     """The generic rule: ``s`` with the largest ``score`` along ``sparsity`` (NaN: no score),
-    ties broken by ``ties`` (``best_sparsity_index``), per the other dims of ``score``, and
-    ``f_score`` at it per (run, fold) cell; NaN where nothing has a score. A non-sparse
-    algorithm's only entry is always chosen."""
+    ties broken by the largest ``tie_scores`` (None: none), then by ``ties``
+    (``best_sparsity_index``), per the other dims of ``score``, and ``f_score`` at it per
+    (run, fold) cell; NaN where nothing has a score. A non-sparse algorithm's only entry is
+    always chosen."""
     key = xr.where(fits.sparse, score, 0.0).where(fits.applies)
-    index = xr.apply_ufunc(best_sparsity_index, key, input_core_dims=[["sparsity"]],
-                           kwargs={"ties": ties})
+    if tie_scores is None:
+        index = xr.apply_ufunc(best_sparsity_index, key, input_core_dims=[["sparsity"]],
+                               kwargs={"ties": ties})
+    else:
+        key, second = xr.broadcast(key, tie_scores)
+        index = xr.apply_ufunc(
+            lambda scores, second: best_sparsity_index(scores, ties=ties, tie_scores=second),
+            key, second, input_core_dims=[["sparsity"], ["sparsity"]])
     found, at = index >= 0, index.clip(min=0)
     f = fits.f_score.where(fits.applies & fits.computed)
     return xr.Dataset({
@@ -107,8 +118,17 @@ def satisfaction_selection(ties):
 
 
 def cv_selection(fits):
-    """Constraint cross-validation (docs/method/selection.md §2), ties -> smallest s."""
-    return choose(fits, fits.cv_score.where(_usable(fits)))
+    """Constraint cross-validation (docs/method/selection.md §2.5): ties -> the largest gap
+    among the tied s, then the lower median; the lower median alone without the gap."""
+    usable = _usable(fits)
+    gap = fits.gap.where(usable) if "gap" in fits else None
+    return choose(fits, fits.cv_score.where(usable), "median", gap)
+
+
+def cv_tie_selection(ties):
+    """The cv score with ties -> ``ties`` alone: the tie-rule sensitivity of cv
+    (docs/method/selection.md §2.5)."""
+    return lambda fits: choose(fits, fits.cv_score.where(_usable(fits)), ties)
 
 
 def gap_selection(fits):
@@ -140,8 +160,14 @@ REGISTRY = (
     Selection("satisfied-largest", "most training constraints satisfied, ties -> largest s",
               satisfaction_selection("largest")),
     Selection("cv", "constraint cross-validation (largest held-out CVCP F per run and fold; "
-              "ties -> smallest s)", cv_selection, needs=("cv_score",), bit=CV_SCORES,
-              main=True),
+              "ties -> largest gap, then median tied s)", cv_selection, needs=("cv_score",),
+              bit=CV_SCORES, main=True),
+    Selection("cv-smallest", "constraint cross-validation, ties -> smallest s",
+              cv_tie_selection("smallest"), needs=("cv_score",), bit=CV_SCORES),
+    Selection("cv-median", "constraint cross-validation, ties -> median tied s",
+              cv_tie_selection("median"), needs=("cv_score",), bit=CV_SCORES),
+    Selection("cv-largest", "constraint cross-validation, ties -> largest s",
+              cv_tie_selection("largest"), needs=("cv_score",), bit=CV_SCORES),
     Selection("gap", "gap statistic (largest gap per run and fold; ties -> smallest s)",
               gap_selection, needs=("gap",), bit=GAP_SCORES, main=True),
     Selection("gap-1sd", "gap statistic, one-SD rule (smallest s within one SD of the "

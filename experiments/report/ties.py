@@ -9,6 +9,8 @@ family.
 * :func:`choice_counts`: per sparse algorithm, selection and s, the computed cells whose
   selected s is that s (the paper-style and fixed-loo selections choose one s for all the
   cells of a setting or data set: each cell counted).
+* :func:`cv_sensitivity`: per data set and sparse algorithm, cv's tie share beside the mean
+  F under cv and its tie rules (docs/method/selection.md §2.5).
 """
 
 import pandas as pd
@@ -17,7 +19,7 @@ import xarray as xr
 from pcskm.runner.cube import CV_SCORES, GAP_SCORES
 
 from .families import ALL_DATASETS
-from .fits import CELL_DIMS
+from .fits import CELL_DIMS, quiet
 from .selection import BY_NAME, covers, selected_names
 
 CELL = ("run", "fold")
@@ -168,3 +170,33 @@ def summary(ties):
     frame = frame.assign(**shares(frame))
     return frame[[*keys, "cells", "tied_share", "mean_tied_s", "mean_scored_s",
                   "all_tied_share"]]
+
+
+CV_RULES = ("cv", "cv-smallest", "cv-median", "cv-largest", "oracle")
+
+
+def cv_sensitivity(summary_table, family_results, labels):
+    """Per (data set, sparse algorithm) of ``summary_table`` (:func:`summary`) with a CV
+    score: the share of cells where cv ties and the mean number of tied s, then the mean F
+    (over inits, kinds and percentages of the family aggregates ``family_results``, dims
+    (family, selection, algorithm, ...), its families shown by ``labels``) under cv, its
+    three tie rules and the oracle. Empty without CV scores."""
+    columns = ["dataset", "algorithm", "tied_share", "mean_tied_s", *CV_RULES]
+    if summary_table.empty or family_results is None:
+        return pd.DataFrame(columns=columns)
+    cv = summary_table[(summary_table.score == "cv_score") & (summary_table.cells > 0)]
+    rules = [rule for rule in CV_RULES if rule in family_results.selection.values]
+    if cv.empty or "cv" not in rules:
+        return pd.DataFrame(columns=columns)
+    with quiet():
+        f = family_results.f_mean.sel(selection=rules).mean(["init", "kind", "percent"])
+    frame = f.to_dataframe().f_mean.unstack("selection").reset_index().rename(
+        columns={"family": "dataset"})
+    frame["dataset"] = frame.dataset.map(labels)
+    pooled = frame.assign(dataset=ALL_DATASETS).groupby(
+        ["dataset", "algorithm"], sort=False)[rules].mean().reset_index()
+    frame = pd.concat([frame, pooled], ignore_index=True)
+    frame["algorithm"] = frame.algorithm.astype(str)
+    table = cv[["dataset", "algorithm", "tied_share", "mean_tied_s"]].merge(
+        frame, on=["dataset", "algorithm"], how="left")
+    return table[[c for c in columns if c in table.columns]]
