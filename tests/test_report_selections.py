@@ -36,7 +36,9 @@ WANTED = {"LKM": 0, "SKM": GAP_BIT, "PCKM": 0, "MPCKM": 0, "PCSKM": CV_BIT | GAP
 PROTOCOL = {"seed": 0, "n_folds": 10, "cv_folds": 3, "gap_permutations": 2,
             "cv_algorithms": ["PCSKM"]}
 PER_CELL = ("honest", "satisfied-median", "satisfied-largest", "cv", "gap", "gap-1sd",
-            "oracle")
+            "unthresholded", "oracle")
+# the selections of a cube with weights_per_s but no selection scores (the smoke cube)
+UNSCORED = (*selection.SELECTIONS, "unthresholded")
 
 
 def with_protocol(path, protocol):
@@ -52,8 +54,9 @@ def with_protocol(path, protocol):
 
 def scored_group(seed=7):
     """iris with random F, satisfaction, CV scores and gaps drawn from few values (many ties),
-    15 % failed fits (NaN everywhere, as the runner writes them), one cell failed at every s,
-    one PCSKM block not done and one PCSKM block done without its CV score."""
+    weights per s with zeros (some cells with none unthresholded), 15 % failed fits (NaN
+    everywhere, as the runner writes them), one cell failed at every s, one PCSKM block not
+    done and one PCSKM block done without its CV score."""
     rng = np.random.default_rng(seed)
     ds = make_group(inits=("dkm++", "seeding"), percents=(1.0, 10.0), n_runs=2, n_folds=3,
                     grid=GRID5, n_features=4)
@@ -79,6 +82,15 @@ def scored_group(seed=7):
     ds["scored"] = (fits.FIT_DIMS[:5], np.broadcast_to(
         np.array([WANTED[a] for a in ALGORITHMS], np.uint8)[:, None, None, None, None],
         shape[:5]).copy())
+    # per-s weights: LKM and PCKM ones, MPCKM positive, SKM and PCSKM with zeros whose
+    # number falls along s (a cell may keep one to its largest s); their mean over s
+    weights = rng.choice([0.0, 0.2, 0.5, 0.9], (*shape, 4), p=[0.3, 0.2, 0.3, 0.2])
+    weights[..., -1, :] = np.where(rng.random(shape[:-1] + (4,)) < 0.3, 0.0, 0.4)
+    weights[np.isin(ALGORITHMS, ("LKM", "PCKM"))] = 1.0
+    weights[3] = rng.uniform(0.5, 2.0, weights[3].shape)
+    weights[~(applies & ~failed)] = np.nan
+    ds["weights_per_s"] = ((*fits.FIT_DIMS, "feature"), weights.astype(np.float32))
+    ds["weights"][:] = nanmean(weights, axis=6).astype(np.float32)
     ds["done"].loc[{"algorithm": "PCSKM", "init": "seeding", "percent": 10.0, "run": 1}] = 0
     ds["scored"].loc[{"algorithm": "PCSKM", "init": "dkm++", "percent": 1.0, "run": 1}] = GAP_BIT
     return ds
@@ -119,6 +131,7 @@ def loop_selections(ds):
     sparsity = ds.sparsity.values
     f, sat = ds.f_score.values.astype(float), ds.satisfied.values.astype(float)
     gap, sd = ds.gap.values.astype(float), ds.gap_sd.values.astype(float)
+    weights = ds.weights_per_s.values
     cv, status = ds.cv_score.values.astype(float), ds.status.values
     done, scored = ds.done.values, ds.scored.values
     shape = f.shape[:6]
@@ -154,7 +167,12 @@ def loop_selections(ds):
                     within = [(s, 1.0 if gap[at][e] >= gap[at][best_e] - sd[at][e]
                                or gap[at][e] == gap[at][best_e] else 0.0, e)
                               for s, _g, e in scores(gap)]
+                    unthresholded = [e for e in ok if (weights[at][e] != 0).all()]
                     chosen = {"paper": (paper_s, paper_e),
+                              "unthresholded": ((sparsity[unthresholded[0]], unthresholded[0])
+                                                if unthresholded else
+                                                (sparsity[ok[-1]], ok[-1]) if ok
+                                                else (np.nan, None)),
                               "honest": pick(scores(sat), "smallest"),
                               "satisfied-median": pick(scores(sat), "median"),
                               "satisfied-largest": pick(scores(sat), "largest"),
@@ -479,16 +497,16 @@ def test_a_cube_without_the_scores_reports_the_others(smoke_report):
         "this test needs a smoke spec that stores no selection scores"
     out = report.parent
     performance = pd.read_csv(out / "performance.csv")
-    assert set(performance.selection) == set(selection.SELECTIONS)
+    assert set(performance.selection) == set(UNSCORED)
     assert set(pd.read_csv(out / "selection_ties.csv").score) == {"satisfied"}
     claims = pd.read_csv(out / "claims.csv")
-    assert {f"verdict_{name}" for name in selection.SELECTIONS} <= set(claims.columns)
+    assert {f"verdict_{name}" for name in UNSCORED} <= set(claims.columns)
     assert "verdict_cv" not in claims.columns
     text = report.read_text()
     assert "## 3. Choosing s" in text and "Not in this cube: cv, gap, gap-1sd." in text
     assert "**oracle** (upper bound)" in text and "**paper** (optimistic)" in text
     tests = pd.read_csv(out / "selections_analysis1.csv")
-    assert set(tests.selection) == set(selection.SELECTIONS)
+    assert set(tests.selection) == set(UNSCORED)
 
 
 def test_a_cube_written_before_the_selection_scores(tmp_path):
@@ -499,7 +517,8 @@ def test_a_cube_written_before_the_selection_scores(tmp_path):
     out = tmp_path / "out"
     report = write_report(path, out)
     assert collect(open_store(path)).selections == selection.SELECTIONS
-    assert "## 3. Choosing s" in report.read_text()
+    text = report.read_text()
+    assert "## 3. Choosing s" in text and "Not in this cube: unthresholded." in text
     for name in selection.SELECTIONS:  # one performance grid per main selection
         main = selection.BY_NAME[name].main
         assert (out / f"figure1_performance_{name}.png").exists() == main, name
