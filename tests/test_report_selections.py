@@ -23,6 +23,7 @@ from pcskm.experiments.report import (
     selection_figure,
     statistics,
     ties,
+    weights,
     write_report,
 )
 from pcskm.experiments.report.aggregate import collect
@@ -483,6 +484,62 @@ def test_figure_data_per_selection(tmp_path):
                  for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)}
         pcskm = values[(values.algorithm == "PCSKM") & (values.family == family)]
         assert drawn == pytest.approx(dict(zip(pcskm.selection, pcskm.value, strict=True)))
+
+
+# ---------------------------------------------------------------- weights at the selected s
+
+
+@pytest.mark.parametrize("rule", ["paper", "cv", "gap", "unthresholded"])
+def test_weights_at_the_selected_s_match_a_plain_loop(tmp_path, rule):
+    """Figure 2's weights: per (algorithm, init, kind, percent), the mean over the cells a
+    selection covers of the weights at the s it chose there (cells whose fit there failed
+    left out; MPCKM: its only fit), against a plain loop; LKM and PCKM (weights 1) are not
+    weighted algorithms."""
+    ds = scored_group().assign_coords(uninformative=("feature", [False, False, True, True]))
+    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), PROTOCOL)
+    store = open_store(path)
+    table = fits.fit_table(store, "iris")
+    chosen = selection.select(table)
+    got = weights.means(store, "iris", table, chosen, rule)
+    assert got.attrs["weights_at"] == rule
+    assert list(got.algorithm.values) == ["SKM", "MPCKM", "PCSKM"]
+    expected = loop_selections(ds)
+    s, _f, counted = expected[rule]
+    per_s, sparsity = ds.weights_per_s.values, ds.sparsity.values
+    for algorithm in ("SKM", "MPCKM", "PCSKM"):
+        a = ALGORITHMS.index(algorithm)
+        for i, k, p in itertools.product(range(2), range(1), range(2)):
+            picked = []
+            for r, c in itertools.product(range(2), range(3)):
+                if not counted[a, i, k, p, r, c]:
+                    continue
+                e = 0 if algorithm == "MPCKM" else np.flatnonzero(sparsity == s[a, i, k, p,
+                                                                                 r, c])
+                row = per_s[a, i, k, p, r, c, int(np.ravel(e)[0])] if np.size(e) else None
+                if row is not None and not np.isnan(row).any():
+                    picked.append(row)
+            where = {"init": i, "kind": k, "percent": p}
+            n = int(got.n_fits.sel(algorithm=algorithm).isel(where))
+            assert n == len(picked), (algorithm, i, p)
+            if picked:
+                np.testing.assert_allclose(got.total.sel(algorithm=algorithm).isel(where) / n,
+                                           np.mean(picked, axis=0), rtol=1e-6)
+    if rule == "cv":  # SKM carries no CV score in this cube
+        assert int(got.n_fits.sel(algorithm="SKM").sum()) == 0
+
+
+def test_weights_of_a_store_without_weights_per_s_are_the_mean_over_s(tmp_path):
+    """A store made before weights_per_s: the weights are the mean over s, said so in the
+    captions, whatever selection is asked for; a selection the cube lacks is refused."""
+    ds = scored_group().drop_vars("weights_per_s").assign_coords(
+        uninformative=("feature", [False, False, True, True]))
+    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), PROTOCOL)
+    results = collect(open_store(path), sidecar=tmp_path / "s.zarr")
+    assert "unthresholded" not in results.selections
+    assert results.weights_at == weights.MEAN_OVER_S
+    assert "this store keeps no weights per s" in weights.weights_at(results.weights_at)
+    with pytest.raises(ValueError, match="'unthresholded'"):
+        collect(open_store(path), sidecar=tmp_path / "s.zarr", weights_selection="unthresholded")
 
 
 # ---------------------------------------------------------------- cubes with and without scores
