@@ -16,6 +16,8 @@ import pandas as pd
 import xarray as xr
 import zarr
 
+from pcskm.runner.cube import WEIGHTS_PER_S
+
 from . import cell_sample, coverage, failures, families, fixed_s, selection, ties, weights
 from .fits import CELL_DIMS, LABEL_DIMS, fit_table, quiet, table_variables
 
@@ -162,6 +164,8 @@ def collect(store, sidecar=None, weights_selection=None):
         raise ValueError(f"the weights cannot be drawn at the s of selection {rule!r}: the "
                          "cube's per-data-set selections are "
                          + ", ".join(n for n in results.selections if n != selection.FIXED))
+    per_s = all(WEIGHTS_PER_S in store.group(name).data_vars for name in store.names)
+    results.weights_at = rule if per_s else weights.MEAN_OVER_S
     for name in store.names:
         fits = fit_table(store, name)
         selected = selection.select(fits, results.selections)
@@ -180,7 +184,6 @@ def collect(store, sidecar=None, weights_selection=None):
         results.cell_sample.append(cell_sample.draw(store, name, fits))
         if "uninformative" in fits.coords:
             results.weight_means[name] = weights.means(store, name, fits, selected, rule)
-            results.weights_at = results.weight_means[name].attrs["weights_at"]
         del fits, selected
     _family_members(results)
     _add_fixed(results)
