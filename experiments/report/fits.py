@@ -121,14 +121,16 @@ def table_variables(variables):
     return {*variables, *((ZERO_WEIGHTS,) if WEIGHTS_PER_S in variables else ())}
 
 
-def zero_weight_counts(ds):
+def zero_weight_counts(ds, sparse):
     """Per fit (the fit dims), the number of features whose weight is exactly 0 in
-    ``weights_per_s`` (NaN weights, of no fit or a failed one, count as nonzero), read one
-    (algorithm, init) at a time so that memory stays bounded by that slice."""
+    ``weights_per_s`` (NaN weights, of no fit or a failed one, count as nonzero; 0 for the
+    algorithms that are not ``sparse``, which thresholds nothing), read one (algorithm, init)
+    at a time so that memory stays bounded by that slice."""
     weights = ds[WEIGHTS_PER_S].transpose(*FIT_DIMS, "feature")
     counts = np.zeros(weights.shape[:-1], np.int16)
     for a, i in np.ndindex(*weights.shape[:2]):
-        counts[a, i] = (weights[a, i].values == 0).sum(axis=-1)
+        if sparse.values[a]:
+            counts[a, i] = (weights[a, i].values == 0).sum(axis=-1)
     return xr.DataArray(counts, coords={d: ds[d] for d in FIT_DIMS}, dims=FIT_DIMS)
 
 
@@ -192,7 +194,7 @@ def fit_table(store, name):
     ).load()
     out["n_constraints"] = ds.n_constraints.load()
     if WEIGHTS_PER_S in ds.variables:
-        out[ZERO_WEIGHTS] = zero_weight_counts(ds)
+        out[ZERO_WEIGHTS] = zero_weight_counts(ds, sparse)
     cv_runs = (store.attrs.get("protocol") or {}).get("cv_runs")
     out["cv_run"] = ds.run < (ds.sizes["run"] if cv_runs is None else cv_runs)
     if "uninformative" in ds.variables:
