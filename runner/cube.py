@@ -77,6 +77,16 @@ FIT_DIMS = ("algorithm", "init", "kind", "percent", "run", "fold", "sparsity")
 BLOCK_DIMS = FIT_DIMS[:4]
 DONE_DIMS = (*BLOCK_DIMS, "run")
 WEIGHT_DIMS = (*FIT_DIMS[:-1], "feature")
+# The weights of every fit, per s (docs/reference/cube-schema.md, Weights per s): in every
+# store made since the variable exists; a store made before keeps only the mean over s.
+WEIGHTS_PER_S = "weights_per_s"
+WEIGHTS_PER_S_DIMS = (*FIT_DIMS, "feature")
+WEIGHTS_PER_S_ATTRS = {
+    "long_name": "final feature weights of every fit: ones (LKM, PCKM) and the metric "
+                 "diagonal a (MPCKM) at the no-s entry, w at each s of the grid (SKM, PCSKM) "
+                 "(docs/method/protocol.md §11)",
+    "comment": "NaN for a failed fit and where no fit exists (status missing or "
+               "not_applicable); the weights variable holds their mean over s"}
 CELL_DIMS = ("kind", "percent", "run", "fold")
 SCORE_CELL_DIMS = FIT_DIMS[:-1]  # one entry per cell: no sparsity
 # Spec fields a store may grow along; every other field of the spec (seed, n_folds,
@@ -436,6 +446,8 @@ class Layout:
     groups: dict  # dataset name -> GroupLayout
     fixed: dict  # the spec fields that fix the results
     algorithms: dict  # variant name -> {"estimator", "params"}
+    # the groups have weights_per_s: every new store; a store made before keeps its layout
+    weights_per_s: bool = True
 
 
 def _union(preferred, others):
@@ -551,7 +563,8 @@ def merge_layouts(old, new, store="the store", check_scores=True,
             + "\n" + advice
         )
     return Layout(groups=groups, fixed={**old.fixed, **scores},
-                  algorithms={**old.algorithms, **new.algorithms})
+                  algorithms={**old.algorithms, **new.algorithms},
+                  weights_per_s=old.weights_per_s)
 
 
 def _without_provenance(definition):
@@ -728,10 +741,10 @@ def _create_score_arrays(group, layout, fixed):
                       SCORED_ATTRS)[...] = 0
 
 
-def _write_group(root, layout, fixed, fit_errors=False):
+def _write_group(root, layout, fixed, fit_errors=False, weights_per_s=True):
     """Create one data set's group: coordinates, then empty (fill-valued) arrays, those of
     the selection scores that ``fixed`` turns on and, with ``fit_errors``, ``fit_error``
-    included."""
+    included (and ``weights_per_s`` unless told not to: a store made before it)."""
     attrs = {**layout.attrs, "feature_names": list(layout.feature_names)}
     group = root.create_group(layout.dataset, attributes=attrs)
     for name, values in layout.coords().items():
@@ -765,6 +778,10 @@ def _write_group(root, layout, fixed, fit_errors=False):
          "coordinates": coordinates},
         (*chunk[:-1], n_features),
     )
+    if weights_per_s:
+        _create_array(group, WEIGHTS_PER_S, WEIGHTS_PER_S_DIMS, (*shape, n_features), "f4",
+                      np.nan, {**WEIGHTS_PER_S_ATTRS, "coordinates": coordinates},
+                      (*chunk, n_features))
     _create_array(group, "n_constraints", CELL_DIMS, (n_kind, n_pct, n_run, n_fold), "i4", -1,
                   {"long_name": "number of constraints of the cell (docs/method/protocol.md §4)",
                    "_FillValue": -1})
@@ -845,7 +862,8 @@ def write_layout(path, layout, spec, history=(), runs=()):
     root = zarr.open_group(str(path), mode="w-", zarr_format=3,
                            attributes=_root_attrs(layout, spec, history, runs))
     for group in layout.groups.values():
-        _write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms))
+        _write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms),
+                     layout.weights_per_s)
     _building("before consolidating")
     record_metadata(path)
 
@@ -871,8 +889,9 @@ def read_layout(path):
             f"{path} is not a pcskm cube of schema version {SCHEMA_VERSION} (found "
             f"{attrs.get('schema_version')!r})"
         )
-    groups = {}
+    groups, weights_per_s = {}, True
     for name, group in root.groups():
+        weights_per_s &= WEIGHTS_PER_S in group
         gattrs = group.attrs.asdict()
         uninformative = (tuple(bool(v) for v in group["uninformative"][:])
                          if "uninformative" in group else None)
@@ -892,7 +911,7 @@ def read_layout(path):
     # a store written before a spec key existed was made with the key's implied value
     implied = {k: v for k, v in ADDED_DEFAULTS.items() if k not in EXTENDABLE}
     return Layout(groups=groups, fixed={**implied, **attrs["protocol"]},
-                  algorithms=attrs["algorithm_definitions"])
+                  algorithms=attrs["algorithm_definitions"], weights_per_s=weights_per_s)
 
 
 def _positions(old, new):
@@ -925,7 +944,9 @@ def _copy_group(source, target, old, new):
     target = writable_arrays(target)
     scores = [name for name in (*SCORE_VARIABLES, "scored") if name in source]
     errors = ["fit_error"] if "fit_error" in source else []
-    for name in (*_FIT_VARIABLES, "weights", "n_constraints", "done", *scores, *errors):
+    per_s = [WEIGHTS_PER_S] if WEIGHTS_PER_S in source else []
+    for name in (*_FIT_VARIABLES, "weights", *per_s, "n_constraints", "done", *scores,
+                 *errors):
         array = source[name]
         dims = array.metadata.dimension_names
         if dims[0] == "algorithm":  # one algorithm at a time keeps memory bounded

@@ -252,7 +252,7 @@ def _regenerated(store, nodes, record):
         root = zarr.open_group(scratch, mode="w-", zarr_format=3)
         for name in sorted({node.partition("/")[0] for node in nodes} & set(layout.groups)):
             _write_group(root, layout.groups[name], layout.fixed,
-                         has_user_algorithms(layout.algorithms))
+                         has_user_algorithms(layout.algorithms), layout.weights_per_s)
         for node in nodes:
             document = _node_document(_read(Path(scratch) / _file(node))[0])
             if document is not None and _sha256(document) == record[_file(node)]:

@@ -96,7 +96,8 @@ def sizes(layout):
         n_alg, n_init, n_kind, n_pct, n_run, n_fold, n_s = group.fit_shape()
         cell_runs = n_pct * n_run * n_fold  # one (algorithm, init, kind)
         weights = 4 * len(group.feature_names)
-        one = cell_runs * (n_s * per_s + per_cell + weights)
+        per_s_weights = weights if layout.weights_per_s else 0  # weights_per_s, per s
+        one = cell_runs * (n_s * (per_s + per_s_weights) + per_cell + weights)
         blocks = n_alg * n_init * n_kind
         store += blocks * one
         all_chunks += blocks * one
@@ -106,8 +107,8 @@ def sizes(layout):
             sparse = layout.algorithms.get(name, {}).get("estimator") in cells.SPARSE
             used = n_s - 1 if sparse else 1
             values += n_init * n_kind * cell_runs * (
-                used * (fit_item + score_bytes(bits, True)) + score_bytes(bits, False)
-                + weights)
+                used * (fit_item + score_bytes(bits, True) + per_s_weights)
+                + score_bytes(bits, False) + weights)
         markers_bytes += markers * blocks * n_pct * n_run
         counts += 4 * n_kind * cell_runs
     store += markers_bytes + counts
@@ -122,7 +123,8 @@ def chunks_bytes(layout, chunks):
     positions, :func:`pcskm.runner.writer.chunks_of`): one chunk of every variable each."""
     counts = Counter(chunk[0] for chunk in chunks)
     return sum(sizes(Layout(groups={name: layout.groups[name]}, fixed=layout.fixed,
-                            algorithms=layout.algorithms)).chunk_bytes * n
+                            algorithms=layout.algorithms,
+                            weights_per_s=layout.weights_per_s)).chunk_bytes * n
                for name, n in counts.items())
 
 

@@ -33,6 +33,7 @@ from .cube import (
     GAP_SCORES,
     NOT_APPLICABLE,
     SCORE_VARIABLES,
+    WEIGHTS_PER_S,
 )
 
 FLUSH_SECONDS = 60.0
@@ -51,22 +52,25 @@ def mean_weights(weights, failed):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def _spread(values, sparse, n_sparsity, fill):
-    """(..., S) values -> the cube's sparsity entries (the NaN entry, then the grid); the
-    entries a fit does not have get ``fill`` (not_applicable for the status)."""
+def _spread(values, sparse, n_sparsity, fill, axis=-1):
+    """Values with S entries along ``axis`` -> the cube's sparsity entries there (the NaN
+    entry, then the grid); the entries a fit does not have get ``fill`` (not_applicable for
+    the status)."""
+    values = np.moveaxis(values, axis, -1)
     out = np.full((*values.shape[:-1], n_sparsity), fill, dtype=values.dtype)
     if sparse:
         out[..., 1:] = values
     else:
         out[..., :1] = values
-    return out
+    return np.moveaxis(out, -1, axis)
 
 
-def block_records(result, setting, n_sparsity, scores=()):
+def block_records(result, setting, n_sparsity, scores=(), weights_per_s=False):
     """The cube's records of one :class:`pcskm.experiments.cells.BlockResult`: ``{variable:
     (run, fold, sparsity) array}`` (the status as the cube's code, ``FIT_STATUS_CODES``), the
     (run, fold, feature) weights: the fit's, or for the sparse estimators their mean over
-    the s values whose fit did not fail, and the selection-score variables ``scores`` (the
+    the s values whose fit did not fail, with ``weights_per_s`` the (run, fold, sparsity,
+    feature) weights of every fit, and the selection-score variables ``scores`` (the
     store's): per s, or (run, fold) for cv_folds_used."""
     sparse = setting.is_sparse
     records = {name: _spread(FIT_STATUS_CODES[result.status] if name == "status"
@@ -74,6 +78,8 @@ def block_records(result, setting, n_sparsity, scores=()):
                for name, fill in _FILLS.items()}
     records["weights"] = (mean_weights(result.weights, np.isin(result.status, list(FIT_FAILED)))
                           if sparse else result.weights[..., 0, :])
+    if weights_per_s:
+        records[WEIGHTS_PER_S] = _spread(result.weights, sparse, n_sparsity, np.nan, axis=-2)
     for name in scores:
         _, dims, _, fill, _ = SCORE_VARIABLES[name]
         values = getattr(result, name)
@@ -98,6 +104,11 @@ def block_names(group):
     return ("fit_error",) if "fit_error" in group else ()
 
 
+def optional_names(group):
+    """The group's fit variables that a store made before them lacks: ``weights_per_s``."""
+    return (WEIGHTS_PER_S,) if WEIGHTS_PER_S in group else ()
+
+
 def chunks_of(task, cube):
     """The (data set, algorithm, init, kind) positions of the chunks ``task`` writes to."""
     return {(task.dataset, *cube.block_index(task.dataset, s.algorithm, s.init, block.kind))
@@ -112,7 +123,8 @@ class _Chunk:
 
     def __init__(self, group, position, has_done):
         self.values = {}
-        for name in (*_FILLS, "weights", *score_names(group), *block_names(group)):
+        for name in (*_FILLS, "weights", *optional_names(group), *score_names(group),
+                     *block_names(group)):
             array = group[name]
             self.values[name] = (array[position] if has_done else
                                  np.full(array.shape[3:], array.fill_value, array.dtype))
@@ -154,6 +166,7 @@ class CubeWriter:
         group = cube.arrays[name]
         n_sparsity = 1 + len(cube.layout.groups[name].sparsity)
         scores = score_names(group)
+        per_s = WEIGHTS_PER_S in group
         if name not in self.n_constraints:
             self.n_constraints[name] = group["n_constraints"][...]
         finished = set()
@@ -168,8 +181,8 @@ class CubeWriter:
                     chunk = self.chunks[position] = _Chunk(
                         group, (a, i, k), bool(cube.done[name][a, i, k].any()))
                 runs = list(block.runs)
-                for variable, values in block_records(result, setting, n_sparsity,
-                                                      scores).items():
+                for variable, values in block_records(result, setting, n_sparsity, scores,
+                                                      per_s).items():
                     chunk.values[variable][p, runs] = values
                 if "fit_error" in chunk.values:
                     chunk.values["fit_error"][p, runs] = result.fit_error

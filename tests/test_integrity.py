@@ -4,6 +4,7 @@ chunks carried checksums still open, verify as far as they can, run and repair."
 
 import itertools
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -31,7 +32,8 @@ n_runs = 2
 n_folds = 10
 """
 SPEC = parse_spec(TINY)
-FIT_VARIABLES = ("f_score", "precision", "recall", "satisfied", "status", "n_iter", "weights")
+FIT_VARIABLES = ("f_score", "precision", "recall", "satisfied", "status", "n_iter", "weights",
+                 "weights_per_s")
 CHUNKS = list(itertools.product(range(2), range(2), range(2)))  # (algorithm, init, kind)
 CELLS_PER_CHUNK = len(SPEC.percentages) * SPEC.n_runs * SPEC.n_folds
 ALL_CELLS = len(CHUNKS) * CELLS_PER_CHUNK
@@ -206,3 +208,54 @@ def test_chunks_of_fill_values_are_written(reference, tmp_path):
     cube.arrays["iris"]["f_score"][CHUNKS[0]] = np.nan
     assert chunk_file(store, "f_score", CHUNKS[0]).is_file()
     assert verify(store).ok
+
+
+def test_weights_per_s_hold_every_fit_and_weights_their_mean_over_s(reference):
+    """weights_per_s: LKM's ones at its no-s entry, PCSKM's weights at every s of its grid
+    (unit L2 norm, L1 norm at most s, docs/method/protocol.md §11), NaN elsewhere; weights is
+    their mean over the s whose fit did not fail."""
+    group = xr.open_datatree(reference, engine="zarr")["iris"].to_dataset().load()
+    per_s, status = group.weights_per_s, group.status
+    lkm, pcskm = per_s.sel(algorithm="LKM"), per_s.sel(algorithm="PCSKM")
+    assert (lkm.isel(sparsity=0) == 1).all() and lkm.isel(sparsity=slice(1, None)).isnull().all()
+    assert pcskm.isel(sparsity=0).isnull().all()
+    fitted = status.sel(algorithm="PCSKM").isin([1, 2])
+    grid = pcskm.where(fitted).isel(sparsity=slice(1, None))
+    assert grid.notnull().any()
+    norm = np.sqrt((grid ** 2).sum("feature")).where(fitted.isel(sparsity=slice(1, None)))
+    np.testing.assert_allclose(norm.values[np.isfinite(norm.values)], 1.0, rtol=1e-5)
+    l1 = abs(grid).sum("feature").where(fitted.isel(sparsity=slice(1, None)))
+    assert (l1 <= l1.sparsity * (1 + 1e-5)).where(l1.notnull(), True).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a cell with every s failed: NaN
+        mean = np.nanmean(np.where(fitted.values[..., None], pcskm.values.astype(float),
+                                   np.nan), axis=-2)
+    np.testing.assert_allclose(group.weights.sel(algorithm="PCSKM").values, mean, rtol=1e-6)
+
+
+def test_a_store_made_before_weights_per_s_is_read_extended_and_reported(reference, client,
+                                                                          tmp_path):
+    """A store made before weights_per_s (the variable absent, no metadata digests) verifies,
+    is extended (one more run) without gaining the variable, gets the values a new store gets
+    for every other variable, and reports without the unthresholded selection."""
+    store = copy(reference, tmp_path)
+    shutil.rmtree(store / "iris" / "weights_per_s")
+    root = zarr.open_group(str(store), mode="r+")
+    root.attrs.put({k: v for k, v in root.attrs.asdict().items() if k != "metadata_sha256"})
+    with warnings.catch_warnings():  # consolidated metadata is not in the Zarr 3 spec
+        warnings.simplefilter("ignore", UserWarning)
+        zarr.consolidate_metadata(str(store))
+    assert verify(store).ok
+    assert not cube_module.read_layout(store).weights_per_s
+    more = parse_spec(TINY.replace("n_runs = 2", "n_runs = 3"))
+    summary = run_spec(more, store, client=client, progress=False)
+    assert summary.n_cells == ALL_CELLS // 2  # the third run only
+    assert verify(store).ok
+    fresh = tmp_path / "fresh.zarr"
+    run_spec(more, fresh, client=client, progress=False)
+    extended = xr.open_datatree(store, engine="zarr")["iris"].to_dataset().load()
+    direct = xr.open_datatree(fresh, engine="zarr")["iris"].to_dataset().load()
+    assert "weights_per_s" not in extended and "weights_per_s" in direct
+    xr.testing.assert_identical(extended, direct.drop_vars("weights_per_s"))
+    text = write_report(store, tmp_path / "report").read_text()
+    assert "Not in this cube: unthresholded." in text

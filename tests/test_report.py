@@ -353,6 +353,8 @@ def test_weight_means_pool_over_s_and_shares(tmp_path):
     for (run, fold), w in cell_weights.items():
         ds["weights"].loc[{**at, "run": run, "fold": fold}] = w
     ds["status"].loc[{**at, "run": 0, "fold": 0, "sparsity": 1.3}] = DEGENERATE
+    # an algorithm that learns weights has some not 1 (weights.weighted_algorithms)
+    ds["weights"].loc[{"algorithm": ["SKM", "MPCKM"]}] = 0.5
     store, tables = fit_table_of(tmp_path, {"brodinova-5-5": ds})
     member = weights.means(store, "brodinova-5-5", tables["brodinova-5-5"])
     pooled = (member.total / member.n_fits).sel(at)

@@ -23,6 +23,7 @@ from pcskm.experiments.report import (
     selection_figure,
     statistics,
     ties,
+    weights,
     write_report,
 )
 from pcskm.experiments.report.aggregate import collect
@@ -36,7 +37,9 @@ WANTED = {"LKM": 0, "SKM": GAP_BIT, "PCKM": 0, "MPCKM": 0, "PCSKM": CV_BIT | GAP
 PROTOCOL = {"seed": 0, "n_folds": 10, "cv_folds": 3, "gap_permutations": 2,
             "cv_algorithms": ["PCSKM"]}
 PER_CELL = ("honest", "satisfied-median", "satisfied-largest", "cv", "cv-smallest",
-            "cv-median", "cv-largest", "gap", "gap-1sd", "oracle")
+            "cv-median", "cv-largest", "gap", "gap-1sd", "unthresholded", "oracle")
+# the selections of a cube with weights_per_s but no selection scores (the smoke cube)
+UNSCORED = (*selection.SELECTIONS, "unthresholded")
 
 
 def with_protocol(path, protocol):
@@ -52,8 +55,9 @@ def with_protocol(path, protocol):
 
 def scored_group(seed=7):
     """iris with random F, satisfaction, CV scores and gaps drawn from few values (many ties),
-    15 % failed fits (NaN everywhere, as the runner writes them), one cell failed at every s,
-    one PCSKM block not done and one PCSKM block done without its CV score."""
+    weights per s with zeros (some cells with none unthresholded), 15 % failed fits (NaN
+    everywhere, as the runner writes them), one cell failed at every s, one PCSKM block not
+    done and one PCSKM block done without its CV score."""
     rng = np.random.default_rng(seed)
     ds = make_group(inits=("dkm++", "seeding"), percents=(1.0, 10.0), n_runs=2, n_folds=3,
                     grid=GRID5, n_features=4)
@@ -79,6 +83,15 @@ def scored_group(seed=7):
     ds["scored"] = (fits.FIT_DIMS[:5], np.broadcast_to(
         np.array([WANTED[a] for a in ALGORITHMS], np.uint8)[:, None, None, None, None],
         shape[:5]).copy())
+    # per-s weights: LKM and PCKM ones, MPCKM positive, SKM and PCSKM with zeros whose
+    # number falls along s (a cell may keep one to its largest s); their mean over s
+    weights = rng.choice([0.0, 0.2, 0.5, 0.9], (*shape, 4), p=[0.3, 0.2, 0.3, 0.2])
+    weights[..., -1, :] = np.where(rng.random(shape[:-1] + (4,)) < 0.3, 0.0, 0.4)
+    weights[np.isin(ALGORITHMS, ("LKM", "PCKM"))] = 1.0
+    weights[3] = rng.uniform(0.5, 2.0, weights[3].shape)
+    weights[~(applies & ~failed)] = np.nan
+    ds["weights_per_s"] = ((*fits.FIT_DIMS, "feature"), weights.astype(np.float32))
+    ds["weights"][:] = nanmean(weights, axis=6).astype(np.float32)
     ds["done"].loc[{"algorithm": "PCSKM", "init": "seeding", "percent": 10.0, "run": 1}] = 0
     ds["scored"].loc[{"algorithm": "PCSKM", "init": "dkm++", "percent": 1.0, "run": 1}] = GAP_BIT
     return ds
@@ -134,6 +147,7 @@ def loop_selections(ds):
     sparsity = ds.sparsity.values
     f, sat = ds.f_score.values.astype(float), ds.satisfied.values.astype(float)
     gap, sd = ds.gap.values.astype(float), ds.gap_sd.values.astype(float)
+    weights = ds.weights_per_s.values
     cv, status = ds.cv_score.values.astype(float), ds.status.values
     done, scored = ds.done.values, ds.scored.values
     shape = f.shape[:6]
@@ -169,7 +183,12 @@ def loop_selections(ds):
                     within = [(s, 1.0 if gap[at][e] >= gap[at][best_e] - sd[at][e]
                                or gap[at][e] == gap[at][best_e] else 0.0, e)
                               for s, _g, e in scores(gap)]
+                    unthresholded = [e for e in ok if (weights[at][e] != 0).all()]
                     chosen = {"paper": (paper_s, paper_e),
+                              "unthresholded": ((sparsity[unthresholded[0]], unthresholded[0])
+                                                if unthresholded else
+                                                (sparsity[ok[-1]], ok[-1]) if ok
+                                                else (np.nan, None)),
                               "honest": pick(scores(sat), "smallest"),
                               "satisfied-median": pick(scores(sat), "median"),
                               "satisfied-largest": pick(scores(sat), "largest"),
@@ -485,6 +504,62 @@ def test_figure_data_per_selection(tmp_path):
         assert drawn == pytest.approx(dict(zip(pcskm.selection, pcskm.value, strict=True)))
 
 
+# ---------------------------------------------------------------- weights at the selected s
+
+
+@pytest.mark.parametrize("rule", ["paper", "cv", "gap", "unthresholded"])
+def test_weights_at_the_selected_s_match_a_plain_loop(tmp_path, rule):
+    """Figure 2's weights: per (algorithm, init, kind, percent), the mean over the cells a
+    selection covers of the weights at the s it chose there (cells whose fit there failed
+    left out; MPCKM: its only fit), against a plain loop; LKM and PCKM (weights 1) are not
+    weighted algorithms."""
+    ds = scored_group().assign_coords(uninformative=("feature", [False, False, True, True]))
+    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), PROTOCOL)
+    store = open_store(path)
+    table = fits.fit_table(store, "iris")
+    chosen = selection.select(table)
+    got = weights.means(store, "iris", table, chosen, rule)
+    assert got.attrs["weights_at"] == rule
+    assert list(got.algorithm.values) == ["SKM", "MPCKM", "PCSKM"]
+    expected = loop_selections(ds)
+    s, _f, counted = expected[rule]
+    per_s, sparsity = ds.weights_per_s.values, ds.sparsity.values
+    for algorithm in ("SKM", "MPCKM", "PCSKM"):
+        a = ALGORITHMS.index(algorithm)
+        for i, k, p in itertools.product(range(2), range(1), range(2)):
+            picked = []
+            for r, c in itertools.product(range(2), range(3)):
+                if not counted[a, i, k, p, r, c]:
+                    continue
+                e = 0 if algorithm == "MPCKM" else np.flatnonzero(sparsity == s[a, i, k, p,
+                                                                                 r, c])
+                row = per_s[a, i, k, p, r, c, int(np.ravel(e)[0])] if np.size(e) else None
+                if row is not None and not np.isnan(row).any():
+                    picked.append(row)
+            where = {"init": i, "kind": k, "percent": p}
+            n = int(got.n_fits.sel(algorithm=algorithm).isel(where))
+            assert n == len(picked), (algorithm, i, p)
+            if picked:
+                np.testing.assert_allclose(got.total.sel(algorithm=algorithm).isel(where) / n,
+                                           np.mean(picked, axis=0), rtol=1e-6)
+    if rule == "cv":  # SKM carries no CV score in this cube
+        assert int(got.n_fits.sel(algorithm="SKM").sum()) == 0
+
+
+def test_weights_of_a_store_without_weights_per_s_are_the_mean_over_s(tmp_path):
+    """A store made before weights_per_s: the weights are the mean over s, said so in the
+    captions, whatever selection is asked for; a selection the cube lacks is refused."""
+    ds = scored_group().drop_vars("weights_per_s").assign_coords(
+        uninformative=("feature", [False, False, True, True]))
+    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), PROTOCOL)
+    results = collect(open_store(path), sidecar=tmp_path / "s.zarr")
+    assert "unthresholded" not in results.selections
+    assert results.weights_at == weights.MEAN_OVER_S
+    assert "this store keeps no weights per s" in weights.weights_at(results.weights_at)
+    with pytest.raises(ValueError, match="'unthresholded'"):
+        collect(open_store(path), sidecar=tmp_path / "s.zarr", weights_selection="unthresholded")
+
+
 # ---------------------------------------------------------------- cubes with and without scores
 
 
@@ -497,16 +572,16 @@ def test_a_cube_without_the_scores_reports_the_others(smoke_report):
         "this test needs a smoke spec that stores no selection scores"
     out = report.parent
     performance = pd.read_csv(out / "performance.csv")
-    assert set(performance.selection) == set(selection.SELECTIONS)
+    assert set(performance.selection) == set(UNSCORED)
     assert set(pd.read_csv(out / "selection_ties.csv").score) == {"satisfied"}
     claims = pd.read_csv(out / "claims.csv")
-    assert {f"verdict_{name}" for name in selection.SELECTIONS} <= set(claims.columns)
+    assert {f"verdict_{name}" for name in UNSCORED} <= set(claims.columns)
     assert "verdict_cv" not in claims.columns
     text = report.read_text()
     assert "## 3. Choosing s" in text and "Not in this cube: cv, gap, gap-1sd." in text
     assert "**oracle** (upper bound)" in text and "**paper** (optimistic)" in text
     tests = pd.read_csv(out / "selections_analysis1.csv")
-    assert set(tests.selection) == set(selection.SELECTIONS)
+    assert set(tests.selection) == set(UNSCORED)
 
 
 def test_a_cube_written_before_the_selection_scores(tmp_path):
@@ -517,7 +592,8 @@ def test_a_cube_written_before_the_selection_scores(tmp_path):
     out = tmp_path / "out"
     report = write_report(path, out)
     assert collect(open_store(path)).selections == selection.SELECTIONS
-    assert "## 3. Choosing s" in report.read_text()
+    text = report.read_text()
+    assert "## 3. Choosing s" in text and "Not in this cube: unthresholded." in text
     for name in selection.SELECTIONS:  # one performance grid per main selection
         main = selection.BY_NAME[name].main
         assert (out / f"figure1_performance_{name}.png").exists() == main, name

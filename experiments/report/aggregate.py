@@ -16,8 +16,20 @@ import pandas as pd
 import xarray as xr
 import zarr
 
-from . import cell_sample, coverage, failures, families, fixed_s, selection, ties, weights
-from .fits import CELL_DIMS, LABEL_DIMS, fit_table, quiet
+from pcskm.runner.cube import WEIGHTS_PER_S
+
+from . import (
+    cell_sample,
+    coverage,
+    failures,
+    families,
+    fixed_s,
+    preregistered,
+    selection,
+    ties,
+    weights,
+)
+from .fits import CELL_DIMS, LABEL_DIMS, fit_table, quiet, table_variables
 
 SIDECAR_SUFFIX = "-selections.zarr"
 CELL = ("run", "fold")
@@ -48,6 +60,9 @@ class Results:
     family_weights: dict = field(default_factory=dict)  # family label -> weight means
     cell_sample: list = field(default_factory=list)  # DataFrames, one per data set
     selections: tuple = ()  # the selections of the cube, in selection.ORDER
+    # the selection whose s the weight figures show (weights.MEAN_OVER_S: a store without
+    # weights_per_s)
+    weights_at: str = ""
     per_s: dict = field(default_factory=dict)  # name -> selection.per_s_summary
     n_features: dict = field(default_factory=dict)  # name -> p
     fixed_s: pd.DataFrame | None = None  # fixed_s.choose_fixed's table of candidates
@@ -138,18 +153,31 @@ def _write_fixed(path, name, s):
 def cube_selections(store):
     """The selections every data set group of ``store`` has the variables for, in
     ``selection.ORDER`` (``fixed-loo`` included)."""
-    shared = set.intersection(*(set(store.group(name).data_vars) for name in store.names))
+    shared = set.intersection(*(table_variables(store.group(name).data_vars)
+                                for name in store.names))
     return selection.available(shared)
 
 
-def collect(store, sidecar=None):
+def collect(store, sidecar=None, weights_selection=None):
     """Compute :class:`Results` for an open store (see :func:`fits.open_store`); the
-    selections are written to ``sidecar`` (default :func:`sidecar_path`)."""
+    selections are written to ``sidecar`` (default :func:`sidecar_path`). The weights are
+    those at the s chosen by ``weights_selection`` (default: the store's pre-registered rule,
+    else :func:`weights.default_selection`; ValueError, before anything is computed, for one the
+    cube does not have or ``fixed-loo``, which is chosen across data sets)."""
     results = Results(store=store, sidecar=Path(sidecar) if sidecar is not None
                       else sidecar_path(store.path))
     if results.sidecar.exists():  # rewritten whole: no group of an older cube survives
         shutil.rmtree(results.sidecar)
     results.selections = cube_selections(store)
+    prereg = preregistered.stored(store.attrs)
+    rule = (weights_selection or (prereg.rule if prereg is not None else None)
+            or weights.default_selection(results.selections))
+    if rule not in results.selections or rule == selection.FIXED:
+        raise ValueError(f"the weights cannot be drawn at the s of selection {rule!r}: the "
+                         "cube's per-data-set selections are "
+                         + ", ".join(n for n in results.selections if n != selection.FIXED))
+    per_s = all(WEIGHTS_PER_S in store.group(name).data_vars for name in store.names)
+    results.weights_at = rule if per_s else weights.MEAN_OVER_S
     for name in store.names:
         fits = fit_table(store, name)
         selected = selection.select(fits, results.selections)
@@ -167,7 +195,7 @@ def collect(store, sidecar=None):
         results.constraints_used.append(_constraints_used(name, fits))
         results.cell_sample.append(cell_sample.draw(store, name, fits))
         if "uninformative" in fits.coords:
-            results.weight_means[name] = weights.means(store, name, fits)
+            results.weight_means[name] = weights.means(store, name, fits, selected, rule)
         del fits, selected
     _family_members(results)
     _add_fixed(results)

@@ -268,6 +268,10 @@ EXPLANATIONS = {
     "fixed-loo": "**fixed-loo**: one s per algorithm for a whole data set, chosen on the "
                  "other data sets of the paper's six: the s whose relative position s / "
                  "sqrt(p) gives the best mean F there (section 3.2; docs/guide/choosing-s.md).",
+    "unthresholded": "**unthresholded** (reference arm): per run and fold the path's first s "
+                     "at which no weight is zero, else the largest s (docs/method/selection.md "
+                     "§6): the sparse algorithms with nothing thresholded, so that a gain can "
+                     "be put down to the constraints and weighting or to sparsity.",
     "oracle": "**oracle** (upper bound): per run and fold the s with the best test F. No "
               "selection of s per cell can do better; it is not a selection a user can make.",
 }
@@ -304,6 +308,11 @@ def _choosing_s(doc, results, plan, tests, by_dataset, out, written):
             f"Not in this cube: {', '.join(absent)}. They need the per-s selection scores, "
             "which a spec stores with `cv_folds` and `gap_permutations` "
             "(docs/reference/spec-toml.md).")
+    if "unthresholded" not in results.selections:
+        doc.paragraph(
+            "Not in this cube: unthresholded. It needs the weights of every s "
+            "(`weights_per_s`, docs/reference/cube-schema.md), which a store made before "
+            "pcskm kept them lacks.")
     _ties(doc, results, out, written)
     _fixed(doc, results, out, written)
     _paper_and_honest(doc, results, out, written)
@@ -672,9 +681,9 @@ def _weights(doc, results, out, written):
     doc.heading("6. Feature weights")
     doc.paragraph(
         "Kind random; bars: the mean weight of each feature (column order; the known "
-        "uninformative features are the last columns, drawn light) per percentage. SKM and "
-        "PCSKM: mean over every s of the grid (no best-s selection), runs and folds, of the "
-        "non-failed fits; MPCKM: its metric diagonal, on its own y scale.")
+        "uninformative features are the last columns, drawn light) per percentage. "
+        f"{weights.weights_at(results.weights_at)}; MPCKM: its metric diagonal, on its own "
+        "y scale.")
     plotted = weights.plotted_table(results)
     figures = weights.figure_list(results)
     if figures and figures[0][0] == weights.STUDY_STEM:
@@ -709,8 +718,8 @@ def _weights(doc, results, out, written):
     _csv(summary, out, "weight_shares_summary.csv", written)
     doc.paragraph(
         "Share of the total (mean) weight on the known uninformative features, and the "
-        "fraction of those features whose mean weight is exactly 0 (a mean of 0 over s, "
-        "runs and folds means 0 in every fit), per method and data set, pooled over inits, "
+        "fraction of those features whose mean weight is exactly 0 (a mean of 0 means 0 in "
+        "every fit averaged), per method and data set, pooled over inits, "
         "kinds and percentages (per init and kind: `weight_shares.csv`).")
     doc.table(summary)
 

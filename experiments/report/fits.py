@@ -33,7 +33,12 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from pcskm.runner.cube import complete_blocks, definition_is_sparse, wanted_scores
+from pcskm.runner.cube import (
+    WEIGHTS_PER_S,
+    complete_blocks,
+    definition_is_sparse,
+    wanted_scores,
+)
 
 FIT_DIMS = ("algorithm", "init", "kind", "percent", "run", "fold", "sparsity")
 CELL_DIMS = FIT_DIMS[:-1]
@@ -107,6 +112,26 @@ def status_codes(status):
 
 
 SCORE_VARIABLES = ("cv_score", "gap", "gap_sd")  # per-s selection scores, when stored
+ZERO_WEIGHTS = "n_zero_weights"  # per fit, from weights_per_s, when stored
+
+
+def table_variables(variables):
+    """The variables of the :func:`fit_table` of a group whose own variables are
+    ``variables``: those, and ``n_zero_weights`` where it has ``weights_per_s``."""
+    return {*variables, *((ZERO_WEIGHTS,) if WEIGHTS_PER_S in variables else ())}
+
+
+def zero_weight_counts(ds, sparse):
+    """Per fit (the fit dims), the number of features whose weight is exactly 0 in
+    ``weights_per_s`` (NaN weights, of no fit or a failed one, count as nonzero; 0 for the
+    algorithms that are not ``sparse``, which thresholds nothing), read one (algorithm, init)
+    at a time so that memory stays bounded by that slice."""
+    weights = ds[WEIGHTS_PER_S].transpose(*FIT_DIMS, "feature")
+    counts = np.zeros(weights.shape[:-1], np.int16)
+    for a, i in np.ndindex(*weights.shape[:2]):
+        if sparse.values[a]:
+            counts[a, i] = (weights[a, i].values == 0).sum(axis=-1)
+    return xr.DataArray(counts, coords={d: ds[d] for d in FIT_DIMS}, dims=FIT_DIMS)
 
 
 def score_bits(store, ds):
@@ -132,8 +157,9 @@ def fit_table(store, name):
     satisfied (float64), the selection scores the store holds (float64), the masks
     ``applies``, ``expected``, ``computed``, ``failed`` and ``sparse`` (algorithm),
     ``score_bits`` (algorithm), ``cv_run`` (run: the runs with CV scores, the spec's
-    ``cv_runs``), n_constraints, and the data set's attributes with
-    ``n_features`` (the weights are read by :mod:`.weights`)."""
+    ``cv_runs``), n_constraints, ``n_zero_weights`` where the store keeps ``weights_per_s``
+    (:func:`zero_weight_counts`), and the data set's attributes with ``n_features`` (the
+    weights themselves are read by :mod:`.weights`)."""
     ds = store.group(name)
     grid = ds.sparsity.values[~np.isnan(ds.sparsity.values)]
     if np.any(np.diff(grid) <= 0):
@@ -167,6 +193,8 @@ def fit_table(store, name):
         attrs={**ds.attrs, "n_features": ds.sizes.get("feature", 0)},
     ).load()
     out["n_constraints"] = ds.n_constraints.load()
+    if WEIGHTS_PER_S in ds.variables:
+        out[ZERO_WEIGHTS] = zero_weight_counts(ds, sparse)
     cv_runs = (store.attrs.get("protocol") or {}).get("cv_runs")
     out["cv_run"] = ds.run < (ds.sizes["run"] if cv_runs is None else cv_runs)
     if "uninformative" in ds.variables:

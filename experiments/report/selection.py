@@ -23,6 +23,11 @@ rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s
 * ``gap``: per cell, the largest gap statistic (``gap``, selection.md §3.3, sparcl's
   ``bestw``; ties -> smallest s); ``gap-1sd``: the smallest s with gap(s) >= max gap -
   gap_sd(s) (its score is 1 for those s, 0 for the others, ties -> smallest s).
+* ``unthresholded``: per cell, the path's first s at which no weight is zero, else the
+  largest s whose fit did not fail (selection.md §6): the sparse algorithms with sparsity
+  turned off, a reference arm that tells what the constraints and weighting gain without
+  thresholding. It needs the per-s weights (``n_zero_weights`` of :mod:`.fits`, from the
+  cube's ``weights_per_s``); a store made before them does not have it.
 * ``oracle``: per cell, the s with the best test F: an upper bound, not a selection a user
   can make.
 * ``fixed-loo``: one s per algorithm for a whole data set, chosen on the other data sets
@@ -145,6 +150,15 @@ def gap_one_sd_selection(fits):
     return choose(fits, within.astype(np.float64).where(gap.notnull()))
 
 
+def unthresholded_selection(fits):
+    """The smallest s at which no weight is zero (``n_zero_weights``), else the largest s
+    whose fit did not fail (docs/method/selection.md §6)."""
+    usable = _usable(fits)
+    largest = fits.sparsity == fits.sparsity.where(usable).max("sparsity")
+    score = xr.where((fits.n_zero_weights == 0) & usable, 2.0, xr.where(largest, 1.0, 0.0))
+    return choose(fits, score.where(usable))
+
+
 def oracle_selection(fits):
     """The best test F per cell: an upper bound on any selection of s per cell."""
     return choose(fits, fits.f_score.where(_usable(fits)))
@@ -174,6 +188,9 @@ REGISTRY = (
               "largest gap)", gap_one_sd_selection, needs=("gap", "gap_sd"), bit=GAP_SCORES),
     Selection("fixed-loo", "fixed s per algorithm, chosen leave-one-data-set-out (mean F of "
               "the other data sets at the same s / sqrt(p))", None, main=True),
+    Selection("unthresholded", "unthresholded reference (the path's first s with no zero "
+              "weight per run and fold, else the largest s; sparsity off)",
+              unthresholded_selection, needs=("n_zero_weights",), main=True),
     Selection("oracle", "best test F per run and fold (oracle: an upper bound, not a "
               "selection)", oracle_selection, main=True),
 )

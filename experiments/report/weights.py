@@ -2,20 +2,28 @@
 percentage, the bar figures (a log y axis for panels whose weights span more than two
 decades), and the share of weight on the known uninformative features.
 
-The cube's weight of an SKM/PCSKM cell is already the mean over the s values whose fit did
-not fail, so the mean over *all* s of the grid, runs and folds is the mean of the cell weights
-weighted by their number of non-failed fits (exact pooling; equal weights when nothing
-failed). MPCKM's weights are its metric diagonal (one fit per cell).
+The weights drawn are those at the s a selection chose in each cell (:func:`default_selection`:
+cv when the cube has its scores, else paper; the caller may name another), read from the
+cube's ``weights_per_s`` and averaged over the cells whose fit at that s did not fail; a
+non-sparse algorithm has its only fit (MPCKM: its metric diagonal). A store made before
+``weights_per_s`` keeps only each SKM/PCSKM cell's mean over the s values whose fit did not
+fail: there the figures fall back to the mean over *all* s of the grid, runs and folds (the
+cell means weighted by their number of non-failed fits, exact pooling) and say so.
+
+The weighted algorithms are those whose stored weights are not all NaN or 1
+(:func:`weighted_algorithms`): SKM, PCSKM, MPCKM and any user estimator with weights.
 """
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pcskm.runner.cube import WEIGHTS_PER_S
+
 from . import families, performance, plotting
+from . import selection as selections
 from .fits import quiet
 
-WEIGHTED_ESTIMATORS = ("SKM", "PCSKM", "MPCKM")
 FIGURE_ALGORITHMS = ("SKM", "PCSKM", "MPCKM")  # Figure 2's rows: gray, blue, red
 COLOURS = {"SKM": "0.45", "PCSKM": "tab:blue", "MPCKM": "tab:red"}
 KIND = "random"
@@ -45,25 +53,94 @@ MIN_LABELLED_SLOT = 0.125  # inches per bar slot needed to label the bars of eve
 MAX_LABELLED_WIDTH = 16.0  # inches: the widest panel sized to label every bar
 
 
-def means(store, name, fits):
+MEAN_OVER_S = "mean over s"  # what the weights of a store without weights_per_s are
+
+
+def default_selection(names):
+    """The selection Figure 2 draws the weights at, among the cube's selections ``names``:
+    cv when the cube has its scores, else paper."""
+    return "cv" if "cv" in names else "paper"
+
+
+def weighted_algorithms(group):
+    """The algorithms of the cube group ``group`` whose stored weights (``weights``) are not
+    all NaN or 1: those that learn feature weights, read one algorithm at a time."""
+    keep = []
+    for algorithm in group.algorithm.values:
+        values = group.weights.sel(algorithm=algorithm).values
+        if not (np.isnan(values) | (values == 1)).all():
+            keep.append(str(algorithm))
+    return keep
+
+
+def means(store, name, fits, selected=None, rule=None):
     """Weight sums and fit counts of data set ``name`` for the weighted algorithms, per
-    (algorithm, init, kind, percent, feature): ``total`` (sum of weights over every non-failed
-    fit), ``n_fits``; the mean is ``total / n_fits``."""
-    keep = [str(a) for a in fits.algorithm.values
-            if store.estimator(str(a)) in WEIGHTED_ESTIMATORS]
+    (algorithm, init, kind, percent, feature): ``total`` (sum of weights), ``n_fits``; the
+    mean is ``total / n_fits``. With ``rule`` (a selection of ``selected``, the
+    :func:`.selection.select` Dataset) and a store with ``weights_per_s``, the weights of each
+    cell at the s ``rule`` chose there (cells it covers whose fit there did not fail); else
+    every non-failed fit of every s. The ``weights_at`` attribute says which: ``rule`` or
+    :data:`MEAN_OVER_S`."""
     group = store.group(name)
-    weights = group.weights.sel(algorithm=keep).astype(np.float64).load()
-    fitted = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=keep)
-    count = fitted.sum("sparsity")
-    out = xr.Dataset({
-        "total": (weights.fillna(0.0) * count).sum(CELL),
-        "n_fits": count.sum(CELL),
-    })
-    return out.assign_coords(
+    keep = weighted_algorithms(group)
+    if rule is not None and WEIGHTS_PER_S in group.variables:
+        out = _at_selected(group, keep, fits, selected, rule)
+    else:
+        weights = group.weights.sel(algorithm=keep).astype(np.float64).load()
+        count = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=keep).sum(
+            "sparsity")
+        out = xr.Dataset({
+            "total": (weights.fillna(0.0) * count).sum(CELL),
+            "n_fits": count.sum(CELL),
+        })
+        rule = MEAN_OVER_S
+    return out.assign_attrs(weights_at=rule).assign_coords(
         uninformative=fits.uninformative,
         feature_name=("feature", list(fits.attrs.get("feature_names", []))
                       or [str(f) for f in fits.feature.values]),
     ).assign_attrs(feature_quality=fits.attrs.get("feature_quality", ""))
+
+
+def _chosen_entries(s, sparsity, sparse):
+    """Positions along ``sparsity`` of the chosen ``s`` (any dims with ``algorithm``): the
+    matching grid entry for a sparse algorithm (-1: none chosen), the no-s entry 0 for the
+    others."""
+    grid = sparsity.values
+    entries = np.full(s.shape, -1, np.int64)
+    for position, value in enumerate(grid):
+        if not np.isnan(value):
+            entries[s.values == value] = position
+    return xr.DataArray(entries, coords=s.coords, dims=s.dims).where(sparse, 0)
+
+
+def _at_selected(group, keep, fits, selected, rule):
+    """``total`` and ``n_fits`` of the weights at the s that ``rule`` chose per cell (see
+    :func:`means`), read one (algorithm, init) of ``weights_per_s`` at a time."""
+    variable = selections.BY_NAME[rule].variable
+    chosen = selected.sel(algorithm=keep)
+    counted = chosen.computed & chosen.get(f"{variable}_covered", True)
+    cells = ("kind", "percent", "run", "fold")
+    s = chosen[f"{variable}_s"].broadcast_like(counted).transpose("algorithm", "init", *cells)
+    counted = counted.broadcast_like(s).transpose(*s.dims)
+    per_s = group[WEIGHTS_PER_S].sel(algorithm=keep)
+    entries = _chosen_entries(s, group.sparsity, fits.sparse.sel(algorithm=keep)).transpose(
+        *s.dims).values
+    shape = (*s.shape[:4], group.sizes["feature"])
+    total, n_fits = np.zeros(shape), np.zeros(shape[:-1], np.int64)
+    for a, i in np.ndindex(*s.shape[:2]):
+        weights = per_s.isel(algorithm=a, init=i).transpose(
+            *cells, "sparsity", "feature").values.astype(np.float64)
+        at = entries[a, i]
+        picked = np.take_along_axis(weights, np.clip(at, 0, None)[..., None, None],
+                                    axis=-2)[..., 0, :]
+        ok = counted.values[a, i] & (at >= 0) & ~np.isnan(picked).any(axis=-1)
+        total[a, i] = np.where(ok[..., None], picked, 0.0).sum(axis=(2, 3))
+        n_fits[a, i] = ok.sum(axis=(2, 3))
+    coords = {d: s[d] for d in ("algorithm", "init", "kind", "percent")}
+    return xr.Dataset({
+        "total": (("algorithm", "init", "kind", "percent", "feature"), total),
+        "n_fits": (("algorithm", "init", "kind", "percent"), n_fits),
+    }, coords={**coords, "feature": group.feature})
 
 
 def combine(per_member, n_members):
@@ -81,7 +158,7 @@ def combine(per_member, n_members):
     return out.assign_coords(uninformative=first.uninformative,
                              feature_name=first.feature_name).assign_attrs(
         feature_quality=first.attrs.get("feature_quality", ""),
-        complete=len(per_member) == n_members)
+        complete=len(per_member) == n_members, weights_at=first.attrs["weights_at"])
 
 
 def pooled(member, dims):
@@ -152,6 +229,16 @@ def figure_list(results):
              tuple(a for a in performance.algorithms(results) if a in found))]
 
 
+def weights_at(rule):
+    """What the weights of SKM and PCSKM drawn are, for a caption: at the s of selection
+    ``rule``, or (:data:`MEAN_OVER_S`) the mean over every s."""
+    if rule == MEAN_OVER_S:
+        return ("SKM, PCSKM: mean over every s of the grid, runs and folds (non-failed fits; "
+                "this store keeps no weights per s)")
+    return (f"SKM, PCSKM: weights at the s the {rule} selection chose in each run and fold, "
+            "mean over runs and folds")
+
+
 def plotted_table(results):
     """The plotted values of every weight figure (:func:`figure_list`): one row per (figure,
     family, init, algorithm, percent, feature)."""
@@ -170,6 +257,7 @@ def plotted_table(results):
                     frame = frame[["percent", "feature", "feature_name", "uninformative",
                                    "mean_weight"]]
                     frame["y_scale"] = y_axis(axis_panels(data, algorithm, init, inits))[0]
+                    frame["weights_at"] = data.attrs["weights_at"]
                     frame.insert(0, "figure", stem)
                     frame.insert(1, "dataset", results.family_labels[family.label])
                     frame.insert(2, "init", init)
@@ -249,9 +337,9 @@ def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHM
               "label)"]
     frame = plotting.panel_grid(
         [w or 1.2 for w in widths], [1.35] * len(rows),
-        f"{title}\nSKM, PCSKM: mean over every s of the grid, runs and folds (non-failed "
-        "fits); MPCKM: metric diagonal, own y scale; log y axis where a panel's weights span "
-        "more than two decades (a weight of 0 has no bar)", legend,
+        f"{title}\n{weights_at(results.weights_at)}; MPCKM: metric diagonal, own y scale; "
+        "log y axis where a panel's weights span more than two decades (a weight of 0 has "
+        "no bar)", legend,
         left=0.75, top=0.6, bottom=0.9 + labels_height, wgap=0.75, hgap=0.65 + labels_height)
     fig, grid = frame.fig, frame.grid
     for j, family in enumerate(shown):
