@@ -15,14 +15,16 @@ import itertools
 import math
 import re
 import tomllib
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.stats
 
-from pcskm.experiments import load, load_spec, sparsity_grid
+from pcskm.experiments import _brodinova, load, load_spec, sparsity_grid
 from pcskm.experiments._seeds import DATA_SEED
+from pcskm.experiments.datasets import PER_CLASS
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "experiments" / "specs" / "extended.toml"
@@ -33,6 +35,10 @@ PRIMARY_OTHERS = ("LKM", "SKM", "PCKM", "MPCKM")
 N_SETTINGS = 1 + 3 * 3
 # the six generated sets with 45 or more uninformative features
 HIGH_DIMENSIONAL_NOISE = 45
+# the ANOVA checks of the generated sets: each informative column below INFORMATIVE_P, no
+# uninformative one significant at NOISE_LEVEL after Bonferroni
+INFORMATIVE_P, NOISE_LEVEL = 1e-10, 1e-3
+STATLOG_N, OPTDIGITS_N = 2310, 1797  # the sets before their 50 points per class
 BRODINOVA_NAME = re.compile(r"brodinova-(\d+)-(\d+)(?:-k(\d+))?$")
 # the independent unit each data set belongs to (docs/results/extended/README.md, Data sets)
 UNITS = {"fisheriris": "paper: Fisher's iris", "ionosphere": "paper: UCI ionosphere",
@@ -104,6 +110,7 @@ def design_tables(spec, loaded):
         })
     n_sets = len(rows)
     m = len(PRIMARY_OTHERS)
+    paper = load_spec("paper")
     alpha = preregistration()["alpha"]
     design = {
         "n_datasets": n_sets,
@@ -122,6 +129,17 @@ def design_tables(spec, loaded):
         "largest_rank_sum_against_at_holm_last_step": largest_significant_rank_sum(
             n_sets, alpha),
         "total_rank_sum": n_sets * (n_sets + 1) // 2,
+        "high_dimensional_min_uninformative": HIGH_DIMENSIONAL_NOISE,
+        "bootstrap_interval_level": 0.95,
+        "alpha": alpha,
+        "points_per_class_of_subsamples": PER_CLASS,
+        "statlog_n_in_battery": STATLOG_N,
+        "optdigits_n_in_scikit_learn": OPTDIGITS_N,
+        "generated_points_per_group": _brodinova.N_PER_GROUP,
+        "informative_f_test_p_below": INFORMATIVE_P,
+        "noise_f_test_bonferroni_level": NOISE_LEVEL,
+        "paper_n_runs": paper.n_runs,
+        "paper_n_percentages": len(paper.percentages),
     }
     return rows, [{"quantity": key, "value": value} for key, value in design.items()]
 
@@ -167,8 +185,8 @@ def test_the_preregistration_block_parses():
 def test_the_readme_states_the_preregistered_hypotheses_first():
     text = README.read_text()
     hypotheses = " ".join(preregistration()["hypotheses"].split())
-    quoted = " ".join(line.lstrip("> ").strip() for line in text.splitlines()
-                      if line.startswith(">"))
+    quoted = " ".join(" ".join(line.lstrip("> ") for line in text.splitlines()
+                               if line.startswith(">")).split())
     assert hypotheses in quoted
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings[0] == "## Pre-registered hypotheses"
@@ -235,13 +253,39 @@ def test_uci_sets_are_the_battery_without_classes_below_the_folds(spec, loaded, 
     X, labels = _raw_clustbench(clustbench_dir, name)
     keep = np.isin(labels, [c for c in np.unique(labels)
                             if c != 0 and (labels == c).sum() >= spec.n_folds])
+    X, labels = X[keep], labels[keep]
     data = loaded[f"uci-{name}"]
-    np.testing.assert_array_equal(data.X, X[keep])
-    kept_labels = labels[keep]
+    if name == "statlog":  # 50 points per class
+        assert len(labels) == STATLOG_N
+        battery = Counter(zip(map(tuple, X), labels, strict=True))
+        drawn = Counter(zip(map(tuple, data.X), np.unique(labels)[data.y], strict=True))
+        assert not drawn - battery  # every point drawn is a point of the battery
+        assert np.bincount(data.y).tolist() == [PER_CLASS] * 7
+        return
+    np.testing.assert_array_equal(data.X, X)
     # relabelled by sorted value to 0..k-1, the order of the classes kept
-    for new, old in enumerate(np.unique(kept_labels)):
-        np.testing.assert_array_equal(data.y == new, kept_labels == old)
-    assert data.n_clusters == len(np.unique(kept_labels))
+    for new, old in enumerate(np.unique(labels)):
+        np.testing.assert_array_equal(data.y == new, labels == old)
+    assert data.n_clusters == len(np.unique(labels))
+
+
+def test_subsamples_are_50_per_class_drawn_from_their_keys(loaded):
+    from sklearn.datasets import load_digits
+
+    from pcskm.experiments.clustbench_subsets import statlog_50
+
+    digits = load_digits()
+    assert len(digits.target) == OPTDIGITS_N
+    data = loaded["optdigits-50"]
+    rng = np.random.default_rng(np.random.SeedSequence(DATA_SEED, spawn_key=(4, 9)))
+    rows = sorted(i for c in range(10) for i in rng.choice(
+        np.flatnonzero(digits.target == c), 50, replace=False))
+    np.testing.assert_array_equal(data.X, digits.data[rows])
+    np.testing.assert_array_equal(data.y, digits.target[rows])
+    # the statlog draw repeats
+    first, again = statlog_50(), statlog_50()
+    np.testing.assert_array_equal(first.X, again.X)
+    np.testing.assert_array_equal(first.X, loaded["uci-statlog"].X)
 
 
 def _anova_f(x, y):
@@ -284,16 +328,14 @@ def test_informative_features_separate_the_classes_and_noise_does_not(spec, load
                 for j in range(X.shape[1])], rtol=1e-10)
         informative, noise = F[data.informative], F[data.uninformative]
         # each informative column: p below 1e-10 under the null of equal class means
-        assert informative.min() > scipy.stats.f.isf(1e-10, k - 1, n - k), name
+        assert informative.min() > scipy.stats.f.isf(INFORMATIVE_P, k - 1, n - k), name
         # the noise columns: no column significant at 0.001 after Bonferroni, and their F
         # values distributed as F(k - 1, n - k) (Kolmogorov-Smirnov)
-        assert noise.max() < scipy.stats.f.isf(1e-3 / len(noise), k - 1, n - k), name
+        assert noise.max() < scipy.stats.f.isf(NOISE_LEVEL / len(noise), k - 1, n - k), name
         assert scipy.stats.kstest(noise, scipy.stats.f(k - 1, n - k).cdf).pvalue > 1e-3, name
 
 
 def test_generated_draws_are_deterministic_from_their_keys(spec, loaded):
-    from pcskm.experiments import _brodinova
-
     for name in generated(spec):
         data = loaded[name]
         p_info = int(data.informative.sum())
