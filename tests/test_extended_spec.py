@@ -43,7 +43,7 @@ BRODINOVA_NAME = re.compile(r"brodinova-(\d+)-(\d+)(?:-k(\d+))?$")
 # the independent unit each data set belongs to (docs/results/extended/README.md, Data sets)
 UNITS = {"fisheriris": "paper: Fisher's iris", "ionosphere": "paper: UCI ionosphere",
          "digits389-1": "paper: UCI pen-based digits",
-         "mwm-ttscst": "paper: Morris Water Maze", "optdigits-50": "scikit-learn"}
+         "mwm-ttscst": "paper: Morris Water Maze", "optdigits048": "scikit-learn"}
 
 
 @pytest.fixture(scope="module")
@@ -276,16 +276,37 @@ def test_subsamples_are_50_per_class_drawn_from_their_keys(loaded):
 
     digits = load_digits()
     assert len(digits.target) == OPTDIGITS_N
-    data = loaded["optdigits-50"]
+    data = loaded["optdigits048"]
+    X, target = digits.data[np.isin(digits.target, [0, 4, 8])], digits.target[
+        np.isin(digits.target, [0, 4, 8])]
     rng = np.random.default_rng(np.random.SeedSequence(DATA_SEED, spawn_key=(4, 9)))
-    rows = sorted(i for c in range(10) for i in rng.choice(
-        np.flatnonzero(digits.target == c), 50, replace=False))
-    np.testing.assert_array_equal(data.X, digits.data[rows])
-    np.testing.assert_array_equal(data.y, digits.target[rows])
+    rows = sorted(i for c in (0, 4, 8) for i in rng.choice(
+        np.flatnonzero(target == c), 50, replace=False))
+    np.testing.assert_array_equal(data.X, X[rows])
+    np.testing.assert_array_equal(data.y, target[rows] // 4)  # 0, 4, 8 -> 0, 1, 2
     # the statlog draw repeats
     first, again = statlog_50(), statlog_50()
     np.testing.assert_array_equal(first.X, again.X)
     np.testing.assert_array_equal(first.X, loaded["uci-statlog"].X)
+
+
+def test_every_fold_has_enough_pairs_of_each_kind(spec, loaded):
+    """Must-link (cannot-link) at the largest percentage draws m = that share of fold 0's
+    pairs, rounded and made even (docs/method/protocol.md §4), from a fold's must-link
+    (cannot-link) pairs: every fold's pool must hold them, else the run stops. With k equal
+    classes the must-link pairs are about 1/k of all pairs: ten classes cannot run at 10 %."""
+    share = max(spec.percentages) / 100
+    for name, data in loaded.items():
+        counts = np.bincount(data.y)
+        # a stratified fold takes floor or ceil of n_c / n_folds points of each class
+        largest = (counts - counts // spec.n_folds).sum()
+        m = share * largest * (largest - 1) / 2 + 2  # above any rounded, even m
+        smallest = counts - -(-counts // spec.n_folds)
+        pairs = smallest.sum() * (smallest.sum() - 1) / 2
+        must = (smallest * (smallest - 1) / 2).sum()
+        assert must >= m and pairs - must >= m, name
+    ten = np.full(10, 45)  # ten classes of 45 training points: 9900 of 101025 pairs
+    assert (ten * (ten - 1) / 2).sum() < share * ten.sum() * (ten.sum() - 1) / 2
 
 
 def _anova_f(x, y):
