@@ -1,5 +1,6 @@
 """The Brodinova synthetic sets (docs/method/datasets.md §4, deviation D15): the authors'
-``utilities/dataSynth.m`` (a port of wrsk ``SimData``) without outliers and with MINDIST = 0.
+``utilities/dataSynth.m`` (a port of wrsk ``SimData``) without outliers and with MINDIST = 0,
+for any number of groups G (the paper's sets have G = 3; the extended study's, §4.1, more).
 """
 
 from typing import NamedTuple
@@ -35,9 +36,9 @@ class Parameters(NamedTuple):
     covariances: np.ndarray  # (G, p_info, p_info): Sigma_g
 
 
-def parameters(p_info, rng):
+def parameters(p_info, rng, n_groups=N_GROUPS):
     """Steps 1-4 of docs/method/datasets.md §4: mu, M, rho and the rotated covariances Sigma_g."""
-    G = N_GROUPS
+    G = n_groups
     # step 1: one |mu| ~ U(3, 6) with a random sign, shared by all groups
     r_neg = rng.uniform(*MEAN_RANGES[0], size=G)
     r_pos = rng.uniform(*MEAN_RANGES[1], size=G)
@@ -56,17 +57,22 @@ def parameters(p_info, rng):
     return Parameters(float(mu), means, rho, covariances)
 
 
-def simulate(p_info, p_noise, rng):
-    """``(X, y)``: 3 groups of 40 points, ``p_info`` informative columns then ``p_noise``
-    N(0, 1) columns, every draw from ``rng`` in the order of docs/method/datasets.md §4."""
-    params = parameters(p_info, rng)
+def simulate(p_info, p_noise, rng, n_groups=N_GROUPS):
+    """``(X, y)``: ``n_groups`` groups of 40 points, ``p_info`` informative columns then
+    ``p_noise`` N(0, 1) columns, every draw from ``rng`` in the order of
+    docs/method/datasets.md §4."""
+    if p_info < n_groups - 1:
+        raise ValueError(f"p_info = {p_info} < n_groups - 1 = {n_groups - 1}: M[j, j mod G] = mu "
+                         "would give two groups the same informative mean 0 "
+                         "(docs/method/datasets.md §4)")
+    params = parameters(p_info, rng, n_groups)
     # steps 5-6: the groups stacked in order
     blocks = []
-    for g in range(N_GROUPS):
+    for g in range(n_groups):
         informative = rng.multivariate_normal(
             params.means[:, g], params.covariances[g], size=N_PER_GROUP, method="cholesky"
         )
         noise = rng.standard_normal((N_PER_GROUP, p_noise))
         blocks.append(np.hstack([informative, noise]))
-    y = np.repeat(np.arange(N_GROUPS, dtype=np.int64), N_PER_GROUP)
+    y = np.repeat(np.arange(n_groups, dtype=np.int64), N_PER_GROUP)
     return np.vstack(blocks), y

@@ -29,6 +29,18 @@ from ._seeds import DATA_SEED, generator
 
 _REPO = f"avouros/Code-PCSKM@{COMMIT[:7]}"
 N_CONTAMINATION = 4  # docs/method/datasets.md §5: four added uninformative columns
+# (name, ds, p_info, p_noise, groups) of the generated sets: the paper's two (datasets.md §4)
+# and the extended study's (§4.1), each its own independent draw from its key (4, ds)
+BRODINOVA_SETTINGS = (
+    ("brodinova-5-5", 7, 5, 5, 3),
+    ("brodinova-3-7", 8, 3, 7, 3),
+    ("brodinova-5-45", 10, 5, 45, 3),
+    ("brodinova-3-97", 11, 3, 97, 3),
+    ("brodinova-10-90", 12, 10, 90, 3),
+    ("brodinova-4-46-k4", 13, 4, 46, 4),
+    ("brodinova-6-94-k5", 14, 6, 94, 5),
+    ("brodinova-8-192-k4", 15, 8, 192, 4),
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,16 +160,49 @@ def _iris(_data_dir):
     )
 
 
-def _brodinova_builder(name, code, p_info, p_noise):
+PER_CLASS = 50  # the paper's digits subsets: 50 points per class (datasets.md §3)
+
+
+def stratified_rows(y, per_class, rng):
+    """The sorted row indices of ``per_class`` points of every class of ``y``, drawn without
+    replacement class after class (class 0 first) from ``rng`` (docs/method/datasets.md §4.2)."""
+    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == label), per_class,
+                                              replace=False) for label in np.unique(y)]))
+
+
+OPTDIGITS_CLASSES = (0, 4, 8)  # the triple of the paper's digits048 (datasets.md §4.2)
+
+
+def _optdigits(_data_dir):
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    triple = np.isin(bunch.target, OPTDIGITS_CLASSES)
+    target = bunch.target[triple]
+    rows = stratified_rows(target, PER_CLASS, generator(DATA_SEED, (4, 9)))
+    return Dataset(
+        name="optdigits048", X=check_features(bunch.data[triple][rows]),
+        y=relabel(target[rows])[0], feature_names=tuple(bunch.feature_names),
+        uninformative=None,
+        description="scikit-learn's bundled digits (the test part of UCI optical recognition "
+        "of handwritten digits, 8 x 8 pixel counts 0..16; not the paper's pen-based digits), "
+        f"digits 0-4-8, {PER_CLASS} points per class drawn from key (4, 9)",
+        source="sklearn.datasets.load_digits() (docs/method/datasets.md §4.2, key (4, 9), "
+               f"master seed {DATA_SEED})", code=9, subset=0,
+    )
+
+
+def _brodinova_builder(name, code, p_info, p_noise, n_groups=_brodinova.N_GROUPS):
     def build(_data_dir):
-        X, y = _brodinova.simulate(p_info, p_noise, generator(DATA_SEED, (4, code)))
+        X, y = _brodinova.simulate(p_info, p_noise, generator(DATA_SEED, (4, code)), n_groups)
         p = p_info + p_noise
         return Dataset(
             name=name, X=X, y=y,
             feature_names=tuple(f"informative {j}" for j in range(1, p_info + 1))
             + tuple(f"noise {j}" for j in range(1, p_noise + 1)),
             uninformative=_mask(p, range(p_info, p)), informative=_mask(p, range(p_info)),
-            description=f"Brodinova synthetic set: 3 groups of 40, {p_info} informative and "
+            description=f"Brodinova synthetic set: {n_groups} groups of 40, {p_info} "
+            f"informative and "
             f"{p_noise} N(0, 1) features, no outliers, MINDIST = 0 (D15)",
             source=f"generated (docs/method/datasets.md §4, key (4, {code}), "
                    f"master seed {DATA_SEED})",
@@ -253,10 +298,14 @@ def _registry():
                 (424 if code == 5 else 406, 18, 3),
                 _MWM_DESCRIPTION.format(which=file, labels=labels), _MWM_NAMES,
                 _mask(18, range(8, 18)))
-    for name, code, p_info in (("brodinova-5-5", 7, 5), ("brodinova-3-7", 8, 3)):
-        entry_build = _brodinova_builder(name, code, p_info, 10 - p_info)
-        add(name, code, 0, (120, 10, 3), f"Brodinova synthetic set, {p_info} informative and "
-            f"{10 - p_info} uninformative features (generated)",
+    add("optdigits048", 9, 0, (150, 64, 3), "scikit-learn's bundled digits (UCI optical "
+        "digits, 8 x 8 pixels; no download), digits 0-4-8, 50 points per class",
+        "sklearn.datasets.load_digits() (0-4-8, 50 per class, key (4, 9))", (), _optdigits)
+    for name, code, p_info, p_noise, n_groups in BRODINOVA_SETTINGS:
+        entry_build = _brodinova_builder(name, code, p_info, p_noise, n_groups)
+        add(name, code, 0, (40 * n_groups, p_info + p_noise, n_groups),
+            f"Brodinova synthetic set, {n_groups} groups, {p_info} informative and {p_noise} "
+            "uninformative features (generated)",
             f"generated (docs/method/datasets.md §4, key (4, {code}))", (), entry_build)
     for part, contamination in _CONTAMINATIONS.items():
         for clean_name, clean in digits.items():

@@ -77,7 +77,7 @@ def test_codes_follow_the_spec(data_dir):
 
 def test_every_dataset_info_matches_its_data(data_dir):
     names = list_datasets()
-    assert len(names) == 2 + 1 + 20 + 2 + 2 + 20 + 20 and len(set(names)) == len(names)
+    assert len(names) == 2 + 1 + 20 + 2 + 8 + 1 + 20 + 20 and len(set(names)) == len(names)
     for name in names:
         info, dataset = dataset_info(name, data_dir), load(name, data_dir)
         assert (info["n"], info["p"], info["k"]) == (*dataset.X.shape, dataset.n_clusters)
@@ -115,9 +115,9 @@ def test_mwm_uninformative_columns(data_dir):
         assert dataset.feature_quality == "8 unknown, -10"
 
 
-def _brodinova_by_the_spec(p_info, p_noise, code):
+def _brodinova_by_the_spec(p_info, p_noise, code, G=3):
     """datasets.md §4 step by step, with plain loops where the spec describes entries."""
-    G, n_g = 3, 40
+    n_g = 40
     rng = _rng((4, code))
     r_neg = rng.uniform(-6, -3, size=G)
     r_pos = rng.uniform(3, 6, size=G)
@@ -144,19 +144,27 @@ def _brodinova_by_the_spec(p_info, p_noise, code):
         Xg = rng.multivariate_normal(M[:, g], sigmas[g], size=n_g, method="cholesky")
         Ng = rng.standard_normal((n_g, p_noise))
         blocks.append(np.hstack((Xg, Ng)))
-    return np.vstack(blocks), np.array([0] * n_g + [1] * n_g + [2] * n_g)
+    return np.vstack(blocks), np.repeat(np.arange(G), n_g)
 
 
-@pytest.mark.parametrize("name,p_info,code", [("brodinova-5-5", 5, 7), ("brodinova-3-7", 3, 8)])
-def test_brodinova_is_the_spec_generator(name, p_info, code):
+# every generated set of datasets.md §4 and §4.1: (name, ds, p_info, p_noise, groups)
+BRODINOVA = [("brodinova-5-5", 7, 5, 5, 3), ("brodinova-3-7", 8, 3, 7, 3),
+             ("brodinova-5-45", 10, 5, 45, 3), ("brodinova-3-97", 11, 3, 97, 3),
+             ("brodinova-10-90", 12, 10, 90, 3), ("brodinova-4-46-k4", 13, 4, 46, 4),
+             ("brodinova-6-94-k5", 14, 6, 94, 5), ("brodinova-8-192-k4", 15, 8, 192, 4)]
+
+
+@pytest.mark.parametrize("name,code,p_info,p_noise,G", BRODINOVA)
+def test_brodinova_is_the_spec_generator(name, code, p_info, p_noise, G):
     dataset = load(name)
-    X, y = _brodinova_by_the_spec(p_info, 10 - p_info, code)
+    X, y = _brodinova_by_the_spec(p_info, p_noise, code, G)
     np.testing.assert_array_equal(dataset.X, X)  # bit-identical
     np.testing.assert_array_equal(dataset.y, y)
-    assert dataset.X.shape == (120, 10) and (dataset.code, dataset.subset) == (code, 0)
-    np.testing.assert_array_equal(dataset.uninformative, np.arange(10) >= p_info)
-    np.testing.assert_array_equal(dataset.informative, np.arange(10) < p_info)
-    assert dataset.feature_quality == f"+{p_info} -{10 - p_info}"
+    p = p_info + p_noise
+    assert dataset.X.shape == (40 * G, p) and (dataset.code, dataset.subset) == (code, 0)
+    np.testing.assert_array_equal(dataset.uninformative, np.arange(p) >= p_info)
+    np.testing.assert_array_equal(dataset.informative, np.arange(p) < p_info)
+    assert dataset.feature_quality == f"+{p_info} -{p_noise}"
 
 
 @pytest.mark.parametrize("p_info,code", [(5, 7), (3, 8)])

@@ -1,0 +1,70 @@
+"""Loaders of clustering benchmark sets without their tiny classes, for the extended study
+(docs/method/datasets.md §8.5): ``[data.NAME]`` tables name them as
+``loader = "pcskm.experiments.clustbench_subsets:ecoli"``.
+
+Stratified 10-fold cross-validation needs at least 10 points per class (§8.4); uci/ecoli,
+uci/glass and uci/yeast have classes of 2 to 9 points. These loaders read the set as a
+``source = "clustbench:uci/NAME"`` table does and leave out every class with fewer than
+:data:`MIN_CLASS_SIZE` points. :func:`statlog_50` keeps 50 points per class of uci/statlog,
+as the paper's digits subsets do, drawn from the key of the spec-defined set ``uci-statlog``.
+"""
+
+import numpy as np
+
+from ._seeds import DATA_SEED, generator
+from .datasets import PER_CLASS, Dataset, stratified_rows
+from .sources import SPEC_CODE, load_definition, parse_definition
+
+MIN_CLASS_SIZE = 10  # the paper's n_folds (docs/method/protocol.md §3)
+
+
+def without_small_classes(source, min_size=MIN_CLASS_SIZE):
+    """The :class:`Dataset` of the clustbench set ``source`` (``"clustbench:BATTERY/NAME"``)
+    without the points of its classes with fewer than ``min_size`` points."""
+    name = source.split("/")[-1]
+    full = load_definition(parse_definition(name, {"source": source}))
+    counts = np.bincount(full.y)
+    kept = counts >= min_size
+    rows = kept[full.y]
+    dropped = ", ".join(f"{label} ({counts[label]} points)"
+                        for label in np.flatnonzero(~kept))
+    return Dataset(
+        name=name, X=full.X[rows], y=np.cumsum(kept)[full.y[rows]] - 1,
+        feature_names=full.feature_names, uninformative=None,
+        description=f"{full.description}, without the classes of fewer than {min_size} points "
+        f"(0-based labels {dropped or 'none'})",
+        source=full.source, code=full.code, subset=full.subset,
+    )
+
+
+def ecoli():
+    """uci/ecoli without its classes of 5, 2 and 2 points: 327 points, 5 classes."""
+    return without_small_classes("clustbench:uci/ecoli")
+
+
+def glass():
+    """uci/glass without its class of 9 points: 205 points, 5 classes."""
+    return without_small_classes("clustbench:uci/glass")
+
+
+def yeast():
+    """uci/yeast without its class of 5 points: 1479 points, 9 classes."""
+    return without_small_classes("clustbench:uci/yeast")
+
+
+STATLOG_NAME = "uci-statlog"
+
+
+def statlog_50():
+    """uci/statlog (2310 points, 7 classes of 330) reduced to 50 points per class: 350
+    points, drawn from the key (4, 0, sub) of the spec-defined set ``uci-statlog`` (sub its
+    name's UTF-8 bytes, docs/method/datasets.md §8.2)."""
+    full = without_small_classes("clustbench:uci/statlog")
+    sub = int.from_bytes(STATLOG_NAME.encode("utf-8"), "big")
+    rows = stratified_rows(full.y, PER_CLASS, generator(DATA_SEED, (4, SPEC_CODE, sub)))
+    return Dataset(
+        name=STATLOG_NAME, X=full.X[rows], y=full.y[rows], feature_names=full.feature_names,
+        uninformative=None,
+        description=f"{full.description}; {PER_CLASS} points per class drawn from the key "
+        f"(4, {SPEC_CODE}, {sub})", source=full.source, code=full.code, subset=full.subset,
+    )
