@@ -33,9 +33,10 @@ from .cube import (
 # paper run of docs/results/paper/runs.csv wrote for 119.9 s, and its plan fills 9,590 MiB of
 # chunks (0.0125 s per MiB; that run, on 2 workers, also rewrote chunks every minute, which a
 # short run on many workers does less). `python benchmarks/bench_writer.py paper --workers
-# 256 --hours 0.0156` (its default slice of 271 tasks, replayed at the pace of 256 workers)
-# measured 71.4 s of CPU for 1,611 MiB, 0.044 s per MiB, with 990 writes and 366 reads back of
-# its 624 chunks (chunks released at the 512 MiB limit) and synthetic values: an upper bound;
+# 256 --hours 0.0156` (the benchmark as of commit 41e76b3: its default slice of 271 tasks,
+# replayed at the pace of 256 workers) measured 71.4 s of CPU for 1,611 MiB, 0.044 s per MiB,
+# with 990 writes and 366 reads back of its 624 chunks (chunks released at the 512 MiB limit)
+# and synthetic values: an upper bound;
 # the constant is that of the real run, which the estimate has to match.
 WRITE_SECONDS_PER_MIB = 0.0125
 
