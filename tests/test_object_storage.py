@@ -58,3 +58,32 @@ def test_a_second_writer_is_refused_at_commit(s3):
         second.commit("second writer, from the same snapshot")
     reader = icechunk.Repository.open(storage(s3, bucket, "cube")).readonly_session("main")
     assert zarr.open_array(reader.store, path="done", mode="r")[...].tolist() == [1, 0, 0, 0]
+
+
+def test_forks_of_one_session_merge_across_commits_and_one_chunk_keeps_the_last_fork(s3):
+    """The properties of Icechunk's forks that the workers-write design relies on
+    (docs/guide/hpc.md, "How the client writes"): forks made once from a clean session
+    are merged by the client over several commits, each fork's chunks kept; but two forks
+    that write parts of one chunk do not conflict, the last merged replaces the other's
+    whole chunk, so no two tasks of a run may write one chunk."""
+    bucket = s3.bucket("forks")
+    repo = icechunk.Repository.create(storage(s3, bucket, "cube"))
+    session = repo.writable_session("main")
+    zarr.create_array(session.store, name="x", shape=(3, 4), chunks=(1, 4), dtype="f4",
+                      fill_value=np.nan)
+    session.commit("layout")
+    parent = repo.writable_session("main")
+    forks = [parent.fork() for _ in range(4)]
+    for row, fork in enumerate(forks[:2]):  # two tasks, a chunk (row) each
+        zarr.open_array(fork.store, path="x")[row] = row + 1
+    zarr.open_array(forks[2].store, path="x")[2, :2] = 3  # two tasks, one chunk
+    zarr.open_array(forks[3].store, path="x")[2, 2:] = 4
+    parent.merge(forks[0])
+    parent.commit("first result")
+    session = repo.writable_session("main")  # the next commit's session
+    session.merge(forks[1])
+    session.merge(forks[2], forks[3])
+    session.commit("the other results")
+    x = zarr.open_array(repo.readonly_session("main").store, path="x", mode="r")[...]
+    nan = np.nan
+    np.testing.assert_array_equal(x, [[1, 1, 1, 1], [2, 2, 2, 2], [nan, nan, 4, 4]])
