@@ -9,9 +9,11 @@ task holds a few percents of every (algorithm, init) of its kinds, so the protot
 fit variables by (kind, percent): one chunk per (kind, percent) holding every algorithm,
 init, run, fold and s (:func:`aligned_layout`), written by the one task of the plan that holds
 that (kind, percent). (A chunk per block, (algorithm, init, kind, percent), is aligned too,
-but its 24 times more chunks cost the workers about 4 ms each in Zarr.) The plan must then
-never give one (data set, kind, percent) to two tasks; the paper spec's plan does so for the
-runs of 19 such rows, split between tasks (see docs/guide/hpc.md, "How the client writes").
+but has 24 times more chunks, and Zarr's CPU per chunk is mostly a fixed cost.) The plan must
+then never give one (data set, kind, percent) to two tasks; the paper spec's plan does so where
+it splits a block's runs between tasks, so the prototypes are not correct there (two forks or
+regions write one chunk), which does not change what they cost (docs/guide/hpc.md, "How the
+client writes").
 
 * ``region``: each worker writes its blocks into a plain Zarr store (region writes, whole
   chunks); the client only records the done markers and constraint counts of each result.
