@@ -10,6 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .locations import store_path
+
 log = logging.getLogger("pcskm")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -414,14 +416,15 @@ def build_parser():
     run.add_argument("spec", nargs="?", default=DEFAULT_SPEC,
                      help="bundled spec (smoke, quick, paper, unpaired, paired-subset, "
                           "contamination) or a TOML file (default: quick)")
-    run.add_argument("--store", help="Zarr store (default: results/<spec name>.zarr)")
+    run.add_argument("--store", type=store_path,
+                     help="Zarr store (default: results/<spec name>.zarr)")
     run.add_argument("--data-dir", help="folder of the paper's data files (else $PCSKM_DATA, "
                                         "else the user cache)")
     run.add_argument("--only", help="restrict to a selection: key=pattern[|pattern],... with "
                                     "keys dataset, algorithm, init, kind, percent")
     run.add_argument("--force", action="store_true",
                      help="recompute the selected cells even if done")
-    run.add_argument("--from", dest="reuse_from", metavar="STORE",
+    run.add_argument("--from", dest="reuse_from", metavar="STORE", type=store_path,
                      help="copy the cells this spec shares with another store (one made with "
                           "the same seed, design, folds, max_iter, s grids, data and algorithm "
                           "parameters) instead of computing them")
@@ -471,7 +474,7 @@ def build_parser():
                     "missing in the whole spec, and in each selection (--only) run into it. "
                     "Reads only the done markers (and, with --verify, every chunk).")
     status.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
-                        help=store_help)
+                        type=store_path, help=store_help)
     status.add_argument("--verify", action="store_true",
                         help="also check every chunk (as pcskm verify) and count the cells of "
                              "damaged chunks as missing")
@@ -486,7 +489,7 @@ def build_parser():
                     "its recorded digest) or damaged coordinates: exit code 2, naming the "
                     "file. Reads only.")
     verify.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
-                        help=store_help)
+                        type=store_path, help=store_help)
     verify.set_defaults(func=cmd_verify)
 
     report = commands.add_parser(
@@ -494,7 +497,7 @@ def build_parser():
         description="Write the report of STORE (report.md, every table as CSV, every figure "
                     "as PNG) into a folder.")
     report.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
-                        help=store_help)
+                        type=store_path, help=store_help)
     report.add_argument("--out", help="output folder (default: <store>-report)")
     report.add_argument("--focus", help="the algorithm Analysis 1 compares with every other "
                                         "one (default: the spec's [report] focus, else PCSKM)")

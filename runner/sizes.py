@@ -36,11 +36,11 @@ from .cube import (
 # paper run of docs/results/paper/runs.csv wrote for 119.9 s over 1,115 tasks and 9,590 MiB of
 # chunks; less its 1,115 x 0.07 s per task, 0.0044 s per MiB (that run, on 2 workers, also
 # rewrote chunks every minute, which a short run on many workers does less).
-# `python benchmarks/bench_writer.py paper --workers 256 --hours 0.0156` (its default slice of
-# 271 tasks, replayed at the pace of 256 workers) measured 71.4 s of CPU for 1,611 MiB, with 990
-# writes and 366 reads back of its 624 chunks (chunks released at the 512 MiB limit) and
-# synthetic values: an upper bound; the constants are those of the real runs, which the
-# estimate has to match.
+# `python benchmarks/bench_writer.py paper --workers 256 --hours 0.0156` (the benchmark as of
+# commit 41e76b3: its default slice of 271 tasks, replayed at the pace of 256 workers)
+# measured 71.4 s of CPU for 1,611 MiB, with 990 writes and 366 reads back of its 624 chunks
+# (chunks released at the 512 MiB limit) and synthetic values: an upper bound; the constants
+# are those of the real runs, which the estimate has to match.
 WRITE_SECONDS_PER_TASK = 0.07
 WRITE_SECONDS_PER_MIB = (119.9 - 1115 * WRITE_SECONDS_PER_TASK) / 9590
 
