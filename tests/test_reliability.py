@@ -173,12 +173,13 @@ def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
     gap = 2 * 4  # gap, gap_sd (PCSKM only: the entries of its s grid)
     values = (runs * folds * (1 * per_entry + (n_s - 1) * (per_entry + gap))
               + 2 * runs * folds * 4 * 4  # weights of both algorithms, 4 features
+              + runs * folds * n_s * 4 * 4  # weights_per_s: LKM's entry, PCSKM's s grid
               + runs * folds * 4 + 2 * 2 * runs)  # n_constraints; done and scored
     assert found.values_bytes == values
-    assert found.chunk_bytes == runs * folds * (n_s * (per_entry + gap) + 4 * 4)
+    assert found.chunk_bytes == runs * folds * (n_s * (per_entry + gap + 4 * 4) + 4 * 4)
     # the dry run's writer estimate: the chunks the plan fills, every variable of the writer
     written = {"f_score", "precision", "recall", "satisfied", "status", "n_iter", "weights",
-               "gap", "gap_sd"}
+               "weights_per_s", "gap", "gap_sd"}
     assert set(group) - coordinates - written == {"n_constraints", "done", "scored"}
     assert written_bytes(cube, plan(spec, cube).tasks) == sum(group[n].nbytes for n in written)
 
@@ -295,8 +296,8 @@ def test_the_dry_run_on_many_workers_is_bound_by_the_writer(data_dir):
     out = pcskm("run", "paper", "--dry-run", "--workers", 256, "--calibration-seconds", 5,
                 "--data-dir", data_dir, "--store", "never/paper.zarr", timeout=600)
     assert out.returncode == 0, out.stderr
-    writing = re.search(r"estimated writing: (.+) in the client, the one writer \(([\d.]+) GiB",
-                        out.stdout)
+    writing = re.search(r"estimated writing: (.+) in the client, the one writer \(\d+ tasks at "
+                        r"[\d.]+ s and ([\d.]+) GiB", out.stdout)
     bound = re.search(r"estimated run time on 256 workers: .+: the start and (.+) bound by the "
                       r"client's writer \(compute alone (.+); more than (\d+) workers", out.stdout)
     assert writing and bound, out.stdout

@@ -88,7 +88,10 @@ def test_dataset_patterns_expand_in_registry_order():
     expected = ([f"digits389-{s}" for s in range(1, 11)]
                 + [f"digits389-contaminated-{s}" for s in range(1, 11)]
                 + [f"digits389-shuffled-{s}" for s in range(1, 11)])
-    assert spec.datasets == tuple(expected + ["brodinova-5-5", "brodinova-3-7", "iris"])
+    brodinova = ["brodinova-5-5", "brodinova-3-7", "brodinova-5-45", "brodinova-3-97",
+                 "brodinova-10-90", "brodinova-4-46-k4", "brodinova-6-94-k5",
+                 "brodinova-8-192-k4"]  # docs/method/datasets.md §4, §4.1
+    assert spec.datasets == tuple(expected + brodinova + ["iris"])
     assert all(name in list_datasets() for name in spec.datasets)
 
 
