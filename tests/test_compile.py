@@ -36,16 +36,29 @@ WORKER = textwrap.dedent(f"""
 
 
 def test_a_cold_cache_is_compiled_once_in_the_client_and_announced(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    """``pcskm run`` (here its dry run) compiles a cold cache once, and says so; then
+    ``pcskm compile``, a fresh process computing every cell (as a worker) and a second
+    client find every kernel in the cache. One cold cache for both commands: they compile
+    through the same ``compile_kernels``."""
+    cache = tmp_path / "numba-cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     first = subprocess.run(
         [sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--only", ONLY,
          "--dry-run", "--calibration-seconds", "0", "--store", str(tmp_path / "never.zarr")],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert first.returncode == 0, first.stderr
     assert first.stderr.count(COMPILING) == 1, first.stderr
-    assert f"cached in {tmp_path / 'numba-cache'}" in first.stderr
+    assert f"cached in {cache}" in first.stderr
     assert "kernels compiled in" in first.stderr
-    assert any((tmp_path / "numba-cache").rglob("*.nbi"))  # Numba's cache index files
+    assert any(cache.rglob("*.nbi")) and any(cache.rglob("*.nbc"))  # index and code
+
+    compiled = subprocess.run(
+        [sys.executable, "-m", "pcskm.runner.cli", "compile", "smoke", "--only", ONLY],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert compiled.returncode == 0, compiled.stderr
+    assert f"in the Numba cache {cache};" in compiled.stdout
+    assert COMPILING not in compiled.stderr  # everything found in the cache
+    assert not list(tmp_path.glob("*.zarr"))  # no store made by either
 
     then = subprocess.run([sys.executable, "-c", WORKER], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=600)
@@ -54,23 +67,6 @@ def test_a_cold_cache_is_compiled_once_in_the_client_and_announced(tmp_path):
     assert found["tasks"] > 1
     assert found["worker_compiled"] == 0  # a fresh process loads every kernel from the cache
     assert COMPILING not in then.stderr  # nor does a second client say it compiles
-
-
-def test_pcskm_compile_fills_the_cache_once(tmp_path):
-    cache = tmp_path / "numba-cache"
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    command = [sys.executable, "-m", "pcskm.runner.cli", "compile", "smoke", "--only", ONLY]
-    first = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
-                           timeout=900)
-    assert first.returncode == 0, first.stderr
-    assert COMPILING in first.stderr
-    assert f"in the Numba cache {cache};" in first.stdout
-    assert any(cache.rglob("*.nbi")) and any(cache.rglob("*.nbc"))  # index and code
-    assert not list(tmp_path.glob("*.zarr"))  # no store made
-    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
-                           timeout=900)
-    assert again.returncode == 0, again.stderr
-    assert COMPILING not in again.stderr  # everything found in the cache
 
 
 def test_the_client_says_when_its_workers_compile(tmp_path):
