@@ -243,3 +243,25 @@ def test_table_rows_inherit_the_citations_above(tmp_path):
                      ("Plain 0.5.\n", "")]
     assert [citations(text) or citations(above) for text, above in found] == [
         ["a.csv"], ["a.csv"], ["b.csv"], []]
+
+
+def test_the_cv_collapse_table_is_the_diagnostic_stores():
+    """docs/method/selection.md §2.6, PCSKM with DKM++ and cannot-links: every row of its
+    table, rounded as printed, from docs/results/cv-diagnostic/cv_ties.csv."""
+    names = {"TT-SC-ST": "mwm-ttscst", "digits 3-8-9, subset 1": "digits389-1",
+             "digits 3-8-9, subset 2": "digits389-2"}
+    with open(RESULTS / "cv-diagnostic" / "cv_ties.csv") as handle:
+        rows = {(r["dataset"], float(r["pct"])): r for r in csv.DictReader(handle)
+                if (r["algorithm"], r["init"], r["kind"]) == ("PCSKM", "dkm++", "cannot-link")}
+    text = (ROOT / "docs" / "method" / "selection.md").read_text()
+    section = text[text.index("### 2.6 "):]
+    printed = [line.split("|")[1:-1] for line in section.splitlines()
+               if line.split("|")[1:2] and line.split("|")[1].strip() in names]
+    assert len(printed) == len(rows) == 6
+    for name, percent, *values in printed:
+        row = rows[(names[name.strip()], float(percent))]
+        expected = [f"{100 * float(row['tied_share']):.0f} %", f"{float(row['mean_tied']):.1f}",
+                    f"{float(row['s_smallest']):.2f}",
+                    *(f"{float(row[c]):.3f}" for c in ("F_smallest", "F_gap", "F_largest",
+                                                       "F_oracle", "F_s1.1"))]
+        assert [v.strip() for v in values] == expected, (name, percent)
