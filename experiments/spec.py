@@ -198,6 +198,13 @@ class ExperimentSpec:
         return hashlib.sha256(_canonical_json(content).encode()).hexdigest()
 
 
+def did_you_mean(value, names, cutoff):
+    """``"; did you mean 'NAME'?"`` for the name of ``names`` closest to ``value`` (difflib's
+    ratio at least ``cutoff``), else ``""``: the hint of every "unknown ..." error."""
+    close = difflib.get_close_matches(str(value), names, n=1, cutoff=cutoff)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 class _Checker:
     """Validation helpers whose errors name the spec and the offending key."""
 
@@ -211,8 +218,7 @@ class _Checker:
     def keys(self, table, allowed, where):
         for key in table:
             if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(key, allowed, 0.6)
                 self.fail(f"unknown key {key!r} in {where}{hint} (valid keys: "
                           f"{', '.join(allowed)})")
 
@@ -221,8 +227,7 @@ class _Checker:
             self.fail(f"{key} must be a non-empty list of {what}s; got {values!r}")
         for value in values:
             if value not in allowed:
-                close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.5)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(str(value), allowed, 0.5)
                 self.fail(f"unknown {what} {value!r} in {key}{hint} (valid: "
                           f"{', '.join(allowed)})")
         repeated = sorted({value for value in values if values.count(value) > 1})
@@ -297,8 +302,7 @@ class _Checker:
                           f"from {RUNNER_PARAMETERS[key]}; a variant of {estimator} may set "
                           f"{', '.join(settable)}")
             if key not in names:
-                close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(key, names, 0.6)
                 self.fail(f"unknown parameter {key!r} in {where}.params{hint} (a variant of "
                           f"{estimator} may set {', '.join(settable)})")
         try:
@@ -367,8 +371,7 @@ class _Checker:
         """``focus`` (the value of ``key``): the name of one of the spec's ``algorithms``."""
         names = [variant.name for variant in algorithms]
         if not isinstance(focus, str) or focus not in names:
-            close = difflib.get_close_matches(str(focus), names, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(str(focus), names, 0.5)
             self.fail(f"{key} {focus!r} is not an algorithm of the spec{hint} (the spec's "
                       f"algorithms: {', '.join(names)})")
         return focus
@@ -417,8 +420,7 @@ class _Checker:
 
         names = [selection.name for selection in REGISTRY]
         if not isinstance(rule, str) or rule not in names:
-            close = difflib.get_close_matches(str(rule), names, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(str(rule), names, 0.5)
             self.fail(f"unknown preregistration.rule {rule!r}{hint} (the selections of s: "
                       f"{', '.join(n for n in names if n not in LABEL_READING)})")
         if rule in LABEL_READING:
@@ -459,8 +461,7 @@ class _Checker:
             if not isinstance(estimator, str):
                 self.fail(f"{where}.estimator must be a string; got {estimator!r}")
             if ":" not in estimator and estimator not in ESTIMATORS:
-                close = difflib.get_close_matches(estimator, ESTIMATORS, n=1, cutoff=0.5)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(estimator, ESTIMATORS, 0.5)
                 self.fail(f"unknown estimator {estimator!r} in {where}.estimator{hint} (valid: "
                           f"{', '.join(ESTIMATORS)}, or the import path "
                           "\"package.module:ClassName\" of a user estimator)")
