@@ -45,7 +45,7 @@ from .sources import parse_definition
 
 ESTIMATORS = tuple(ESTIMATOR_CLASSES)
 INITS = tuple(INIT_CODES)  # dkm++, seeding, robin, maximin
-BUNDLED = ("smoke", "quick", "paper", "unpaired", "paired-subset", "contamination")
+BUNDLED = ("smoke", "quick", "paper", "unpaired", "paired-subset", "contamination", "extended")
 
 _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,

@@ -415,7 +415,7 @@ def build_parser():
                     "finish. Rerunning the same command resumes an interrupted run.")
     run.add_argument("spec", nargs="?", default=DEFAULT_SPEC,
                      help="bundled spec (smoke, quick, paper, unpaired, paired-subset, "
-                          "contamination) or a TOML file (default: quick)")
+                          "contamination, extended) or a TOML file (default: quick)")
     run.add_argument("--store", type=store_path,
                      help="Zarr store (default: results/<spec name>.zarr)")
     run.add_argument("--data-dir", help="folder of the paper's data files (else $PCSKM_DATA, "
