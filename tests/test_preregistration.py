@@ -162,10 +162,10 @@ OTHERS = ("LKM", "SKM", "PCKM")
 SETTINGS = (("dkm++", "random"), ("dkm++", "must-link"))
 
 
-def _results(rng):
+def _results(rng, selections=("cv", "gap")):
     """A ``results`` with case values V (two percentages, equal) per selection, data set,
     algorithm and setting, drawn at random; every value complete."""
-    coords = {"family": FAMILIES, "selection": ["cv", "gap"],
+    coords = {"family": FAMILIES, "selection": list(selections),
               "algorithm": [*OTHERS, "PCSKM"], "init": ["dkm++"],
               "kind": ["random", "must-link"], "percent": [1.0, 10.0]}
     shape = tuple(len(v) for v in coords.values())
@@ -237,6 +237,35 @@ def test_holm_over_the_primary_tests_alone_in_the_papers_plan():
     with_extra, _ = preregistered.analyses(pd.concat([tests, extra]), prereg, ("cv",))
     np.testing.assert_allclose(with_extra.p_holm, alone.p_holm)
     assert (with_extra.holm_m == 3).all()
+
+
+def test_the_reference_arm_is_the_focus_unthresholded_against_the_primary_rule():
+    """PCSKM under "unthresholded" against PCSKM under cv: scipy's exact test on the data-set
+    means of the two selections, unadjusted; here PCSKM unthresholded is 0.2 lower on every
+    case, so every data set is a loss and p = 2 / 2^9."""
+    results, v = _results(np.random.default_rng(7), selections=("cv", "unthresholded"))
+    results.families["f_mean"].loc[dict(selection="unthresholded", algorithm="PCSKM")] -= 0.2
+    x = v[:, 1, 3, 0, :].mean(axis=1) - 0.2
+    y = v[:, 0, 3, 0, :].mean(axis=1)
+    plan = statistics.Plan("PCSKM", OTHERS, SETTINGS, tuple(FAMILIES))
+    prereg = SimpleNamespace(rule="cv", focus="PCSKM", level="dataset", alpha=0.05)
+    arm = preregistered.reference_arm(results, plan, prereg)
+    assert len(arm) == 1
+    row = arm.iloc[0]
+    assert row.test == "PCSKM (unthresholded) vs PCSKM (cv)" and row.n == len(FAMILIES)
+    assert row.p_value == pytest.approx(scipy.stats.wilcoxon(x, y, method="exact").pvalue,
+                                        rel=1e-12)
+    assert row.p_value == pytest.approx(2 / 2 ** 9)
+    assert row.p_holm == row.p_value and row.holm_m == 1
+    assert row.mean_diff == pytest.approx(np.mean(x - y), rel=1e-12)
+    assert (row.wins, row.losses) == (0, len(FAMILIES))
+    assert row.verdict == "PCSKM (unthresholded) worse"
+    no_reference = preregistered.reference_arm(_results(np.random.default_rng(7))[0], plan,
+                                               prereg)
+    assert no_reference.empty
+    as_rule = SimpleNamespace(rule="unthresholded", focus="PCSKM", level="dataset",
+                              alpha=0.05)
+    assert preregistered.reference_arm(results, plan, as_rule).empty
 
 
 def test_the_report_leads_with_the_primary_tests(computed, tmp_path):

@@ -754,14 +754,22 @@ def _cell_sample(doc, results, out, written):
         "a table with the same columns.")
 
 
-def _primary_tests(results, found, tests, prereg):
-    """The tests of the pre-registered focus: ``tests`` when the report's focus is it, else
-    the analyses of its own plan (``pcskm report --focus`` asked for another)."""
+def _primary_plan(results, found, prereg):
+    """The Analysis-1 plan of the pre-registered focus: the report's when its focus is it,
+    else its own (``pcskm report --focus`` asked for another); None without the focus."""
     if found.plan is not None and found.plan.focus == prereg.focus:
-        return tests
+        return found.plan
     if prereg.focus not in performance.algorithms(results):
+        return None
+    return statistics.study_plan(results, prereg.focus)
+
+
+def _primary_tests(results, found, tests, plan):
+    """The tests of the pre-registered focus's ``plan``: the report's ``tests`` when the
+    plan is the report's."""
+    if plan is None:
         return pd.DataFrame()
-    return statistics.analyses(results, statistics.study_plan(results, prereg.focus))[0]
+    return tests if plan is found.plan else statistics.analyses(results, plan)[0]
 
 
 def _with_verdict(table, tests):
@@ -777,7 +785,8 @@ def _preregistered(doc, results, found, tests, prereg, out, written):
     if prereg.post_hoc:
         doc.paragraph(f"**POST-HOC CHANGE: {prereg.post_hoc}.** Read the analysis below as "
                       "chosen after the results.")
-    all_tests = _primary_tests(results, found, tests, prereg)
+    plan = _primary_plan(results, found, prereg)
+    all_tests = _primary_tests(results, found, tests, plan)
     primary, sensitivity = preregistered.analyses(all_tests, prereg, results.selections)
     _csv(primary, out, "preregistered_tests.csv", written)
     _csv(sensitivity, out, "sensitivity_tests.csv", written)
@@ -816,11 +825,28 @@ def _preregistered(doc, results, found, tests, prereg, out, written):
         doc.paragraph(f"With {n} data set{'s' if n > 1 else ''}, no exact two-sided p can be "
                       f"below 2 / 2^{n} = {2 / 2 ** n:.3g}.")
     doc.table(_with_verdict(_test_table(primary), primary))
+    first = 2
+    reference = (preregistered.reference_arm(results, plan, prereg) if plan is not None
+                 else pd.DataFrame())
+    if not reference.empty:
+        _csv(reference, out, "reference_arm_tests.csv", written)
+        doc.heading("0.2 Reference arm: nothing thresholded", level=3)
+        doc.paragraph(
+            f"{prereg.focus} with s chosen by `{preregistered.REFERENCE}` (the path's first s "
+            "at which no weight is zero; docs/method/selection.md §6) against "
+            f"{prereg.focus} under {prereg.rule}, the same test at the same level, not "
+            "adjusted and not in the primary family: a difference in favour of "
+            f"{prereg.rule} is what sparsity adds to the constraints and the weighting. "
+            f"{prereg.focus} under `{preregistered.REFERENCE}` against each other algorithm "
+            "is its sensitivity section below. All columns: `reference_arm_tests.csv`.")
+        doc.table(_with_verdict(_test_table(reference), reference))
+        first = 3
     doc.paragraph(
-        "Sections 0.2 on: the same tests under every other selection of s of the cube, each "
-        "with Holm over its own tests: sensitivity analyses, not the pre-registered result "
-        "(`paper` and `oracle` read the test labels). All columns: `sensitivity_tests.csv`.")
-    for number, selection in enumerate(sensitivity.selection.unique(), 2):
+        f"Sections 0.{first} on: the same tests under every other selection of s of the "
+        "cube, each with Holm over its own tests: sensitivity analyses, not the "
+        "pre-registered result (`paper` and `oracle` read the test labels). All columns: "
+        "`sensitivity_tests.csv`.")
+    for number, selection in enumerate(sensitivity.selection.unique(), first):
         part = sensitivity[sensitivity.selection == selection]
         doc.heading(f"0.{number} Sensitivity analysis: {selection}", level=3)
         doc.paragraph(SELECTION_TITLES.get(selection, selection))

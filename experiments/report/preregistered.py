@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import inference
+from . import inference, statistics
 
 # the pre-registered level -> the level of statistics.LEVELS
 LEVELS = {"dataset": "datasets", "case": "cases"}
@@ -107,3 +107,20 @@ def analyses(tests, preregistration, selections):
     sensitivity = (pd.concat(others, ignore_index=True) if others
                    else pd.DataFrame(columns=COLUMNS))
     return primary, sensitivity
+
+
+REFERENCE = "unthresholded"
+
+
+def reference_arm(results, plan, preregistration):
+    """The reference arm (docs/method/selection.md §6): the focus of ``plan`` under
+    "unthresholded" against itself under the pre-registered rule, at the pre-registered
+    level, with its verdict at ``alpha`` on the unadjusted p (it is not in the primary
+    family). Empty when the cube lacks either selection or the rule is "unthresholded"."""
+    p = preregistration
+    if p.rule == REFERENCE:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = statistics.selection_test(results, plan, REFERENCE, p.rule)
+    rows = rows[rows.level == LEVELS[p.level]].copy()
+    rows["verdict"] = [verdict(row, p.alpha) for row in rows.itertuples()]
+    return rows.reindex(columns=COLUMNS).reset_index(drop=True)

@@ -203,6 +203,41 @@ COLUMNS = ["selection", "level", "analysis", "test", "x", "y", "n_cases", "dropp
            "hl_estimate", "hl_low", "hl_high", "hl_confidence", "rank_biserial"]
 
 
+def _analysis1_cases(plan):
+    return [{"init": i, "kind": k, "family": f} for i, k in plan.settings
+            for f in plan.datasets]
+
+
+def _holm_by_level(tests):
+    """``tests`` sorted by level, with Holm's adjustment over the tests of each level."""
+    tests["level"] = pd.Categorical(tests.level, categories=list(LEVELS), ordered=True)
+    tests = tests.sort_values("level", kind="stable").reset_index(drop=True)
+    tests["level"] = tests.level.astype(str)
+    for level in LEVELS:  # Holm's family: the tests of this selection and level with a p
+        rows = tests.level == level
+        tests.loc[rows, "p_holm"] = inference.holm(tests.loc[rows, "p_value"].to_numpy())
+        tests.loc[rows, "holm_m"] = int(tests.loc[rows, "p_value"].notna().sum())
+    tests["holm_m"] = tests.holm_m.astype(int)
+    return tests
+
+
+def selection_test(results, plan, x_selection, y_selection):
+    """Analysis 3, the reference arm (docs/method/selection.md §6): ``plan.focus`` under
+    ``x_selection`` (x) against itself under ``y_selection`` (y) on the cases of Analysis 1,
+    at both levels, with the columns of :func:`analyse_selection` (``selection`` is
+    ``x_selection``; the bootstrap's key (6, 3, 1)). One test per level: Holm leaves its p
+    as it is. Empty when the cube has no such selection."""
+    values, complete = case_values(results)
+    if not {x_selection, y_selection} <= set(map(str, values.selection.values)):
+        return pd.DataFrame(columns=COLUMNS)
+    x_label, y_label = (f"{plan.focus} ({name})" for name in (x_selection, y_selection))
+    pairs = _pairs(values, complete, _analysis1_cases(plan),
+                   {"algorithm": plan.focus, "selection": x_selection},
+                   {"algorithm": plan.focus, "selection": y_selection})
+    rows = _test_rows(3, 1, f"{x_label} vs {y_label}", x_label, y_label, pairs)
+    return _holm_by_level(pd.DataFrame(rows).assign(selection=x_selection))[COLUMNS]
+
+
 def analyse_selection(selection, values, complete, plan=PAPER):
     """The analyses of ``plan`` on the case values of one selection (``values``,
     ``complete``: V and whether it is complete, per family, algorithm, init and kind; see
@@ -210,8 +245,7 @@ def analyse_selection(selection, values, complete, plan=PAPER):
     (level, test) with Holm's adjustment over the tests of each level (the paper's plan:
     seven), the cases one row per case and test with x, y and the state of the case."""
     tests, case_rows = [], []
-    cases1 = [{"init": i, "kind": k, "family": f} for i, k in plan.settings
-              for f in plan.datasets]
+    cases1 = _analysis1_cases(plan)
     for number, other in enumerate(plan.others, 1):
         pairs = _pairs(values, complete, cases1, {"algorithm": plan.focus},
                        {"algorithm": other})
@@ -227,15 +261,7 @@ def analyse_selection(selection, values, complete, plan=PAPER):
         case_rows.append(pairs.assign(analysis=2, test=name))
     if not tests:
         return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
-    tests = pd.DataFrame(tests).assign(selection=str(selection))
-    tests["level"] = pd.Categorical(tests.level, categories=list(LEVELS), ordered=True)
-    tests = tests.sort_values("level", kind="stable").reset_index(drop=True)
-    tests["level"] = tests.level.astype(str)
-    for level in LEVELS:  # Holm's family: the tests of this selection and level with a p
-        rows = tests.level == level
-        tests.loc[rows, "p_holm"] = inference.holm(tests.loc[rows, "p_value"].to_numpy())
-        tests.loc[rows, "holm_m"] = int(tests.loc[rows, "p_value"].notna().sum())
-    tests["holm_m"] = tests.holm_m.astype(int)
+    tests = _holm_by_level(pd.DataFrame(tests).assign(selection=str(selection)))
     cases = pd.concat(case_rows, ignore_index=True).assign(selection=str(selection))
     return tests[COLUMNS], cases
 
