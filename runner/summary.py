@@ -128,6 +128,11 @@ def status_text(path, found=None):
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = [f"store {path}: spec {store.attrs.get('spec_name')} "
              f"(hash {str(store.attrs.get('spec_hash'))[:12]})", CELLS_AND_FITS + "."]
+    prereg = store.attrs.get("preregistration")
+    if prereg:
+        lines.insert(1, f"pre-registered (recorded with the cells): rule {prereg['rule']}, "
+                        f"focus {prereg['focus']}, level {prereg['level']}, alpha "
+                        f"{prereg['alpha']:g}; hypotheses and tests: pcskm report, section 0")
     for i, row in enumerate(table):
         lines.append("  ".join(cell.ljust(w) if j < 2 else cell.rjust(w)
                                for j, (cell, w) in enumerate(zip(row, widths, strict=True))))

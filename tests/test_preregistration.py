@@ -133,6 +133,13 @@ def test_pcskm_run_names_the_old_and_new_preregistration(computed, tmp_path):
     assert "rule = 'honest'" in out.stderr and "rule = 'satisfied-median'" in out.stderr
 
 
+def test_pcskm_status_names_the_preregistration(computed):
+    out = pcskm("status", computed)
+    assert out.returncode == 0, out.stderr
+    assert ("pre-registered (recorded with the cells): rule honest, focus PCKM, level "
+            "dataset, alpha 0.05") in out.stdout
+
+
 def test_a_store_with_nothing_computed_takes_a_new_preregistration(tmp_path):
     store = tmp_path / "empty.zarr"
     prepare(store, _tiny())
