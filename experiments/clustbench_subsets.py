@@ -6,7 +6,8 @@ Stratified 10-fold cross-validation needs at least 10 points per class (§8.4); 
 uci/glass and uci/yeast have classes of 2 to 9 points. These loaders read the set as a
 ``source = "clustbench:uci/NAME"`` table does and leave out every class with fewer than
 :data:`MIN_CLASS_SIZE` points. :func:`statlog_50` keeps 50 points per class of uci/statlog,
-as the paper's digits subsets do, drawn from the key of the spec-defined set ``uci-statlog``.
+as the paper's digits subsets do, drawn from the key of the spec-defined set ``uci-statlog``;
+:func:`yeast_50` keeps at most 50 per class of uci/yeast (its smaller classes whole).
 """
 
 import numpy as np
@@ -53,18 +54,32 @@ def yeast():
 
 
 STATLOG_NAME = "uci-statlog"
+YEAST_NAME = "uci-yeast"
+
+
+def _per_class(full, name, at_most=False):
+    """``full`` reduced to :data:`PER_CLASS` points per class (``at_most``: a smaller class
+    whole), drawn from the key (4, 0, sub) of the spec-defined set ``name`` (sub its name's
+    UTF-8 bytes, docs/method/datasets.md §8.2)."""
+    sub = int.from_bytes(name.encode("utf-8"), "big")
+    rows = stratified_rows(full.y, PER_CLASS, generator(DATA_SEED, (4, SPEC_CODE, sub)),
+                           at_most=at_most)
+    count = f"at most {PER_CLASS}" if at_most else f"{PER_CLASS}"
+    return Dataset(
+        name=name, X=full.X[rows], y=full.y[rows], feature_names=full.feature_names,
+        uninformative=None,
+        description=f"{full.description}; {count} points per class drawn from the key "
+        f"(4, {SPEC_CODE}, {sub})", source=full.source, code=full.code, subset=full.subset,
+    )
 
 
 def statlog_50():
     """uci/statlog (2310 points, 7 classes of 330) reduced to 50 points per class: 350
-    points, drawn from the key (4, 0, sub) of the spec-defined set ``uci-statlog`` (sub its
-    name's UTF-8 bytes, docs/method/datasets.md §8.2)."""
-    full = without_small_classes("clustbench:uci/statlog")
-    sub = int.from_bytes(STATLOG_NAME.encode("utf-8"), "big")
-    rows = stratified_rows(full.y, PER_CLASS, generator(DATA_SEED, (4, SPEC_CODE, sub)))
-    return Dataset(
-        name=STATLOG_NAME, X=full.X[rows], y=full.y[rows], feature_names=full.feature_names,
-        uninformative=None,
-        description=f"{full.description}; {PER_CLASS} points per class drawn from the key "
-        f"(4, {SPEC_CODE}, {sub})", source=full.source, code=full.code, subset=full.subset,
-    )
+    points."""
+    return _per_class(without_small_classes("clustbench:uci/statlog"), STATLOG_NAME)
+
+
+def yeast_50():
+    """uci/yeast without its class of 5 points (:func:`yeast`), at most 50 points per class:
+    379 points, 9 classes (those of 20, 30, 35 and 44 points whole)."""
+    return _per_class(yeast(), YEAST_NAME, at_most=True)

@@ -163,11 +163,16 @@ def _iris(_data_dir):
 PER_CLASS = 50  # the paper's digits subsets: 50 points per class (datasets.md §3)
 
 
-def stratified_rows(y, per_class, rng):
+def stratified_rows(y, per_class, rng, at_most=False):
     """The sorted row indices of ``per_class`` points of every class of ``y``, drawn without
-    replacement class after class (class 0 first) from ``rng`` (docs/method/datasets.md §4.2)."""
-    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == label), per_class,
-                                              replace=False) for label in np.unique(y)]))
+    replacement class after class (class 0 first) from ``rng`` (docs/method/datasets.md §4.2).
+    With ``at_most``, a class of ``per_class`` points or fewer is kept whole (no draw)."""
+    rows = []
+    for label in np.unique(y):
+        members = np.flatnonzero(y == label)
+        rows.append(members if at_most and len(members) <= per_class
+                    else rng.choice(members, per_class, replace=False))
+    return np.sort(np.concatenate(rows))
 
 
 OPTDIGITS_CLASSES = (0, 4, 8)  # the triple of the paper's digits048 (datasets.md §4.2)

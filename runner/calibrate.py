@@ -9,25 +9,28 @@ fits, the PCKM clusterings and s paths (``algorithms._sparse.FitCache``).
 Timing settings one by one and taking the sharing off afterwards priced the shared work in
 one mix of cells and not another (docs/guide/paper-study.md, Estimating).
 
-A probe evaluates one run of the group at the lowest, middle and highest percentage of the
-spec (folds 1-3 each; the costs grow with the constraint count and the percentage grid is
-evenly spaced, so their mean is the mean over the grid): once untimed the first time
-(loading, Numba caches), then timed, in rounds over the group's runs (every group once per
-round, the largest groups first) while the budget lasts, at most ``MAX_ROUNDS``; a group
-costs the mean of the middle 60 % of its rounds. Timing noise of millisecond probes on a
-shared machine is large and one-sided; a plain median leaves out the runs that really take
-more iterations (checked against the measured compute of a partial run of the paper spec:
-the median was 15 % low, the plain mean up to 12 % high). A group without a probe gets the
-mean cost per unit of work of the probed groups. LKM and SKM with a fixed init fit once per
-task and reuse that fit for every cell, so a probe times that fit apart: a task costs its
-fits plus its cells. Times are CPU time of this process: the estimate is the compute of an
-otherwise idle core.
+A probe evaluates one run of the group at the lowest, middle and highest percentage of the spec
+(folds 1-3 each; the costs grow with the constraint count and the percentage grid is evenly
+spaced, so their mean is the mean over the grid): once untimed the first time (loading, Numba
+caches), then timed, in rounds over the group's runs (every group once per round, the largest
+groups first) while the budget lasts, at most ``MAX_ROUNDS``; a group costs the mean of the
+middle 60 % of its rounds. The groups of the most work (samples times :func:`_units`, which
+counts the constraints) are timed first. Timing noise of millisecond probes on a shared machine
+is large and one-sided; a plain median leaves out the runs that really take more iterations
+(checked against the measured compute of a partial run of the paper spec: the median was 15 %
+low, the plain mean up to 12 % high). A group without a probe gets the mean cost per unit of
+work of the probed groups, and the dry run says how much of the estimate they make. LKM and SKM
+with a fixed init fit once per task and reuse that fit for every cell, so a probe times that
+fit apart: a task costs its fits plus its cells. Times are CPU time of this process: the
+estimate is the compute of an otherwise idle core.
 """
 
 import statistics
 import time
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import numpy as np
 
 from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
@@ -48,6 +51,7 @@ class Estimate:
     n_probes: int
     n_groups: int
     probe_seconds: float
+    extrapolated_seconds: float = 0.0  # of core_seconds, in groups without a probe
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class _SettingKey(NamedTuple):
 class _GroupKey(NamedTuple):
     n_points: int
     n_features: int
+    n_clusters: int
+    n_constraints: float  # per sample, the mean over the spec's percentages
     kind: str
     settings: tuple  # a _SettingKey per setting of the task
     with_cv: bool  # the samples of runs with CV scores
@@ -86,16 +92,25 @@ def _has_cv(settings, run):
     return any(setting.has_cv(run) for setting in settings)
 
 
-def _parts(task, view):
+def mean_constraints(n_points, spec):
+    """The mean constraint count of a sample over the spec's percentages: P1 pct / 100 with
+    P1 = t(t - 1) / 2 pairs of the t training points of a fold (docs/method/protocol.md §4),
+    t about n (K - 1) / K for K folds."""
+    t = n_points * (spec.n_folds - 1) / spec.n_folds
+    return t * (t - 1) / 2 * float(np.mean(spec.percentages)) / 100
+
+
+def _parts(task, view, spec):
     """The groups of ``task``: ``(key, n_samples)`` for its constraint samples in runs with
     CV scores and in runs without."""
     attrs = view.layout.groups[task.dataset].attrs
     settings = tuple(_setting_key(setting) for setting in task.settings)
     runs = [run for block in task.blocks for run in block.runs]
     with_cv = sum(_has_cv(task.settings, run) for run in runs) * len(task.fold_list)
-    return [(_GroupKey(attrs["n_samples"], attrs["n_features"], task.blocks[0].kind, settings,
-                       cv), n)
-            for cv, n in ((True, with_cv), (False, task.n_samples - with_cv)) if n]
+    n = attrs["n_samples"]
+    return [(_GroupKey(n, attrs["n_features"], attrs["n_clusters"], mean_constraints(n, spec),
+                       task.blocks[0].kind, settings, cv), count)
+            for cv, count in ((True, with_cv), (False, task.n_samples - with_cv)) if count]
 
 
 def _seconds(function, *args):
@@ -124,9 +139,14 @@ def _trimmed_mean(values):
 
 
 def _units(key):
-    """Points times s entries of every setting of a group: its work per sample, for a group
-    without a probe."""
-    return key.n_points * sum(max(setting.n_sparsity, 1) for setting in key.settings)
+    """The work of a sample of a group, to order the probes and to price a group without
+    one: an iteration of a fit costs about (points + constraints) x clusters x features
+    (distances of every point, penalties of every constraint, to every centre), times the s
+    entries of every setting. Points times s entries alone, without the constraints, priced
+    the largest data sets of the extended spec (yeast's 1,479 points, 88,000 constraints at
+    10 %) at a fifth of their cost (docs/guide/paper-study.md, Estimating)."""
+    return ((key.n_points + key.n_constraints) * key.n_clusters * key.n_features
+            * sum(max(setting.n_sparsity, 1) for setting in key.settings))
 
 
 def _task_seconds(parts, costs, rate):
@@ -154,7 +174,8 @@ def _probe_groups(tasks, parts, spec, budget_seconds):
             groups[key][3] += n_samples * len(task.settings)
     ordered = sorted(spec.percentages)
     percents = tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
-    order = sorted(groups, key=lambda key: -groups[key][3])
+    # the groups of the most work first, so that a short budget times those that weigh most
+    order = sorted(groups, key=lambda key: -groups[key][3] * _units(key))
     start = time.perf_counter()
     samples = {}
     for round_, key in ((r, key) for r in range(MAX_ROUNDS) for key in order):
@@ -172,18 +193,23 @@ def _probe_groups(tasks, parts, spec, budget_seconds):
 def estimate(tasks, view, spec, budget_seconds=60.0):
     """Estimated one-core compute time of ``tasks``, in all and task by task (an
     :class:`Estimate`)."""
-    parts = [_parts(task, view) for task in tasks]
+    parts = [_parts(task, view, spec) for task in tasks]
     costs, probe_seconds, n_groups = _probe_groups(tasks, parts, spec, budget_seconds)
-    # unprobed groups: seconds per (sample x points x s entries) of the probed ones
+    # unprobed groups: seconds per (sample x unit of work) of the probed ones
     rate = sum(costs[k].per_sample / _units(k) for k in costs) / max(len(costs), 1)
     seconds = [_task_seconds(task_parts, costs, rate) for task_parts in parts]
+    priced = [_task_seconds([(key, n) for key, n in task_parts if key not in costs], {}, rate)
+              for task_parts in parts]
     return Estimate(core_seconds=sum(seconds), task_seconds=seconds, n_probes=len(costs),
-                    n_groups=n_groups, probe_seconds=probe_seconds)
+                    n_groups=n_groups, probe_seconds=probe_seconds,
+                    extrapolated_seconds=sum(priced))
 
 
 _FRESH_WORKER = """
 import pickle, sys
 import distributed
+import numpy as np
+
 from pcskm.experiments import cells
 from pcskm.runner.preload import import_files
 preload, tasks = pickle.load(sys.stdin.buffer)

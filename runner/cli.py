@@ -133,6 +133,10 @@ def _dry_run(args, spec, store, selection):
                else 0.0)
     print(f"calibration: {result.n_probes} of {result.n_groups} task groups timed in "
           f"{result.probe_seconds:.1f} s on this machine")
+    if result.n_probes < result.n_groups and result.core_seconds > 0:
+        print(f"calibration: the {result.n_groups - result.n_probes} groups not timed are "
+              f"priced from the timed ones, {result.extrapolated_seconds / result.core_seconds:.0%}"
+              " of the estimated compute: a larger --calibration-seconds times more of them")
     print(f"estimated compute: {duration(result.core_seconds)} on one core "
           f"({result.core_seconds / 3600:.2f} core-hours)")
     # Calibrated compute over (workers x run time): 0.92, the mean of the six runs on 2 local

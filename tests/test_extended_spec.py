@@ -249,12 +249,14 @@ def test_uci_sets_are_the_battery_without_classes_below_the_folds(spec, loaded, 
                             if c != 0 and (labels == c).sum() >= spec.n_folds])
     X, labels = X[keep], labels[keep]
     data = loaded[f"uci-{name}"]
-    if name == "statlog":  # 50 points per class
-        assert len(labels) == STATLOG_N
+    if name in ("statlog", "yeast"):  # 50 points per class (yeast: at most 50)
+        if name == "statlog":
+            assert len(labels) == STATLOG_N
         battery = Counter(zip(map(tuple, X), labels, strict=True))
         drawn = Counter(zip(map(tuple, data.X), np.unique(labels)[data.y], strict=True))
         assert not drawn - battery  # every point drawn is a point of the battery
-        assert np.bincount(data.y).tolist() == [PER_CLASS] * 7
+        assert np.bincount(data.y).tolist() == [min(PER_CLASS, int((labels == c).sum()))
+                                                for c in np.unique(labels)]
         return
     np.testing.assert_array_equal(data.X, X)
     # relabelled by sorted value to 0..k-1, the order of the classes kept
@@ -282,6 +284,25 @@ def test_subsamples_are_50_per_class_drawn_from_their_keys(loaded):
     first, again = statlog_50(), statlog_50()
     np.testing.assert_array_equal(first.X, again.X)
     np.testing.assert_array_equal(first.X, loaded["uci-statlog"].X)
+
+
+def test_yeast_keeps_at_most_50_per_class_drawn_from_its_key(loaded, clustbench_dir):
+    """uci-yeast: the battery's classes of 10 points or more, each class of more than 50
+    points reduced to 50 drawn with the key (4, 0, sub) of the spec-defined set (sub: the
+    name's UTF-8 bytes), class after class; the smaller classes whole."""
+    X, labels = _raw_clustbench(clustbench_dir, "yeast")
+    kept = [c for c in np.unique(labels) if c != 0 and (labels == c).sum() >= 10]
+    sub = int.from_bytes(b"uci-yeast", "big")
+    rng = np.random.default_rng(np.random.SeedSequence(DATA_SEED, spawn_key=(4, 0, sub)))
+    rows = []
+    for c in kept:
+        members = np.flatnonzero(labels == c)
+        rows.extend(members if len(members) <= 50 else rng.choice(members, 50, replace=False))
+    rows = np.sort(rows)
+    data = loaded["uci-yeast"]
+    np.testing.assert_array_equal(data.X, X[rows])
+    np.testing.assert_array_equal(np.array(kept)[data.y], labels[rows])
+    assert len(rows) == 379
 
 
 def test_every_fold_has_enough_pairs_of_each_kind(spec, loaded):
