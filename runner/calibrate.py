@@ -143,7 +143,7 @@ def _units(key):
     one: an iteration of a fit costs about (points + constraints) x clusters x features
     (distances of every point, penalties of every constraint, to every centre), times the s
     entries of every setting. Points times s entries alone, without the constraints, priced
-    the largest data sets of the extended spec (yeast's 1,479 points, 88,000 constraints at
+    the largest data sets of the extended spec (yeast's 1,479 points, 88,778 constraints at
     10 %) at a fifth of their cost (docs/guide/paper-study.md, Estimating)."""
     return ((key.n_points + key.n_constraints) * key.n_clusters * key.n_features
             * sum(max(setting.n_sparsity, 1) for setting in key.settings))
