@@ -12,8 +12,8 @@ one mix of cells and not another (docs/guide/paper-study.md, Estimating).
 A probe evaluates one run of the group at the lowest, middle and highest percentage of the spec
 (folds 1-3 each; the costs grow with the constraint count and the percentage grid is evenly
 spaced, so their mean is the mean over the grid): once untimed the first time (loading, Numba
-caches), then timed, in rounds over the group's runs (every group once per round, the largest
-groups first) while the budget lasts, at most ``MAX_ROUNDS``; a group costs the mean of the
+caches), then timed, in rounds over the group's runs (every group once per round) while the
+budget lasts, at most ``MAX_ROUNDS``; a group costs the mean of the
 middle 60 % of its rounds. The groups of the most work (samples times :func:`_units`, which
 counts the constraints) are timed first. Timing noise of millisecond probes on a shared machine
 is large and one-sided; a plain median leaves out the runs that really take more iterations
@@ -142,9 +142,9 @@ def _units(key):
     """The work of a sample of a group, to order the probes and to price a group without
     one: an iteration of a fit costs about (points + constraints) x clusters x features
     (distances of every point, penalties of every constraint, to every centre), times the s
-    entries of every setting. Points times s entries alone, without the constraints, priced
-    the largest data sets of the extended spec (yeast's 1,479 points, 88,778 constraints at
-    10 %) at a fifth of their cost (docs/guide/paper-study.md, Estimating)."""
+    entries of every setting. Points times s entries alone left the constraints out, and
+    priced the untimed yeast of the extended spec (1,479 points, 88,778 constraints at 10 %)
+    far below its cost (docs/guide/paper-study.md, Estimating)."""
     return ((key.n_points + key.n_constraints) * key.n_clusters * key.n_features
             * sum(max(setting.n_sparsity, 1) for setting in key.settings))
 

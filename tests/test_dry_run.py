@@ -46,3 +46,44 @@ def test_process_age_counts_from_the_process_start():
     after = calibrate.process_age_seconds()
     assert after >= before + 0.05 - 0.02
     assert after >= time.time() - mark - 0.02
+
+
+def test_a_short_budget_times_the_group_of_most_work_and_says_what_it_priced(monkeypatch,
+                                                                             tmp_path):
+    """Two data sets, iris (150 points, 4 features) and brodinova-5-45 (120 points, 50
+    features): the latter's group has the most work (points + constraints) x clusters x
+    features x s entries, computed here by hand from the protocol's constraint count, so a
+    budget of one probe times it; the other group is priced from it per unit of work and is
+    reported as the estimate's extrapolated part."""
+    from cubes import tiny_spec
+
+    from pcskm.experiments.spec import parse_spec
+
+    text = (tiny_spec("two-sets").replace('["iris"]', '["iris", "brodinova-5-45"]')
+            .replace('["LKM"]', '["SKM"]'))
+    spec = parse_spec(text)
+    view = CubeView.planned(tmp_path / "never.zarr", spec)
+    tasks = plan(spec, view).tasks
+    probed = []
+
+    def probe(settings, kind, percents, run, warm):
+        probed.append(settings[0].dataset)
+        return calibrate._Cost(per_sample=2.0, per_task=0.0)
+
+    clock = iter(range(100))
+    monkeypatch.setattr(calibrate, "_probe", probe)
+    monkeypatch.setattr(calibrate.time, "perf_counter", lambda: next(clock))
+    found = calibrate.estimate(tasks, view, spec, budget_seconds=1.5)  # one probe
+    work = {}
+    for name in spec.datasets:
+        group = view.layout.groups[name]
+        n, p, k = (group.attrs[key] for key in ("n_samples", "n_features", "n_clusters"))
+        t = n * 9 / 10  # training points of a fold
+        m = t * (t - 1) / 2 * 1 / 100  # constraints at 1 % (docs/method/protocol.md §4)
+        work[name] = (n + m) * k * p * len(group.sparsity[:-1])
+    assert probed == [max(work, key=work.get)] == ["brodinova-5-45"]
+    assert (found.n_probes, found.n_groups) == (1, 2)
+    other = [s for s, task in zip(found.task_seconds, tasks, strict=True)
+             if task.dataset == "iris"]
+    assert found.extrapolated_seconds == pytest.approx(sum(other))
+    assert 0 < found.extrapolated_seconds < found.core_seconds
