@@ -3,6 +3,7 @@ subprocess."""
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -78,12 +79,22 @@ class Progress:
         return self.text()
 
 
+def ctrl_c_as_in_a_terminal():
+    """Run in the child before ``exec`` (``preexec_fn``): SIGINT's default action, as a
+    terminal's foreground job has it. A process started in the background of a
+    non-interactive shell (``pytest ... &``) ignores SIGINT, its children inherit that, and a
+    ``pcskm run`` started with SIGINT ignored keeps ignoring it (docs/reference/cli.md,
+    Interrupting)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def signal_mid_run(arguments, sig, cwd, wait=120):
     """Start ``pcskm ARGUMENTS`` in a process group of its own (as a terminal starts it), send
     ``sig`` to the whole group (client and workers) once its progress bar shows computed
     cells, and return ``(returncode, stderr)`` once it has ended."""
     process = subprocess.Popen([sys.executable, "-m", "pcskm.runner.cli", *map(str, arguments)],
-                               cwd=cwd, stderr=subprocess.PIPE, start_new_session=True)
+                               cwd=cwd, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=ctrl_c_as_in_a_terminal)
     progress = Progress(process)
     deadline = time.monotonic() + wait
     while progress.cells() == 0 and process.poll() is None and time.monotonic() < deadline:

@@ -40,10 +40,6 @@ def test_defaults_are_the_quick_spec_and_its_store():
     assert args.spec == "quick" and args.store is None
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known race, to fix: on the slower VM of 2026-11-28, in three whole-suite runs, the SIGINT "
-    "sent once the bar showed computed cells did not stop the run (it ended with 0); alone the "
-    "test passes"))
 def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path):
     """Ctrl-C (SIGINT to the whole process group, workers included, as a terminal sends it)
     once the progress bar shows computed cells: the results received so far are written and

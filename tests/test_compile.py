@@ -76,7 +76,7 @@ def test_the_client_says_when_its_workers_compile(tmp_path):
     import signal
     import time
 
-    from cubes import Progress
+    from cubes import Progress, ctrl_c_as_in_a_terminal
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0",
@@ -84,7 +84,7 @@ def test_the_client_says_when_its_workers_compile(tmp_path):
         process = subprocess.Popen(
             [sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--only", ONLY,
              "--store", str(tmp_path / "s.zarr"), "--scheduler", cluster.scheduler_address],
-            cwd=tmp_path, stderr=subprocess.PIPE)
+            cwd=tmp_path, stderr=subprocess.PIPE, preexec_fn=ctrl_c_as_in_a_terminal)
         progress = Progress(process)
         try:
             deadline = time.monotonic() + 300
