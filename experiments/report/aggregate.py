@@ -251,13 +251,11 @@ def _combine_families(results):
         members = results.family_members.get(family.label)
         if not members:
             continue
-        n_members = family.n_members if members[0] in family.members else len(members)
         per_member = [results.by_dataset[name] for name in members]
-        combined.append(selection.combine(per_member, n_members).expand_dims(
-            family=[family.label]))
+        combined.append(selection.combine(per_member).expand_dims(family=[family.label]))
         if all(name in results.weight_means for name in members):
             results.family_weights[family.label] = weights.combine(
-                [results.weight_means[name] for name in members], n_members)
+                [results.weight_means[name] for name in members])
     if combined:
         results.families = xr.concat(
             combined, dim="family", join="outer",

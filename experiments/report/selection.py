@@ -281,11 +281,14 @@ def per_s_summary(fits):
 COUNTS = ("n_cells", "n_expected", "n_failed")
 
 
-def combine(per_member, n_members):
+def combine(per_member):
     """Aggregates of a family from its members' ``summaries`` (a list): means over the
     subsets (docs/method/protocol.md §9, digits), counts summed, ``f_std`` over runs of the
-    subset-averaged run means, ``n_subsets`` with a value, and ``complete`` (every member
-    in the cube and every expected cell computed)."""
+    subset-averaged run means, ``n_subsets`` with a value, and ``complete`` (every expected
+    cell of every member computed). The members are the family's groups in the cube, which
+    holds every data set of its spec: a spec that names some of a family's subsets (the
+    extended spec's one digits subset) expects those, and its family is complete when they
+    are computed (docs/method/protocol.md §9, digits)."""
     stacked = xr.concat(per_member, dim="subset", join="outer",
                         fill_value={**{name: 0 for name in COUNTS},
                                     "f_mean": np.nan, "run_mean": np.nan})
@@ -297,8 +300,5 @@ def combine(per_member, n_members):
             "n_subsets": stacked.f_mean.notnull().sum("subset"),
             **{name: stacked[name].sum("subset") for name in COUNTS},
         })
-    out["complete"] = ((out.n_cells == out.n_expected) & (out.n_expected > 0)
-                       & (len(per_member) == n_members))
-    out["n_members"] = n_members
-    out["n_present"] = len(per_member)
+    out["complete"] = (out.n_cells == out.n_expected) & (out.n_expected > 0)
     return out

@@ -143,9 +143,10 @@ def _at_selected(group, keep, fits, selected, rule):
     }, coords={**coords, "feature": group.feature})
 
 
-def combine(per_member, n_members):
+def combine(per_member):
     """A family's mean weights: per member total / n_fits, then the mean over members (the
-    digits subsets); ``n_fits`` summed, ``complete`` when every member is present."""
+    digits subsets in the cube, :func:`pcskm.experiments.report.selection.combine`);
+    ``n_fits`` summed."""
     with quiet():
         member_means = [m.total / m.n_fits.where(m.n_fits > 0) for m in per_member]
         stacked = xr.concat(member_means, dim="subset", join="outer")
@@ -158,7 +159,7 @@ def combine(per_member, n_members):
     return out.assign_coords(uninformative=first.uninformative,
                              feature_name=first.feature_name).assign_attrs(
         feature_quality=first.attrs.get("feature_quality", ""),
-        complete=len(per_member) == n_members, weights_at=first.attrs["weights_at"])
+        weights_at=first.attrs["weights_at"])
 
 
 def pooled(member, dims):
