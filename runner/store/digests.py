@@ -71,7 +71,6 @@ def read_document(file):
     return document, None
 
 
-
 def _digests(store, attrs):
     """The record of the store at ``store`` as its files are now, its root attributes being
     ``attrs``."""
@@ -94,7 +93,6 @@ def record_metadata(store, attrs=None):
     if wanted != stored:
         root.attrs.put(wanted)
         consolidate(store)
-
 
 
 def consolidate(path):

@@ -59,7 +59,6 @@ def json_copy(value):
     return json.loads(json.dumps(value))
 
 
-
 @dataclass(frozen=True)
 class GroupLayout:
     """The coordinates and attributes of one data set's group."""
