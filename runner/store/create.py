@@ -188,8 +188,9 @@ def build_beside(path, layout, spec, history=(), runs=(), fill=None):
     (if given) copies the records of the store it replaces, then a new store is renamed to
     ``<store>``, or an existing one is swapped: renamed to ``<store>.old``, the new one
     renamed to ``<store>``, ``.old`` deleted. An interruption at any step leaves the old
-    store (or none) or the new one intact (:func:`.preparation.prepare` recovers it first); a write
-    that fails (a full disk) deletes the unfinished copy and leaves the store as it was."""
+    store (or none) or the new one intact (:func:`.preparation.prepare` finishes or undoes it
+    first); a write that fails (a full disk) deletes the unfinished copy and leaves the store
+    as it was."""
     path = Path(path)
     rebuild, backup = path.with_name(path.name + ".rebuild"), path.with_name(path.name + ".old")
     try:

@@ -303,6 +303,7 @@ def layout_of(root, path):
 
 
 def positions(old, new):
+    """The position in ``new`` of each value of ``old``; -1 where ``new`` lacks it."""
     lookup = {value: i for i, value in enumerate(new)}
     return np.array([lookup.get(value, -1) for value in old], dtype=np.int64)
 
