@@ -99,7 +99,7 @@ def paper_tasks(dataset, kinds, percents, runs, spec="paper"):
     ``runs``, all folds."""
     from pcskm.experiments.cells import Block, Task
     from pcskm.experiments.spec import load_spec
-    from pcskm.runner.cube import CubeView, applicable
+    from pcskm.runner.store import CubeView, applicable
     from pcskm.runner.tasks import settings
 
     spec = load_spec(spec)

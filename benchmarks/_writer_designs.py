@@ -34,8 +34,7 @@ import time
 import numpy as np
 import zarr
 
-from pcskm.runner.cube import COMPRESSORS
-from pcskm.runner.writer import block_records, carried_scores, score_names
+from pcskm.runner.store import COMPRESSORS, block_records, carried_scores, score_names
 
 # Variables a worker writes, per block (the rest of a group is the client's or the layout's).
 MARKERS = ("done", "scored", "n_constraints")

@@ -35,7 +35,7 @@ from pcskm.experiments import cells
 from pcskm.experiments.spec import load_spec
 from pcskm.runner.calibrate import estimate
 from pcskm.runner.compiling import compile_kernels
-from pcskm.runner.cube import CubeView
+from pcskm.runner.store import CubeView
 
 
 def _seconds(text):

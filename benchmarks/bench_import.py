@@ -58,7 +58,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     from pcskm.experiments.spec import load_spec
-    from pcskm.runner.cube import prepare
+    from pcskm.runner.store import prepare
 
     print(machine(), f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as folder:

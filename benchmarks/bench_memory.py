@@ -12,7 +12,7 @@ available; getrusage(RUSAGE_CHILDREN) gives the largest process of the tree as a
 Target: under 2 GB each. Store size: apparent bytes of its files and disk usage (du, whole
 file-system blocks). Apparent bytes are extrapolated to the paper spec by cell count: empty
 layout + (store - empty layout) / cells computed x cells in the spec, where the empty layout is
-the store ``runner.cube.prepare`` creates for the spec before any cell (same groups,
+the store ``runner.store.prepare`` creates for the spec before any cell (same groups,
 coordinates and not-applicable marks). du is dominated by block rounding of the many small
 chunk files, which a full run grows rather than multiplies, so it is given as a range from
 the extrapolated file count (see the note printed under the table).
@@ -31,7 +31,7 @@ import psutil
 from _common import DATA_DIR, machine, print_table
 
 from pcskm.experiments import load_spec
-from pcskm.runner.cube import CubeView, prepare
+from pcskm.runner.store import CubeView, prepare
 from pcskm.runner.tasks import parse_only, plan
 
 PAPER_ONLY = "dataset=ionosphere|mwm-ttscst,percent=10"

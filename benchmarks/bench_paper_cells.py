@@ -35,7 +35,7 @@ from pathlib import Path
 from pcskm.experiments import cells
 from pcskm.experiments.cells import SEEDING, Block, Task
 from pcskm.experiments.spec import load_spec
-from pcskm.runner.cube import CubeView
+from pcskm.runner.store import CubeView
 from pcskm.runner.tasks import settings
 
 # family -> (representative data set, fnmatch patterns of its members in the spec)

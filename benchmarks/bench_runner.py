@@ -32,8 +32,8 @@ from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
 from pcskm.experiments.spec import load_spec
 from pcskm.runner.clusters import local_cluster
-from pcskm.runner.cube import CubeView
 from pcskm.runner.execute import run_spec
+from pcskm.runner.store import CubeView
 from pcskm.runner.tasks import parse_only, plan
 
 

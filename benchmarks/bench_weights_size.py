@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import zarr
 
-from pcskm.runner.cube import NOT_APPLICABLE
+from pcskm.runner.store import NOT_APPLICABLE
 
 MEASURES = ("bytes", "disk")
 COLUMNS = ("group", "n_features", "n_sparsity", "measure", "total", "weights_per_s", "weights",

@@ -11,7 +11,7 @@ tasks in plan order, each task taking its share of the spec's compute (the CPU s
 its committed run in docs/results/paper/runs.csv: workers x compute wall x their compute
 share), so that results arrive at the measured per-worker rate.
 
-* ``client``: every result goes through :class:`pcskm.runner.writer.CubeWriter`, the real
+* ``client``: every result goes through :class:`pcskm.runner.store.writer.CubeWriter`, the real
   write path, whose clock is the virtual one (its periodic flushes happen as in a real run
   of that length).
 * ``region``, ``icechunk``: the prototypes of benchmarks/_writer_designs.py; the worker's
@@ -52,10 +52,9 @@ from _writer_designs import IcechunkDesign, RegionDesign
 
 from pcskm.experiments.cells import BlockResult, TaskResult
 from pcskm.experiments.spec import load_spec
-from pcskm.runner import writer as writer_module
-from pcskm.runner.cube import prepare
+from pcskm.runner.store import CubeWriter, prepare
+from pcskm.runner.store import writer as writer_module
 from pcskm.runner.tasks import matches, parse_only, plan, work
-from pcskm.runner.writer import CubeWriter
 
 ONLY = ("dataset=ionosphere|mwm-ttscst|mwm-ttchst|fisheriris|digits048-1|digits048-2|"
         "digits389-1|digits389-2")

@@ -15,7 +15,7 @@ The ``[report]`` table (``focus``: the algorithm ``pcskm report`` compares with 
 is outside the hash. The ``[preregistration]`` table (:class:`Preregistration`: the primary
 selection rule, focus, level, alpha and hypotheses, docs/reference/spec-toml.md) is outside
 the hash too (it changes no cell), but a store records it and refuses to change it once a cell
-is computed (``runner.cube.prepare``).
+is computed (``runner.store.prepare``).
 The bundled specs are ``smoke``, ``quick``,
 ``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """

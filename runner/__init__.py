@@ -8,7 +8,7 @@ fills it. Imported lazily, so that ``pcskm --help`` and ``pcskm datasets`` start
 from pcskm._lazy import lazy_exports
 
 _EXPORTS = {
-    "STATUS_FLAGS": ".cube", "IncompatibleStore": ".cube", "open_cube": ".cube",
+    "STATUS_FLAGS": ".store", "IncompatibleStore": ".store", "open_cube": ".store",
     "RunSummary": ".execute", "run_spec": ".execute",
 }
 __all__ = sorted(_EXPORTS)

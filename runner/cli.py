@@ -86,15 +86,15 @@ def _dry_run(args, spec, store, selection):
     )
     from .clusters import is_local, machine_cores
     from .compiling import compile_kernels, watch_compiling
-    from .cube import CubeView
     from .progress import duration
-    from .sizes import (
+    from .store import (
         WRITE_SECONDS_PER_MIB,
         WRITE_SECONDS_PER_TASK,
+        CubeView,
         available_memory,
         binary,
         free_disk,
-        sizes,
+        store_sizes,
         write_seconds,
         written_bytes,
     )
@@ -109,7 +109,7 @@ def _dry_run(args, spec, store, selection):
           f"{the_plan.n_cells} to compute ({the_plan.n_fits} fits) in {len(the_plan.tasks)} "
           "tasks")
     folder, free = free_disk(store)
-    print(f"{sizes(view.layout).describe()}; {binary(free)} free in {folder}, "
+    print(f"{store_sizes(view.layout).describe()}; {binary(free)} free in {folder}, "
           f"{binary(available_memory())} of memory available")
     if not the_plan.tasks:
         return EXIT_OK
@@ -197,9 +197,9 @@ def cmd_run(args):
     from pcskm.experiments import DataNotFoundError
     from pcskm.experiments.spec import load_spec
 
-    from .cube import IncompatibleStore
     from .execute import ClusterStartError, run_spec
     from .preload import import_files
+    from .store import IncompatibleStore
     from .tasks import check_selection, parse_only
 
     import_files(args.preload or ())  # the spec may name their classes
@@ -255,7 +255,7 @@ def cmd_compile(args):
     from pcskm.experiments.spec import load_spec
 
     from .compiling import compile_kernels
-    from .cube import CubeView
+    from .store import CubeView
     from .tasks import check_selection, parse_only, plan
 
     spec = load_spec(args.spec)
@@ -276,12 +276,12 @@ def cmd_status(args):
     if not store.exists():  # before the imports: an answer at once
         log.error("no store at %s", store)
         return EXIT_USAGE
-    from .cube import DamagedStore, IncompatibleStore, check_store
+    from .store import DamagedStore, IncompatibleStore, check_store
     from .summary import status_text
 
     check_store(store)
     if args.verify:
-        from .integrity import verify
+        from .store import verify
 
         found = verify(store)
     else:
@@ -292,7 +292,7 @@ def cmd_status(args):
         raise
     except (ValueError, RuntimeError) as error:  # e.g. a chunk failing its checksum or decoding
         if found is None:
-            from .integrity import verify
+            from .store import verify
 
             verify(store)  # names a damaged coordinate chunk
         raise DamagedStore(f"cannot read {store} ({error}); if a chunk is damaged, pcskm "
@@ -305,7 +305,7 @@ def cmd_status(args):
 
 
 def cmd_verify(args):
-    from .integrity import verify
+    from .store import verify
 
     found = verify(Path(args.store))
     print(found.describe())

@@ -2,11 +2,11 @@
 
 The client submits every task in the plan's order (data set by data set,
 :func:`pcskm.runner.tasks.in_writing_order`), then hands results to the writer in completion
-order; the client is the only writer (:mod:`pcskm.runner.writer`, which writes each chunk of the
-cube once it is complete, and everything it holds when the run ends). SIGINT and SIGTERM
-received during a write are held until the write and its completion markers are on disk.
-The summary measures the scheduling overhead as 1 - (compute time reported by the tasks) /
-(worker time available).
+order; the client is the only writer (:mod:`pcskm.runner.store.writer`, which writes each
+chunk of the cube once it is complete, and everything it holds when the run ends). SIGINT
+and SIGTERM received during a write are held until the write and its completion markers are
+on disk. The summary measures the scheduling overhead as 1 - (compute time reported by the
+tasks) / (worker time available).
 """
 
 import contextlib
@@ -29,8 +29,8 @@ from pathlib import Path
 from pcskm.experiments import DataNotFoundError, cells
 
 from .progress import Progress
+from .store import CubeWriter
 from .tasks import fits, format_only, task_key
-from .writer import CubeWriter
 
 log = logging.getLogger("pcskm")
 
@@ -195,13 +195,13 @@ def evaluate_on_worker(task):
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
               worker_timeout=WORKER_TIMEOUT, queued=False):
     """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
-    (:class:`pcskm.runner.writer.CubeWriter`). ``on_result(result, summary)`` is called after each
-    result is handed to the writer. With no worker connected for ``worker_timeout`` seconds
-    (``math.inf``: no limit; ``queued``: batch jobs, which may wait in a queue), it stops
-    with :class:`NoWorkers` (:class:`WorkerWatch`). Returns the :class:`RunSummary`
-    (``summary`` if given, filled as results arrive, so that the caller knows what was
-    written however this ends); a KeyboardInterrupt (SIGINT, or SIGTERM turned into one by
-    the CLI) cancels the remaining tasks and returns with ``interrupted`` set."""
+    (:class:`pcskm.runner.store.writer.CubeWriter`). ``on_result(result, summary)`` is called
+    after each result is handed to the writer. With no worker connected for
+    ``worker_timeout`` seconds (``math.inf``: no limit; ``queued``: batch jobs, which may wait
+    in a queue), it stops with :class:`NoWorkers` (:class:`WorkerWatch`). Returns the
+    :class:`RunSummary` (``summary`` if given, filled as results arrive, so that the caller
+    knows what was written however this ends); a KeyboardInterrupt (SIGINT, or SIGTERM turned
+    into one by the CLI) cancels the remaining tasks and returns with ``interrupted`` set."""
     from distributed import as_completed
 
     from .compiling import WorkersCompiling
@@ -313,7 +313,7 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     :data:`WORKER_TIMEOUT`, no limit for batch jobs (``cluster`` in ``cluster_options``),
     which may wait in their queue for hours.
     """
-    from .cube import store_lock
+    from .store import store_lock
 
     with store_lock(store):
         return _run_locked(spec, store, client, cluster_options, selection, force, data_dir,
@@ -322,8 +322,8 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
                 on_result, min_work, reuse_from, preload, worker_timeout):
-    from .cube import CubeView
     from .preload import import_files
+    from .store import CubeView
     from .tasks import plan
 
     started, clock = datetime.now(UTC), time.perf_counter()
@@ -352,9 +352,9 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
     cluster of ``cluster_options`` started now, with the ``preload`` files shipped to its
     workers) and record (``where``: the cluster options, or ``{"client": True}`` for a
     client given by the caller)."""
-    from .cube import prepare
     from .preload import ship
     from .reuse import copy_done_blocks
+    from .store import prepare
     from .tasks import plan
 
     cube, action = prepare(store, spec, data_dir)
@@ -453,9 +453,9 @@ def _where(cluster_options):
 
 def run_start(spec, started, cluster_options, selection=None):
     """Who runs what, where: the note a run leaves in the store when it begins writing
-    (:meth:`pcskm.runner.cube.Cube.begin_run`), also part of its record."""
+    (:meth:`pcskm.runner.store.views.Cube.begin_run`), also part of its record."""
     from .clusters import machine_description
-    from .cube import _versions
+    from .store import versions
 
     return {
         "spec": spec.name,
@@ -466,7 +466,7 @@ def run_start(spec, started, cluster_options, selection=None):
         "client_pid": os.getpid(),
         "client_machine": machine_description(),
         "command": shlex.join(sys.argv),
-        "pcskm": _versions()["pcskm"],
+        "pcskm": versions()["pcskm"],
         "commit": _source_commit(),
     }
 

@@ -9,7 +9,7 @@ read: a block computed but not marked done is computed again by the next run.
 import numpy as np
 import zarr
 
-from .cube import ERROR
+from .store import ERROR
 
 COLUMNS = ["dataset", "algorithm", "init", "kind", "percent", "error_fits", "first_error"]
 

@@ -1,18 +1,18 @@
 """Cells copied from another store instead of computed (``pcskm run SPEC --from STORE``).
 
 A cell's values follow from its labels (data set, algorithm, init, kind, percent, run, fold)
-and the settings that :func:`pcskm.runner.cube.merge_layouts` compares (seed, design, folds,
+and the settings that :func:`pcskm.runner.store.layout.merge_layouts` compares (seed, design, folds,
 ``max_iter``, s grids, the data and the algorithms' parameters): every random draw comes from
 a seed derived from the cell (docs/method/protocol.md §2). Two stores that pass that check
 hold the same values for the same labels, so a run copies the blocks (algorithm, init, kind,
 percent, run; all folds) that the other store has done and this one misses. A block is
 copied only when it carries every selection score this store wants for its algorithm
-(:func:`pcskm.runner.cube.wanted_scores`); the others are computed as usual.
+(:func:`pcskm.runner.store.schema.wanted_scores`); the others are computed as usual.
 """
 
 import numpy as np
 
-from .cube import (
+from .store import (
     SCORE_SETTINGS,
     SCORE_VARIABLES,
     check_store,
@@ -34,9 +34,9 @@ def _copy_rows(values, other, mask, here, there):
 
 
 def copy_done_blocks(cube, source_path):
-    """Copy into ``cube`` (an open :class:`pcskm.runner.cube.Cube`) every block that is done
+    """Copy into ``cube`` (an open :class:`pcskm.runner.store.views.Cube`) every block that is done
     in the store at ``source_path`` and not complete in ``cube``; returns the cells copied.
-    Raises :class:`pcskm.runner.cube.IncompatibleStore` (nothing copied) if the two stores
+    Raises :class:`pcskm.runner.store.errors.IncompatibleStore` (nothing copied) if the two stores
     would compute their common cells differently."""
     check_store(source_path)
     source_layout = read_layout(source_path)

@@ -18,8 +18,8 @@ import zarr
 
 from pcskm.experiments.spec import parse_spec
 
-from .cube import applicable, complete_blocks, definition_is_sparse, wanted_scores
 from .fit_errors import error_lines
+from .store import applicable, complete_blocks, definition_is_sparse, wanted_scores
 from .tasks import matches, parse_only
 
 CELLS_AND_FITS = ("cells = (data set, algorithm, init, kind, percent, run, fold) entries the "
@@ -109,7 +109,7 @@ def _rows(store, selection):
 def counts(path, found=None, selection=None):
     """Rows ``(dataset, algorithm, cells, done, missing, fits)`` of the store at ``path``
     within ``selection`` (a parsed ``--only``; None: all), fits of the done cells. With
-    ``found`` (a :class:`pcskm.runner.integrity.Verification`), the cells of damaged chunks
+    ``found`` (a :class:`pcskm.runner.store.integrity.Verification`), the cells of damaged chunks
     count as missing."""
     return _rows(_read(path, found), selection or {})
 

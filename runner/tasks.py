@@ -20,7 +20,7 @@ import numpy as np
 from pcskm.experiments.cells import SEEDING, Block, Setting, Task
 from pcskm.experiments.protocol import pct10
 
-from .cube import applicable
+from .store import applicable
 
 SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
 # Work of a task: the fits it computes (``Task.n_fits``: one per s, a shared fit once per
@@ -192,7 +192,7 @@ def _batches(group, blocks, n_samples, min_work):
 def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=None):
     """The tasks that fill the spec's missing cells (all selected cells with ``force``); a
     done cell without the selection scores its algorithm gets is missing
-    (:meth:`~pcskm.runner.cube.CubeView.complete`).
+    (:meth:`~pcskm.runner.store.views.CubeView.complete`).
 
     The settings of a data set that miss the same blocks (on a fresh store: every algorithm
     and init of a constraint kind) are grouped into the same tasks. A task holds about
@@ -244,7 +244,7 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
 def in_writing_order(tasks, cube, kinds):
     """``tasks`` ordered so that the cube's chunks fill one after the other: data set by
     data set, the one with the most work first, then constraint kind by kind (a chunk holds
-    one kind of one data set, :mod:`pcskm.runner.writer`), the largest task first within a
+    one kind of one data set, :mod:`pcskm.runner.store.writer`), the largest task first within a
     kind. The writer then writes each chunk about once, when it is complete, instead of
     holding the chunks of every data set open for the whole run and rewriting them at every
     periodic flush. The last tasks are those of the data set with the least work, so the

@@ -19,7 +19,7 @@ WORKER = textwrap.dedent(f"""
     from pcskm.experiments import cells
     from pcskm.experiments.spec import load_spec
     from pcskm.runner.compiling import compile_kernels
-    from pcskm.runner.cube import CubeView
+    from pcskm.runner.store import CubeView
     from pcskm.runner.tasks import parse_only, plan
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")

@@ -10,7 +10,7 @@ from pcskm.experiments.report import coverage
 from pcskm.experiments.report.fits import fit_table, open_store
 from pcskm.experiments.spec import load_spec
 from pcskm.runner import run_spec
-from pcskm.runner.cube import CubeView
+from pcskm.runner.store import CubeView
 from pcskm.runner.summary import counts, status_text
 from pcskm.runner.tasks import parse_only, plan
 

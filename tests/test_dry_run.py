@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pcskm.experiments.spec import load_spec
-from pcskm.runner import calibrate, sizes
-from pcskm.runner.cube import CubeView
+from pcskm.runner import calibrate
+from pcskm.runner.store import CubeView, sizes
 from pcskm.runner.tasks import plan
 
 

@@ -15,10 +15,9 @@ from zarr.codecs import ZstdCodec
 
 from pcskm.experiments.report import write_report
 from pcskm.experiments.spec import parse_spec
-from pcskm.runner import cube as cube_module
 from pcskm.runner import run_spec
-from pcskm.runner.cube import DamagedStore
-from pcskm.runner.integrity import verify
+from pcskm.runner.store import Cube, DamagedStore, read_layout, verify
+from pcskm.runner.store import schema as schema_module
 
 TINY = """
 name = "tiny-integrity"
@@ -59,8 +58,8 @@ def old_reference(client, tmp_path_factory):
     default codecs, chunks of fill values not written)."""
     store = tmp_path_factory.mktemp("old") / "tiny.zarr"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cube_module, "COMPRESSORS", (ZstdCodec(level=0, checksum=False),))
-        patch.setattr(cube_module, "WRITE_CONFIG", {"write_empty_chunks": False})
+        patch.setattr(schema_module, "COMPRESSORS", (ZstdCodec(level=0, checksum=False),))
+        patch.setattr(schema_module, "WRITE_CONFIG", {"write_empty_chunks": False})
         compute(store, client)
     return store
 
@@ -204,7 +203,7 @@ def test_chunks_of_fill_values_are_written(reference, tmp_path):
             assert done[position].any()
             assert chunk_file(reference, variable, position).is_file(), (variable, position)
     store = copy(reference, tmp_path)
-    cube = cube_module.Cube(store)
+    cube = Cube(store)
     cube.arrays["iris"]["f_score"][CHUNKS[0]] = np.nan
     assert chunk_file(store, "f_score", CHUNKS[0]).is_file()
     assert verify(store).ok
@@ -246,7 +245,7 @@ def test_a_store_made_before_weights_per_s_is_read_extended_and_reported(referen
         warnings.simplefilter("ignore", UserWarning)
         zarr.consolidate_metadata(str(store))
     assert verify(store).ok
-    assert not cube_module.read_layout(store).weights_per_s
+    assert not read_layout(store).weights_per_s
     more = parse_spec(TINY.replace("n_runs = 2", "n_runs = 3"))
     summary = run_spec(more, store, client=client, progress=False)
     assert summary.n_cells == ALL_CELLS // 2  # the third run only

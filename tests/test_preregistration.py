@@ -15,7 +15,7 @@ from cubes import pcskm, tiny_spec
 
 from pcskm.experiments.report import preregistered, statistics
 from pcskm.experiments.spec import parse_spec
-from pcskm.runner.cube import IncompatibleStore, prepare
+from pcskm.runner.store import IncompatibleStore, prepare
 
 IN_PROCESS_CLIENT = True
 

@@ -13,8 +13,8 @@ import pytest
 from pcskm.experiments import cells
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import execute
-from pcskm.runner.cube import CubeView
 from pcskm.runner.progress import Progress
+from pcskm.runner.store import CubeView
 from pcskm.runner.tasks import plan
 
 SMALL = parse_spec("""

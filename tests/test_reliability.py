@@ -15,10 +15,9 @@ import xarray as xr
 from cubes import REPO, Progress, pcskm, results_attrs, tiny_spec
 
 from pcskm.experiments.spec import parse_spec
-from pcskm.runner import cube as cube_module
 from pcskm.runner import run_spec
-from pcskm.runner.cube import DamagedStore, spec_layout, write_layout
-from pcskm.runner.integrity import verify
+from pcskm.runner.store import DamagedStore, spec_layout, verify, write_layout
+from pcskm.runner.store import create as create_module
 
 TINY = tiny_spec("tiny-reliability")
 SPEC = parse_spec(TINY)
@@ -56,7 +55,7 @@ def kill_at(monkeypatch, step):
         if step in (len(seen) - 1, name):
             raise Killed(name)
 
-    monkeypatch.setattr(cube_module, "_building", building)
+    monkeypatch.setattr(create_module, "_building", building)
     return seen
 
 
@@ -75,7 +74,7 @@ def test_a_kill_at_every_step_of_creation_leaves_no_store_or_a_whole_one(
         kill_at(monkeypatch, step)
         with pytest.raises(Killed):
             run_spec(SPEC, store, client=client, progress=False)
-        monkeypatch.setattr(cube_module, "_building", lambda name: None)
+        monkeypatch.setattr(create_module, "_building", lambda name: None)
         if store.exists():  # killed after the rename: a whole, empty store
             assert verify(store).ok and verify(store).done_cells() == 0
         run_spec(SPEC, store, client=client, progress=False)
@@ -89,7 +88,7 @@ def half_created_store(path, monkeypatch, step=12):
     kill_at(monkeypatch, step)
     with pytest.raises(Killed):
         write_layout(path, spec_layout(SPEC), SPEC)
-    monkeypatch.setattr(cube_module, "_building", lambda name: None)
+    monkeypatch.setattr(create_module, "_building", lambda name: None)
 
 
 def test_a_half_created_store_of_an_older_version_is_created_again(
@@ -155,8 +154,7 @@ def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
     """The uncompressed size computed from the spec equals the bytes of every array of a
     store made for it (its coordinates aside); the values of a complete store are the
     entries a fit fills: the no-s entry of LKM, the s grid of PCSKM."""
-    from pcskm.runner.cube import prepare
-    from pcskm.runner.sizes import sizes, written_bytes
+    from pcskm.runner.store import prepare, store_sizes, written_bytes
     from pcskm.runner.tasks import plan
 
     spec = parse_spec(TINY.replace('["LKM"]', '["LKM", "PCSKM"]')
@@ -165,7 +163,7 @@ def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
     group = cube.arrays["iris"]
     coordinates = {"algorithm", "init", "kind", "percent", "run", "fold", "sparsity",
                    "feature", "feature_name", "uninformative"}
-    found = sizes(cube.layout)
+    found = store_sizes(cube.layout)
     assert found.store_bytes == sum(a.nbytes for n, a in group.items() if n not in coordinates)
     n_s = group["sparsity"].shape[0]
     runs, folds = 3, 10
@@ -261,7 +259,7 @@ def test_a_report_while_another_run_swaps_an_extension_in(reference, tmp_path, m
 
     from pcskm.experiments import report as report_module
     from pcskm.experiments.report import write_report
-    from pcskm.runner.cube import prepare
+    from pcskm.runner.store import prepare
 
     store = tmp_path / "s.zarr"
     shutil.copytree(reference, store)
@@ -315,8 +313,8 @@ def test_a_process_killed_while_creating_its_store_then_rerun(reference, tmp_pat
     store = tmp_path / "s.zarr"
     args = ["run", str(spec), "--store", str(store), "--workers", "1", "--no-progress"]
     killer = ("import os, sys\n"
-              "from pcskm.runner import cube\n"
-              f"cube._building = lambda name: os._exit(9) if name == {step!r} else None\n"
+              "from pcskm.runner.store import create\n"
+              f"create._building = lambda name: os._exit(9) if name == {step!r} else None\n"
               "from pcskm.runner.cli import main\n"
               f"sys.exit(main({args!r}))\n")
     log = tmp_path / "killed.log"

@@ -43,7 +43,8 @@ def strings(values):
 def make_group(*, inits=("dkm++",), kinds=("random",), percents=(1.0, 10.0), n_runs=2,
                n_folds=2, grid=GRID, n_features=3, uninformative=None, f=0.5,
                satisfied=0.9):
-    """A group in the cube's schema (runner/cube.py) where every fit converged with F = f."""
+    """A group in the cube's schema (runner/store/schema.py) where every fit converged with
+    F = f."""
     sparsity = np.array((np.nan, *grid))
     applies = np.array([[(a in SPARSE) == (not np.isnan(s)) for s in sparsity]
                         for a in ALGORITHMS])
@@ -230,7 +231,7 @@ def test_missing_cells_are_counted_never_averaged(tmp_path):
 
 def test_a_cube_with_nothing_computed_reports_not_computed(tmp_path):
     from pcskm.experiments import load_spec
-    from pcskm.runner.cube import prepare
+    from pcskm.runner.store import prepare
 
     store = tmp_path / "empty.zarr"
     prepare(store, load_spec("smoke"))

@@ -17,7 +17,7 @@ from cubes import pcskm
 
 from pcskm.experiments.report import families, statistics, write_report
 from pcskm.experiments.spec import parse_spec
-from pcskm.runner.metadata import record_metadata
+from pcskm.runner.store import record_metadata
 
 SPEC = """
 name = "own"

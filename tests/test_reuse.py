@@ -7,7 +7,7 @@ import zarr
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import IncompatibleStore, run_spec
-from pcskm.runner.cube import NotAStore
+from pcskm.runner.store import NotAStore
 
 SOURCE = """
 name = "source"

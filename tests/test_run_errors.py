@@ -6,7 +6,7 @@ import pytest
 from cubes import pcskm, tiny_spec
 
 from pcskm.experiments.spec import parse_spec
-from pcskm.runner.cube import prepare
+from pcskm.runner.store import prepare
 
 TINY_SPEC = tiny_spec("tiny-errors")
 

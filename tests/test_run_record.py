@@ -14,8 +14,7 @@ import zarr
 from pcskm.experiments.report.document import _run_lines
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
-from pcskm.runner.cube import RUNNING
-from pcskm.runner.writer import CubeWriter
+from pcskm.runner.store import RUNNING, CubeWriter
 
 TINY = """
 name = "tiny-record"
@@ -87,7 +86,7 @@ KILLED_RUN = textwrap.dedent("""
     from distributed import Client
     from pcskm.experiments.spec import parse_spec
     from pcskm.runner import run_spec
-    from pcskm.runner.writer import CubeWriter
+    from pcskm.runner.store import CubeWriter
 
     CubeWriter.__init__.__kwdefaults__["flush_seconds"] = 0.0  # every result on disk at once
 

@@ -17,9 +17,8 @@ from pcskm.experiments import cells
 from pcskm.experiments.protocol import Protocol
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import IncompatibleStore, open_cube, run_spec
-from pcskm.runner.cube import CubeView, prepare
+from pcskm.runner.store import CubeView, CubeWriter, chunks_of, prepare
 from pcskm.runner.tasks import plan, work
-from pcskm.runner.writer import CubeWriter, chunks_of
 
 SMOKE = load_spec("smoke")
 FAILED_FLAGS = [3, 4]  # empty_cluster, degenerate_weights (attrs flag_meanings)
@@ -227,7 +226,7 @@ def test_two_runs_never_write_one_store(tmp_path):
     import subprocess
     import sys
 
-    from pcskm.runner.cube import StoreBusy, store_lock
+    from pcskm.runner.store import StoreBusy, store_lock
 
     store = tmp_path / "locked.zarr"
     with store_lock(store):

@@ -30,8 +30,7 @@ from pcskm.experiments.report.fits import fit_table
 from pcskm.experiments.selection_scores import CellScores
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import IncompatibleStore, run_spec
-from pcskm.runner.cube import prepare
-from pcskm.runner.integrity import verify
+from pcskm.runner.store import prepare, verify
 from pcskm.runner.summary import counts
 from pcskm.runner.tasks import parse_only
 

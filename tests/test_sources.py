@@ -352,7 +352,7 @@ def test_spec_tables(tmp_path):
 
 
 def test_a_class_smaller_than_n_folds_is_refused_before_compute():
-    from pcskm.runner.cube import spec_layout
+    from pcskm.runner.store import spec_layout
 
     spec = parse_spec(SPEC.format(datasets='["iris"]').replace("n_folds = 3", "n_folds = 51"))
     with pytest.raises(DataError, match=r"iris: class 0 .* has 50 points, fewer than the "

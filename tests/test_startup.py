@@ -9,7 +9,7 @@ import sys
 from cubes import tiny_spec
 
 from pcskm.experiments.spec import parse_spec
-from pcskm.runner.cube import prepare
+from pcskm.runner.store import prepare
 
 HEAVY = ("dask", "distributed", "numba", "sklearn", "xarray", "pandas", "matplotlib",
          "zarr", "scipy")

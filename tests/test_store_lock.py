@@ -14,9 +14,9 @@ import pytest
 from cubes import tiny_spec
 
 from pcskm.experiments.spec import parse_spec
-from pcskm.runner import cube as cube_module
 from pcskm.runner import run_spec
-from pcskm.runner.cube import StoreBusy, StoreNotWritable, lock_path, prepare, store_lock
+from pcskm.runner.store import StoreBusy, StoreNotWritable, lock_path, prepare, store_lock
+from pcskm.runner.store import lock as lock_module
 
 TINY = tiny_spec("tiny-lock")
 
@@ -70,7 +70,7 @@ def test_a_lock_left_by_a_dead_process_is_taken_by_exactly_one_contender(store, 
     lock = lock_path(store)
     lock.write_text(f"{socket.gethostname()} 999999999")  # a PID no process has
     barrier = threading.Barrier(2, timeout=10)
-    monkeypatch.setattr(cube_module, "_lock_opened", lambda path: barrier.wait())
+    monkeypatch.setattr(lock_module, "_lock_opened", lambda path: barrier.wait())
     holding, release = threading.Barrier(3, timeout=10), threading.Event()
     outcome = {}
 
@@ -107,7 +107,7 @@ def test_a_contender_that_locked_a_released_file_does_not_hold_the_store(store, 
             opened.set()
             resume.wait(10)
 
-    monkeypatch.setattr(cube_module, "_lock_opened", hook)
+    monkeypatch.setattr(lock_module, "_lock_opened", hook)
     outcome = []
 
     def late():

@@ -19,8 +19,8 @@ from pcskm.experiments import cells
 from pcskm.experiments.protocol import Protocol
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import IncompatibleStore, run_spec
-from pcskm.runner.cube import ERROR, STATUS_FLAGS, prepare
 from pcskm.runner.fit_errors import fit_errors
+from pcskm.runner.store import ERROR, STATUS_FLAGS, prepare
 from pcskm.runner.summary import status_text
 
 HERE = "test_user_algorithms"  # this module, importable on the workers (tests/ on sys.path)
@@ -415,7 +415,7 @@ def _importable(name):
 
 
 def test_the_store_verifies_and_counts_the_s_grid_of_a_sparse_user_estimator(study):
-    from pcskm.runner.integrity import verify
+    from pcskm.runner.store import verify
     from pcskm.runner.summary import counts
 
     spec, store, ds = study

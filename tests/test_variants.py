@@ -23,7 +23,7 @@ from pcskm.experiments.datasets import dataset_info, load
 from pcskm.experiments.protocol import Protocol
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import IncompatibleStore, calibrate
-from pcskm.runner.cube import CubeView, open_root, prepare
+from pcskm.runner.store import CubeView, open_root, prepare
 from pcskm.runner.tasks import plan
 
 DIGITS = [("048", 3), ("389", 4)]

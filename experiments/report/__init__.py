@@ -7,7 +7,7 @@ table as CSV into ``out_dir`` (default ``<store stem>-report`` beside the store)
 both best-s selections in ``<store stem>-selections.zarr`` beside the store, or in
 ``out_dir`` when the store's folder is read-only (the store itself is only read). It works
 on a partial cube: missing cells are counted and shown, never averaged. It refuses a store
-whose chunks fail verification (:mod:`pcskm.runner.integrity`): their values are not shown
+whose chunks fail verification (:mod:`pcskm.runner.store.integrity`): their values are not shown
 as computed.
 """
 
@@ -37,7 +37,7 @@ def default_out_dir(store):
 def _sidecar_for(store, out):
     """Where the selections go: beside the store if its folder (and an existing sidecar)
     can be written, else into ``out``."""
-    from pcskm.runner.cube import write_error
+    from pcskm.runner.store import write_error
 
     beside = sidecar_path(store)
     error = write_error(beside.parent) or (write_error(beside) if beside.is_dir() else None)
@@ -54,8 +54,8 @@ def write_report(store, out_dir=None, focus=None):
     the spec's ``[report] focus``, else PCSKM; :mod:`.study`). Raises ``DamagedStore`` if the
     store fails verification, ValueError for a ``focus`` that is not an algorithm of the
     cube (before anything is written). A store swapped by another run while it is read is
-    read again (:func:`pcskm.runner.cube.read_consistently`)."""
-    from pcskm.runner.cube import read_consistently, write_error
+    read again (:func:`pcskm.runner.store.access.read_consistently`)."""
+    from pcskm.runner.store import read_consistently, write_error
 
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
     if focus is not None:
@@ -76,8 +76,7 @@ def write_report(store, out_dir=None, focus=None):
 
 def _verified_results(store, sidecar):
     """The results of the store, which must pass verification."""
-    from pcskm.runner.cube import DamagedStore
-    from pcskm.runner.integrity import verify
+    from pcskm.runner.store import DamagedStore, verify
 
     found = verify(store)
     if not found.ok:

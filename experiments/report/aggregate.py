@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 import zarr
 
-from pcskm.runner.cube import WEIGHTS_PER_S
+from pcskm.runner.store import WEIGHTS_PER_S
 
 from . import (
     cell_sample,

@@ -1,4 +1,4 @@
-"""The results cube as analysis input (schema: ``runner/cube.py``): one xarray Dataset per
+"""The results cube as analysis input (schema: ``runner/store/schema.py``): one xarray Dataset per
 data set with dims (algorithm, init, kind, percent, run, fold, sparsity), and the masks that
 tell a fit that applies, one that is computed and one that failed.
 
@@ -21,7 +21,7 @@ scores are read with the other variables, and ``score_bits`` (algorithm) says wh
 each algorithm's cells carry. A store without them reads as before.
 
 Only the store is read here, with xarray; which scores an algorithm gets, and when a block
-carries them, are the runner's rules (``pcskm.runner.cube.wanted_scores``,
+carries them, are the runner's rules (``pcskm.runner.store.wanted_scores``,
 ``complete_blocks``).
 """
 
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from pcskm.runner.cube import (
+from pcskm.runner.store import (
     WEIGHTS_PER_S,
     complete_blocks,
     definition_is_sparse,
@@ -146,7 +146,7 @@ def score_bits(store, ds):
 
 def _with_scores(ds, bits):
     """The blocks (algorithm, init, kind, percent, run) marked done that carry every score
-    kind (``bits``) their algorithm gets (``pcskm.runner.cube.complete_blocks``)."""
+    kind (``bits``) their algorithm gets (``pcskm.runner.store.complete_blocks``)."""
     done = ds.done.load().transpose("algorithm", ...)
     scored = ds.scored.load().transpose(*done.dims).values if "scored" in ds.variables else None
     return done.copy(data=complete_blocks(done.values, scored, bits.values))

@@ -10,7 +10,7 @@ interval of the mean difference); only Holm's family differs: the primary tests 
 else the plan tests (the paper's Analysis 2).
 
 The store records the preregistration it was computed under (root attribute
-``preregistration``, written by ``runner.cube``); :func:`stored` reads it and says when the
+``preregistration``, written by ``runner.store``); :func:`stored` reads it and says when the
 spec text the store records states another one (a post-hoc change).
 """
 

@@ -53,7 +53,7 @@ import numpy as np
 import xarray as xr
 
 from pcskm.algorithms.selection import best_sparsity_index
-from pcskm.runner.cube import CV_SCORES, GAP_SCORES
+from pcskm.runner.store import CV_SCORES, GAP_SCORES
 
 from .fits import quiet
 
@@ -64,7 +64,7 @@ CELL = ("run", "fold")
 class Selection:
     """A best-s selection: its ``name`` (the CSV's ``selection`` column), ``title``, the fit
     variables it ``needs`` beyond f_score and satisfied, the score bit its algorithms must
-    carry (``bit``, ``runner.cube.CV_SCORES`` or ``GAP_SCORES``; 0: none),
+    carry (``bit``, ``runner.store.CV_SCORES`` or ``GAP_SCORES``; 0: none),
     ``choose(fits)`` (None for ``fixed-loo``, chosen across data sets) and whether it gets
     its own performance grids (``main``)."""
 

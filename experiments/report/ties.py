@@ -16,7 +16,7 @@ family.
 import pandas as pd
 import xarray as xr
 
-from pcskm.runner.cube import CV_SCORES, GAP_SCORES
+from pcskm.runner.store import CV_SCORES, GAP_SCORES
 
 from .families import ALL_DATASETS
 from .fits import CELL_DIMS, quiet

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pcskm.runner.cube import WEIGHTS_PER_S
+from pcskm.runner.store import WEIGHTS_PER_S
 
 from . import families, performance, plotting
 from . import selection as selections

@@ -1,7 +1,7 @@
 """Checking a cube's chunks against its ``done`` markers, and repairing what fails.
 
 A block (algorithm, init, kind, percent, run) marked done promises that every chunk holding
-its values is intact (:mod:`pcskm.runner.cube`). :func:`verify` checks that promise:
+its values is intact (:mod:`pcskm.runner.store.writer`). :func:`verify` checks that promise:
 
 * every chunk a done block needs exists (the writer keeps chunks that hold only fill values,
   so an absent one was deleted; stores made before this did not keep them, and there such a
@@ -31,16 +31,15 @@ import google_crc32c
 import numpy as np
 from zarr.codecs import Crc32cCodec
 
-from .cube import (
+from .access import check_store, open_root
+from .errors import DamagedStore
+from .schema import (
     DONE_DIMS,
     FIT_DIMS,
     MISSING,
     NOT_APPLICABLE,
     SCORE_VARIABLES,
-    DamagedStore,
-    check_store,
     complete_blocks,
-    open_root,
     wanted_scores,
     writable_arrays,
 )
@@ -82,7 +81,7 @@ class Verification:
     scored: dict = field(default_factory=dict)  # group -> scored markers (None: no array)
     wanted: dict = field(default_factory=dict)  # group -> score bits of each algorithm
     n_folds: dict = field(default_factory=dict)
-    metadata: object = None  # the MetadataCheck of pcskm.runner.metadata
+    metadata: object = None  # the MetadataCheck of pcskm.runner.store.metadata
 
     @property
     def ok(self):
@@ -268,7 +267,7 @@ def _inconsistent_blocks(status, coords, done, blocks):
 def verify(store):
     """Check every chunk of the store at ``store`` (see the module docstring); returns a
     :class:`Verification`. Raises :class:`DamagedStore`, in one line naming the files, if its
-    metadata changed (:mod:`pcskm.runner.metadata`) or a coordinate chunk is damaged. Reads
+    metadata changed (:mod:`pcskm.runner.store.metadata`) or a coordinate chunk is damaged. Reads
     only: works on a read-only store."""
     store = Path(store)
     metadata = check_store(store)

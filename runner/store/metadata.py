@@ -1,12 +1,5 @@
-"""Digests of the store's metadata: every group's and array's ``zarr.json`` as pcskm wrote it
-(docs/reference/cube-schema.md, Metadata digests).
-
-Every node's metadata is stored twice: in its own ``zarr.json`` and, copied by Zarr's
-consolidation, in the root ``zarr.json`` (the copy that readers use). When pcskm creates or
-extends a store, or a run rewrites its root attributes, it records the SHA-256 of each node's
-metadata in the root attribute ``metadata_sha256`` (keyed by the file's path in the store),
-computed over canonical JSON (sorted keys, no spaces), so that a change that still parses (a
-fill value, an ``endian``, a shape, a codec) is found before any value is read.
+"""Checking the store's metadata against its record of digests (:mod:`.digests`), and
+repairing what changed (docs/reference/cube-schema.md, Metadata digests).
 
 The root's own record covers its attributes (less those a run updates while it writes:
 ``runs``, ``run_in_progress`` and the record itself) and its format keys; the consolidated
@@ -20,7 +13,6 @@ writes it.
 """
 
 import dataclasses
-import hashlib
 import json
 import logging
 import tempfile
@@ -31,50 +23,29 @@ from pathlib import Path
 import zarr
 from zarr.core.group import ConsolidatedMetadata
 
-from .cube import DamagedStore, _consolidate
+from .create import write_group
+from .digests import (
+    RECORD,
+    ROOT,
+    canonical,
+    consolidate,
+    digest,
+    node_document,
+    node_file,
+    read_document,
+    root_document,
+)
+from .errors import DamagedStore
+from .layout import has_user_algorithms, layout_of
+from .lock import check_writable
 
 log = logging.getLogger("pcskm")
 
-RECORD = "metadata_sha256"  # root attribute: {path of a zarr.json in the store: SHA-256}
-ROOT = "zarr.json"
-# Root attributes that a run rewrites without a new record (Cube.begin_run, Cube.record_run).
-VOLATILE = (RECORD, "runs", "run_in_progress")
 HEADER = {k: v for k, v in ConsolidatedMetadata(metadata={}).to_dict().items()
           if k != "metadata"}  # what Zarr writes beside the consolidated copies
 # How a run repairs a change: the file from its copy, the copy by consolidating, the file and
 # its copy from the store's layout, the deleted group by the spec.
 REPAIRED_FROM_COPY, RECONSOLIDATED, REGENERATED, GROUP_DROPPED = "file", "copy", "layout", "group"
-
-
-def _canonical(document):
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def _sha256(document):
-    return hashlib.sha256(_canonical(document).encode()).hexdigest()
-
-
-def _node_document(document):
-    """A group's or array's metadata without the empty consolidated field that consolidation
-    adds to a group's copy."""
-    if not isinstance(document, dict):
-        return document
-    inner = document.get("consolidated_metadata", False)
-    if inner is None or (isinstance(inner, dict) and inner.get("metadata") == {}):
-        document = {k: v for k, v in document.items() if k != "consolidated_metadata"}
-    return document
-
-
-def _root_document(document, attrs):
-    """What the root's digest covers: its attributes ``attrs`` less :data:`VOLATILE`, and
-    its format keys (not the consolidated copies, each checked against its node's digest)."""
-    return {**{k: v for k, v in document.items()
-               if k not in ("attributes", "consolidated_metadata")},
-            "attributes": {k: v for k, v in attrs.items() if k not in VOLATILE}}
-
-
-def _file(node):
-    return f"{node}/{ROOT}"
 
 
 def _is_node_file(file):
@@ -83,22 +54,9 @@ def _is_node_file(file):
     return parts[-1] == ROOT and all(part not in ("", ".", "..") for part in parts[:-1])
 
 
-def _read(file):
-    """``(document, problem)``: the parsed JSON of ``file``, or why it cannot be."""
-    try:
-        document = json.loads(file.read_bytes())
-    except FileNotFoundError:
-        return None, "is missing"
-    except (OSError, ValueError) as error:
-        return None, f"cannot be read ({type(error).__name__}: {error})"
-    if not isinstance(document, dict):
-        return None, "does not hold a JSON object"
-    return document, None
-
-
 def _differing_keys(document, reference):
     keys = sorted(k for k in set(document) | set(reference)
-                  if _canonical(document.get(k)) != _canonical(reference.get(k)))
+                  if canonical(document.get(k)) != canonical(reference.get(k)))
     return f"{', '.join(keys)} changed" if keys else "changed"
 
 
@@ -164,13 +122,13 @@ def _repairable(change, groups):
 
 def _check_node(store, node, expected, copies, change_list):
     """Compare the file of ``node`` and its consolidated copy with the digest ``expected``."""
-    file = _file(node)
-    document, problem = _read(store / file)
-    document = _node_document(document)
+    file = node_file(node)
+    document, problem = read_document(store / file)
+    document = node_document(document)
     copy = copies.get(node)
-    copy = _node_document(copy) if isinstance(copy, dict) else None
-    file_ok = document is not None and _sha256(document) == expected
-    copy_ok = copy is not None and _sha256(copy) == expected
+    copy = node_document(copy) if isinstance(copy, dict) else None
+    file_ok = document is not None and digest(document) == expected
+    copy_ok = copy is not None and digest(copy) == expected
     if file_ok and copy_ok:
         return
     if not file_ok:
@@ -192,7 +150,7 @@ def check_metadata(store):
     :class:`DamagedStore` naming the root ``zarr.json`` if it cannot be read."""
     store = Path(store)
     found = MetadataCheck(store)
-    root, problem = _read(store / ROOT)
+    root, problem = read_document(store / ROOT)
     if problem:
         raise DamagedStore(f"the metadata of {store} is damaged: {store / ROOT} {problem}. "
                            "pcskm cannot repair it; restore the store from a copy")
@@ -209,7 +167,7 @@ def check_metadata(store):
                                     "digests", None))
         return found
     found.n_files = len(record)
-    if _sha256(_root_document(root, attrs)) != record.get(ROOT):
+    if digest(root_document(root, attrs)) != record.get(ROOT):
         found.changes.append(Change(ROOT, "", "the root attributes or format changed", None))
     consolidated = root.get("consolidated_metadata")
     consolidated = consolidated if isinstance(consolidated, dict) else {}
@@ -222,10 +180,10 @@ def check_metadata(store):
     deleted = {node for node in nodes if "/" not in node and not (store / node).is_dir()}
     for node in nodes:
         if node in deleted:
-            found.changes.append(Change(_file(node), node, f"the group of data set {node} is "
+            found.changes.append(Change(node_file(node), node, f"the group of data set {node} is "
                                         "missing (its folder was deleted)", GROUP_DROPPED))
         elif node.partition("/")[0] not in deleted:
-            _check_node(store, node, record[_file(node)], copies, found.changes)
+            _check_node(store, node, record[node_file(node)], copies, found.changes)
     lost = [change.node for change in found.changes if change.node and change.repair is None]
     if lost:
         regenerated = _regenerated(store, lost, record)
@@ -240,10 +198,8 @@ def _regenerated(store, nodes, record):
     """The metadata pcskm writes for ``nodes`` in the store's layout (coordinates, group
     attributes and settings as the store holds them), for those whose digest is the
     recorded one: ``{node: document}``."""
-    from .cube import _write_group, has_user_algorithms, read_layout
-
     try:
-        layout = read_layout(store)
+        layout = layout_of(zarr.open_group(str(store), mode="r"), store)
     except Exception:  # any failure to read the layout leaves nothing to rewrite from
         return {}
     found = {}
@@ -251,11 +207,11 @@ def _regenerated(store, nodes, record):
         warnings.simplefilter("ignore", category=UserWarning)
         root = zarr.open_group(scratch, mode="w-", zarr_format=3)
         for name in sorted({node.partition("/")[0] for node in nodes} & set(layout.groups)):
-            _write_group(root, layout.groups[name], layout.fixed,
-                         has_user_algorithms(layout.algorithms), layout.weights_per_s)
+            write_group(root, layout.groups[name], layout.fixed,
+                        has_user_algorithms(layout.algorithms), layout.weights_per_s)
         for node in nodes:
-            document = _node_document(_read(Path(scratch) / _file(node))[0])
-            if document is not None and _sha256(document) == record[_file(node)]:
+            document = node_document(read_document(Path(scratch) / node_file(node))[0])
+            if document is not None and digest(document) == record[node_file(node)]:
                 found[node] = document
     return found
 
@@ -269,38 +225,12 @@ def checked_metadata(store):
     return found
 
 
-def _digests(store, attrs):
-    """The record of the store at ``store`` as its files are now, its root attributes being
-    ``attrs``."""
-    root = _read(store / ROOT)[0]
-    record = {ROOT: _sha256(_root_document(root, attrs))}
-    group = zarr.open_group(str(store), mode="r", use_consolidated=False)
-    for node, _ in group.members(max_depth=None):
-        record[_file(node)] = _sha256(_node_document(_read(store / _file(node))[0]))
-    return dict(sorted(record.items()))
-
-
-def record_metadata(store, attrs=None):
-    """Update the root attributes with ``attrs`` and record the digest of every metadata file
-    in the same write, then consolidate; writes nothing when neither would change."""
-    store = Path(store)
-    root = zarr.open_group(str(store), mode="r+")
-    stored = root.attrs.asdict()
-    wanted = {**stored, **json.loads(json.dumps(attrs or {}))}
-    wanted[RECORD] = _digests(store, wanted)
-    if wanted != stored:
-        root.attrs.put(wanted)
-        _consolidate(store)
-
-
 def repair_metadata(store, groups):
     """Repair what :func:`check_metadata` finds (docs/reference/cube-schema.md, Metadata
     digests): rewrite a changed file from its copy (or from the store's layout), consolidate
     again, drop the record of a deleted group of a data set in ``groups`` (the run's spec
     creates it again). Raises
     :class:`DamagedStore` naming every change it cannot repair, before writing anything."""
-    from .cube import _check_writable
-
     store = Path(store)
     if not (store / ROOT).is_file():
         return  # not a store: check_store says what it is
@@ -309,7 +239,7 @@ def repair_metadata(store, groups):
         return
     if not all(_repairable(change, groups) for change in found.changes):
         raise DamagedStore(found.refusal(groups))
-    _check_writable(store)
+    check_writable(store)
     done = []
     for change in found.changes:
         if change.repair in (REPAIRED_FROM_COPY, REGENERATED):
@@ -327,7 +257,7 @@ def repair_metadata(store, groups):
         record = root.attrs[RECORD]
         root.attrs.update({RECORD: {file: digest for file, digest in record.items()
                                     if file.partition("/")[0] not in dropped}})
-    _consolidate(store)
+    consolidate(store)
     done.append("the consolidated metadata in zarr.json written again from the files")
     log.warning("%s: the metadata changed since pcskm wrote it: %s\nrepaired: %s", store,
                 "; ".join(f"{c.file}: {c.problem}" for c in found.changes), "; ".join(done))

@@ -1,13 +1,13 @@
 """The size of a spec's store and of what the client holds while it writes it, computed from
 the layout before anything is created, and the refusal of what cannot fit
-(docs/reference/cli.md, Size check).
+(docs/reference/cli.md, Size check); the writing time a dry run estimates from them.
 
 The store: every array of every group, uncompressed, and of it the values a complete store
 holds (the entries of each algorithm's s grid, or its no-s entry; the rest are fill values,
 which compress to almost nothing). The client: the ``done`` (and ``scored``) markers of every
 group, the constraint counts of every data set, the writer's chunks (it holds up to
-:data:`pcskm.runner.writer.MAX_BYTES` of them, and at least one chunk of every variable of an
-(algorithm, init, kind)) and a copy of the largest for encoding it.
+:data:`pcskm.runner.store.writer.MAX_BYTES` of them, and at least one chunk of every variable
+of an (algorithm, init, kind)) and a copy of the largest for encoding it.
 """
 
 import os
@@ -20,14 +20,9 @@ import numpy as np
 
 from pcskm.experiments import cells
 
-from .cube import (
-    _FIT_VARIABLES,
-    FIT_DIMS,
-    SCORE_VARIABLES,
-    Layout,
-    score_variables,
-    wanted_scores,
-)
+from .layout import Layout
+from .schema import FIT_DIMS, FIT_VARIABLES, SCORE_VARIABLES, score_variables, wanted_scores
+from .writer import MAX_BYTES, chunks_of
 
 # The client's writing: a cost per task written (opening the chunks of its result, its done
 # markers) and a cost per MiB (uncompressed) of the chunks the plan fills. Per task: the quick
@@ -76,11 +71,10 @@ class Sizes:
                 f"{binary(self.chunk_bytes)})")
 
 
-def sizes(layout):
-    """The :class:`Sizes` of a store of ``layout`` (a :class:`pcskm.runner.cube.Layout`)."""
-    from .writer import MAX_BYTES
-
-    fit_item = sum(_itemsize(dtype) for dtype, _, _ in _FIT_VARIABLES.values())
+def store_sizes(layout):
+    """The :class:`Sizes` of a store of ``layout`` (a
+    :class:`pcskm.runner.store.layout.Layout`)."""
+    fit_item = sum(_itemsize(dtype) for dtype, _, _ in FIT_VARIABLES.values())
     scores = score_variables(layout.fixed)
 
     def score_bytes(bits, per_s):
@@ -120,19 +114,18 @@ def sizes(layout):
 
 def chunks_bytes(layout, chunks):
     """Uncompressed bytes of the writer's ``chunks`` ((data set, algorithm, init, kind)
-    positions, :func:`pcskm.runner.writer.chunks_of`): one chunk of every variable each."""
+    positions, :func:`pcskm.runner.store.writer.chunks_of`): one chunk of every variable
+    each."""
     counts = Counter(chunk[0] for chunk in chunks)
-    return sum(sizes(Layout(groups={name: layout.groups[name]}, fixed=layout.fixed,
-                            algorithms=layout.algorithms,
-                            weights_per_s=layout.weights_per_s)).chunk_bytes * n
+    return sum(store_sizes(Layout(groups={name: layout.groups[name]}, fixed=layout.fixed,
+                                  algorithms=layout.algorithms,
+                                  weights_per_s=layout.weights_per_s)).chunk_bytes * n
                for name, n in counts.items())
 
 
 def written_bytes(view, tasks):
     """Uncompressed bytes of the chunks that ``tasks`` fill in the store of ``view`` (a
-    :class:`pcskm.runner.cube.CubeView`), each written whole once."""
-    from .writer import chunks_of
-
+    :class:`pcskm.runner.store.views.CubeView`), each written whole once."""
     chunks = {chunk for task in tasks for chunk in chunks_of(task, view)}
     return chunks_bytes(view.layout, chunks)
 
@@ -188,7 +181,7 @@ def check_sizes(layout, path, *, copies=False):
     cannot fit on its disk (its values, less what the store holds now; all of them when the
     store is ``copies``: rebuilt beside the old one) or the client's memory; returns the
     :class:`Sizes`."""
-    found = sizes(layout)
+    found = store_sizes(layout)
     folder, free = free_disk(path)
     needed = found.values_bytes - (0 if copies else disk_used(path))
     problems = []

@@ -1,10 +1,11 @@
-"""Writing task results into the cube (the client is the only writer).
+"""Where a cell is written: task results into the cube's chunks, then the ``done`` markers of
+the blocks they complete (:meth:`CubeWriter.write`; the client is the only writer).
 
 The cube is chunked by (algorithm, init, kind): one chunk holds every percent, run, fold and
-s of one variable (:mod:`pcskm.runner.cube`). A task fills a rectangle of kinds x percents of many
-such chunks, so writing each task through Zarr would read, change and rewrite every chunk it
-touches, once per task. Instead the writer keeps the chunks a run is filling in memory and
-writes each one whole:
+s of one variable (:mod:`pcskm.runner.store.schema`). A task fills a rectangle of kinds x
+percents of many such chunks, so writing each task through Zarr would read, change and
+rewrite every chunk it touches, once per task. Instead the writer keeps the chunks a run is
+filling in memory and writes each one whole:
 
 * as soon as the last task of the plan that touches it has arrived (its normal end);
 * every ``flush_seconds`` (default one minute), every chunk changed since the last write;
@@ -26,7 +27,7 @@ import numpy as np
 
 from pcskm.algorithms._result import FIT_FAILED
 
-from .cube import (
+from .schema import (
     CV_SCORES,
     FIT_DIMS,
     FIT_STATUS_CODES,

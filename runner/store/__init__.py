@@ -1,0 +1,52 @@
+"""The results cube's store: one module per job (docs/reference/cube-schema.md, The store's
+code), each importing only those listed before it.
+
+* :mod:`.errors`: the errors a store raises (:class:`IncompatibleStore`, :class:`StoreBusy`,
+  :class:`DamagedStore`, ...).
+* :mod:`.schema`: what a store holds: dims, variables, status codes, selection scores,
+  chunks and codecs.
+* :mod:`.lock`: who may write a store: one run at a time (:func:`store_lock`), where files
+  can be written.
+* :mod:`.layout`: a store's groups and settings, for a spec or as stored, and their merging
+  (:func:`merge_layouts`, which refuses a spec that would compute a cell differently).
+* :mod:`.digests`: the record of the metadata's digests (:func:`record_metadata`).
+* :mod:`.create`: creating a store, built beside its path and moved into place.
+* :mod:`.metadata`: checking the metadata against its record, and repairing it.
+* :mod:`.access`: opening an existing store (:func:`check_store`, :func:`read_layout`).
+* :mod:`.integrity`: checking every chunk under a done marker, and repairing what fails
+  (:func:`verify`, :func:`repair`).
+* :mod:`.writer`: where a cell is written (:class:`CubeWriter`).
+* :mod:`.sizes`: the size of a store and of what its writer holds.
+* :mod:`.views`: the store opened: :class:`CubeView`, :class:`Cube`, :func:`open_cube`.
+* :mod:`.preparation`: preparing a store for a run (:func:`prepare`).
+
+The public names are imported from here, on first use (:mod:`pcskm._lazy`).
+"""
+
+from pcskm._lazy import lazy_exports
+
+_EXPORTS = {
+    **dict.fromkeys(["DamagedStore", "IncompatibleStore", "NotAStore", "StoreBusy",
+                     "StoreChanged", "StoreNotWritable"], ".errors"),
+    **dict.fromkeys(["COMPRESSORS", "CV_SCORES", "ERROR", "FIT_DIMS", "GAP_SCORES", "MISSING",
+                     "NOT_APPLICABLE", "RUNNING", "SCHEMA_VERSION", "SCORE_SETTINGS",
+                     "SCORE_VARIABLES", "STATUS_FLAGS", "WEIGHTS_PER_S", "applicable",
+                     "complete_blocks", "score_bits", "wanted_scores"], ".schema"),
+    **dict.fromkeys(["lock_path", "store_lock", "write_error"], ".lock"),
+    **dict.fromkeys(["GroupLayout", "Layout", "definition_is_sparse", "label_positions",
+                     "merge_layouts", "spec_layout"], ".layout"),
+    "record_metadata": ".digests",
+    **dict.fromkeys(["versions", "write_layout"], ".create"),
+    **dict.fromkeys(["check_store", "open_root", "read_consistently", "read_layout"],
+                    ".access"),
+    **dict.fromkeys(["Verification", "repair", "verify"], ".integrity"),
+    **dict.fromkeys(["CubeWriter", "block_records", "carried_scores", "chunks_of",
+                     "score_names"], ".writer"),
+    **dict.fromkeys(["WRITE_SECONDS_PER_MIB", "WRITE_SECONDS_PER_TASK", "Sizes", "TooLarge",
+                     "available_memory", "binary", "check_sizes", "free_disk", "store_sizes",
+                     "write_seconds", "written_bytes"], ".sizes"),
+    **dict.fromkeys(["Cube", "CubeView", "open_cube"], ".views"),
+    "prepare": ".preparation",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

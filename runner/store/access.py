@@ -1,0 +1,136 @@
+"""Opening an existing store: checking that a path holds a whole pcskm cube whose metadata
+pcskm wrote (:func:`check_store`), opening it (:func:`open_root`), reading its layout
+(:func:`read_layout`), and reading it on one version while another run may swap it
+(:func:`read_consistently`).
+"""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import zarr
+
+from .errors import DamagedStore, NotAStore, StoreChanged
+from .layout import layout_of
+from .metadata import checked_metadata
+
+
+def metadata_problem(path):
+    """The first Zarr metadata file of the store at ``path`` that cannot be read, with the
+    reason (``None`` if all can): the root ``zarr.json`` and that of every node it lists."""
+    path = Path(path)
+    files = [path / "zarr.json"]
+    for file in files:  # grows by the nodes the root lists
+        try:
+            metadata = json.loads(file.read_bytes())
+        except FileNotFoundError:
+            return f"{file} is missing"
+        except (OSError, ValueError) as error:
+            return f"{file} cannot be read ({type(error).__name__}: {error})"
+        if not isinstance(metadata, dict):
+            return f"{file} does not hold a JSON object"
+        if file == files[0]:
+            nodes = (metadata.get("consolidated_metadata") or {}).get("metadata") or {}
+            files.extend(path / name / "zarr.json" for name in nodes)
+    return None
+
+
+def half_created(path):
+    """Why the store at ``path`` is one that a run of a pcskm before atomic creation was
+    killed while creating (its root ``zarr.json`` is a pcskm cube's, without the consolidated
+    metadata written as the last step of creation), or None."""
+    try:
+        metadata = json.loads((Path(path) / "zarr.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(metadata, dict) or metadata.get("consolidated_metadata"):
+        return None
+    if (metadata.get("attributes") or {}).get("title") != "pcskm results cube":
+        return None
+    return "its root zarr.json lacks the consolidated metadata written last"
+
+
+def holds_done_markers(path):
+    """Whether any group of the store at ``path`` has a written ``done`` chunk."""
+    return any(file.is_file() and file.name != "zarr.json"
+               for file in Path(path).glob("*/done/**/*"))
+
+
+def check_store(path):
+    """Raise :class:`NotAStore` if ``path`` is a file or a folder without Zarr metadata, and
+    :class:`DamagedStore` naming the file if its metadata cannot be read, changed since pcskm
+    wrote it (:mod:`pcskm.runner.store.metadata`) or the store was left half-created
+    (:func:`half_created`); returns the metadata check."""
+    path = Path(path)
+    if not path.is_dir():
+        raise NotAStore(f"{path} is {'a file' if path.exists() else 'missing'}, not a pcskm "
+                        "results cube (a Zarr store is a folder)")
+    if not (path / "zarr.json").exists():
+        raise NotAStore(f"{path} is a folder without zarr.json: not a Zarr store (an empty "
+                        "folder or another kind of file)")
+    reason = half_created(path)
+    if reason:
+        raise DamagedStore(
+            f"{path} was left half-created by a run killed while creating it ({reason}); "
+            + ("yet it holds done markers, so pcskm does not delete it: restore it from a "
+               "copy, or delete it and compute again" if holds_done_markers(path) else
+               "it holds no computed cell: pcskm run creates it again"))
+    found = checked_metadata(path)
+    problem = metadata_problem(path)
+    if problem:
+        raise DamagedStore(f"the metadata of {path} is damaged: {problem}. pcskm cannot repair "
+                           "it; restore the store from a copy")
+    return found
+
+
+def open_root(path, mode="r"):
+    """The root group of the store at ``path``; :func:`check_store`'s errors if it cannot
+    be opened."""
+    try:
+        return zarr.open_group(str(path), mode=mode)
+    except (OSError, ValueError, KeyError):
+        check_store(path)
+        raise
+
+
+def read_layout(path):
+    """The layout of an existing store."""
+    return layout_of(open_root(path), path)
+
+
+def store_version(path, wait_seconds=10.0):
+    """What changes when the store at ``path`` is swapped for an extended one or its metadata
+    is rewritten: the identities of its folder and of its root ``zarr.json`` (both replaced,
+    never written in place), None if there is no store. Waits up to ``wait_seconds`` for a
+    store being swapped in (``<store>.old`` present)."""
+    path, deadline = Path(path), time.monotonic() + wait_seconds
+    while True:
+        try:
+            folder, root = os.stat(path), os.stat(path / "zarr.json")
+            return (folder.st_dev, folder.st_ino, root.st_ino, root.st_mtime_ns)
+        except FileNotFoundError:
+            swapping = path.with_name(path.name + ".old").exists()
+            if not swapping or time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+
+
+def read_consistently(path, read, attempts=2):
+    """``read()`` (which reads the store at ``path``) done on one version of the store: read
+    again if another run replaced the store or rewrote its metadata meanwhile (an extension
+    swapped in, a run recording itself), and :class:`StoreChanged` if it changed under every
+    attempt."""
+    for _ in range(attempts):
+        version = store_version(path)
+        try:
+            result = read()
+        except Exception:
+            if store_version(path) == version:
+                raise
+            continue
+        if store_version(path) == version:
+            return result
+    raise StoreChanged(f"{path} changed while it was read {attempts} times (another pcskm run "
+                       "is extending it or recording itself); read it again once that run "
+                       "has begun computing or has ended")

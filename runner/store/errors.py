@@ -1,0 +1,27 @@
+"""The errors of the store: each names the store (and the file or setting) that raised it."""
+
+
+class IncompatibleStore(ValueError):
+    """The store was made with settings that change the results of this spec."""
+
+
+class StoreBusy(ValueError):
+    """Another ``pcskm run`` is writing the store."""
+
+
+class StoreNotWritable(ValueError):
+    """The store, or its lock file, cannot be written (read-only file system, permissions,
+    disk full, no file locks)."""
+
+
+class NotAStore(ValueError):
+    """The path is not a pcskm results cube (a file, or a folder without Zarr metadata)."""
+
+
+class DamagedStore(ValueError):
+    """The store's metadata or layout cannot be read; names the file."""
+
+
+class StoreChanged(ValueError):
+    """The store was replaced (extended) or its metadata rewritten while it was read."""
+

@@ -1,0 +1,195 @@
+"""The store opened: :class:`CubeView` (a layout with its ``done`` and ``scored`` markers,
+read only, for planning), :class:`Cube` (open for the writer: its arrays, the markers it
+writes and the run record) and :func:`open_cube` (the cube as an ``xarray.DataTree``).
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from pcskm.experiments.protocol import pct10
+
+from .access import open_root, read_layout
+from .digests import consolidate
+from .integrity import verify
+from .layout import done_shape, json_copy, merge_layouts, positions, spec_layout
+from .schema import (
+    MISSING,
+    NOT_APPLICABLE,
+    RUNNING,
+    applicable,
+    complete_blocks,
+    wanted_scores,
+    writable_arrays,
+)
+from .sizes import check_sizes
+
+
+class CubeView:
+    """A layout with its ``done`` and ``scored`` markers (``scored``: None where a group has
+    none) and label-to-position lookups (read only)."""
+
+    def __init__(self, layout, done, scored=None):
+        self.layout = layout
+        self.done = done
+        self.scored = {name: (scored or {}).get(name) for name in done}
+        self._index = {
+            name: {
+                "algorithm": {v: i for i, v in enumerate(g.algorithms)},
+                "init": {v: i for i, v in enumerate(g.inits)},
+                "kind": {v: i for i, v in enumerate(g.kinds)},
+                "percent": {pct10(v): i for i, v in enumerate(g.percents)},
+            }
+            for name, g in layout.groups.items()
+        }
+
+    @classmethod
+    def planned(cls, path, spec, data_dir=None):
+        """What :func:`prepare` would open for ``spec``, without writing anything (for
+        ``--dry-run``): the merged layout and the store's done markers, if it exists, less
+        those a run would clear because their chunks are damaged."""
+        path = Path(path)
+        new = spec_layout(spec, data_dir)
+        check_sizes(new, path)
+        if not path.exists():
+            return cls(new, {n: np.zeros(done_shape(g), np.uint8)
+                             for n, g in new.groups.items()})
+        found = verify(path)
+        old = read_layout(path)
+        merged = merge_layouts(old, new, store=str(path))
+        check_sizes(merged, path, copies=merged != old)
+        done, scored = {}, {}
+        for name, group in merged.groups.items():
+            done[name] = np.zeros(done_shape(group), np.uint8)
+            scored[name] = np.zeros(done_shape(group), np.uint8)
+            if name in old.groups:
+                before = old.groups[name]
+                index = (positions(before.algorithms, group.algorithms),
+                         positions(before.inits, group.inits),
+                         positions(before.kinds, group.kinds),
+                         positions([pct10(p) for p in before.percents],
+                                   [pct10(p) for p in group.percents]),
+                         np.arange(before.n_runs))
+                done[name][np.ix_(*index)] = found.done_after_repair(name)
+                if found.scored.get(name) is not None:
+                    scored[name][np.ix_(*index)] = found.scored[name]
+        return cls(merged, done, scored)
+
+    def complete(self, dataset):
+        """The blocks of ``dataset`` that are done and carry the selection scores their
+        algorithm gets (:func:`complete_blocks`); the others are computed by a run."""
+        layout = self.layout
+        wanted = wanted_scores(layout.fixed, layout.algorithms,
+                               layout.groups[dataset].algorithms)
+        return complete_blocks(self.done[dataset], self.scored[dataset], wanted)
+
+    def block_index(self, dataset, algorithm, init, kind=None, percent=None):
+        """Integer positions of a block (or of its (algorithm, init[, kind]) prefix)."""
+        index = self._index[dataset]
+        out = [index["algorithm"][algorithm], index["init"][init]]
+        if kind is not None:
+            out.append(index["kind"][kind])
+        if percent is not None:
+            out.append(index["percent"][pct10(percent)])
+        return tuple(out)
+
+
+class Cube(CubeView):
+    """An open store, for the writer: its layout, arrays and in-memory ``done`` markers."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        root = open_root(self.path, "r+")
+        layout = read_layout(self.path)
+        self.arrays = {name: writable_arrays(root[name]) for name in layout.groups}
+        super().__init__(layout, {name: arrays["done"][:]
+                                  for name, arrays in self.arrays.items()},
+                         {name: arrays["scored"][:] for name, arrays in self.arrays.items()
+                          if "scored" in arrays})
+
+    def mark_done(self, dataset, regions):
+        """Mark the ``regions`` of ``dataset`` done, each ``(algorithm position, init
+        position, kind positions, percent positions, runs, score bits)`` (the selection
+        scores its cells now carry), and write the marker arrays (``scored`` first)."""
+        scored = self.scored[dataset]
+        for a, i, kinds, percents, runs, bits in regions:
+            block = (a, i, *np.ix_(kinds, percents, runs))
+            self.done[dataset][block] = 1
+            if scored is None:
+                if bits:
+                    raise ValueError(f"the store has no selection scores for {dataset}")
+            else:
+                scored[block] = bits
+        self.write_markers(dataset)
+
+    def write_markers(self, dataset):
+        """Write the in-memory ``scored`` and ``done`` markers of ``dataset`` (in that order;
+        after the chunks they vouch for)."""
+        if self.scored[dataset] is not None:
+            self.arrays[dataset]["scored"][...] = self.scored[dataset]
+        self.arrays[dataset]["done"][...] = self.done[dataset]
+
+    def done_cells(self):
+        """Cells done, with the selection scores their algorithm gets: (algorithm, init,
+        kind, percent, run) blocks times folds."""
+        return sum(int(self.complete(name).sum()) * self.layout.groups[name].n_folds
+                   for name in self.done)
+
+    def begin_run(self, entry):
+        """Note in the store that a run is writing it (``entry``, with the cells done now),
+        so that the next run can record this one if it is killed before :meth:`record_run`
+        (see :func:`.preparation.prepare`)."""
+        root = open_root(self.path, "r+")
+        root.attrs.update({RUNNING: json_copy({**entry, "done_cells": self.done_cells()})})
+        consolidate(self.path)
+
+    def record_run(self, entry):
+        """Append ``entry`` (a JSON-able dict: when, how long, where, what was computed;
+        None: nothing to record) to the store's ``runs`` attribute, and remove the note of
+        :meth:`begin_run`."""
+        root = open_root(self.path, "r+")
+        attrs = root.attrs.asdict()
+        attrs.pop(RUNNING, None)
+        if entry is not None:
+            attrs["runs"] = [*attrs.get("runs", []), json_copy(entry)]
+        root.attrs.put(attrs)
+        consolidate(self.path)
+
+    def clear_done(self, tasks):
+        """Unmark the blocks of ``tasks`` (``--force``), so that an interrupted forced run
+        resumes where it stopped."""
+        touched = set()
+        for task in tasks:
+            for s in task.settings:
+                for block in task.blocks:
+                    position = self.block_index(s.dataset, s.algorithm, s.init, block.kind,
+                                                block.percent)
+                    self.done[s.dataset][(*position, list(block.runs))] = 0
+            touched.add(task.dataset)
+        for name in touched:
+            self.arrays[name]["done"][...] = self.done[name]
+
+    def mark_applicability(self, spec):
+        """Status ``not_applicable`` for the spec's (init, kind) pairs it does not run
+        (Seeding outside seeding_kinds), ``missing`` again for pairs it now runs, in blocks
+        not yet done."""
+        for name in spec.datasets:
+            layout, status = self.layout.groups[name], self.arrays[name]["status"]
+            for algorithm in (v.name for v in spec.algorithms):
+                for init in spec.inits:
+                    for kind in layout.kinds:
+                        position = self.block_index(name, algorithm, init, kind)
+                        if self.done[name][position].any():
+                            continue
+                        wanted = MISSING if applicable(spec, init, kind) else NOT_APPLICABLE
+                        other = NOT_APPLICABLE if wanted == MISSING else MISSING
+                        current = status[position]
+                        if (current == other).any():
+                            status[position] = np.where(current == other, wanted, current)
+
+
+def open_cube(path):
+    """The cube as an ``xarray.DataTree`` (one child per data set), read lazily."""
+    import xarray as xr  # not at start-up: pcskm status does without it
+
+    return xr.open_datatree(str(path), engine="zarr")
