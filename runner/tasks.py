@@ -5,9 +5,9 @@ The unit the planner never splits is the cube's chunk, one (data set, kind, perc
 every algorithm, init, run and fold (docs/reference/cube-schema.md, Chunks and size): each
 chunk that a run computes is in exactly one task, so that the task can write it whole. A
 chunk's blocks are those of the settings (algorithm, init) that miss any of its cells, each
-with the runs that any of them misses (the smallest rectangle of settings x runs holding the
-chunk's missing cells; its done cells are computed again with the same values, and the
-cells of the other settings are kept). A task holds whole chunks of one data set with the
+with the runs that any of them misses; the task skips the done cells among them
+(``Task.skip``), so a run computes exactly the missing cells, and the chunk's one writer
+keeps the done cells as stored. A task holds whole chunks of one data set with the
 same settings, so that in the paired design a cell's constraint sample is drawn once for
 all of them (D13; in the unpaired design each (algorithm, init) draws its own,
 docs/method/protocol.md §6). Chunks are merged into tasks, or a kind's row of chunks cut,
@@ -89,7 +89,8 @@ def fits(task):
     """The fits of the cells ``task`` fills: one per cell and s, i.e. every s of the data set's
     grid for SKM and PCSKM and one for the others; a fit that several cells share (LKM and SKM
     with a deterministic init) counts once per cell (docs/reference/cube-schema.md, Counts)."""
-    return task.n_samples * sum(setting.n_sparsity for setting in task.settings)
+    return sum(task.cells_of(index) * setting.n_sparsity
+               for index, setting in enumerate(task.settings))
 
 
 def spec_cells(spec):
@@ -155,38 +156,46 @@ def _split(blocks, weights, parts):
     return [tuple(blocks[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _work_per_run(group, n_samples):
-    """Units of work of one run (all folds) of one block for the settings ``group`` (the
-    fits of the selection scores included, as in run 0: with ``cv_runs`` the later runs
-    may have fewer)."""
-    return (sum(s.n_sparsity * (1 + s.selection_fits(0)) for s in group) * n_samples
-            * group[0].n_folds)
+def _work(missing, n_samples):
+    """Units of work of one chunk: the runs (all folds) each setting of ``missing`` (setting
+    -> runs) computes, times its fits (those of the selection scores included, as in run 0:
+    with ``cv_runs`` the later runs may have fewer) and the points clustered."""
+    return sum(s.n_sparsity * (1 + s.selection_fits(0)) * len(runs) * s.n_folds
+               for s, runs in missing.items()) * n_samples
 
 
-def _batches(group, blocks, n_samples, min_work):
-    """Tasks of one group of settings, each whole chunks (``blocks``: one per chunk, in spec
-    order) of about ``min_work`` or more: a kind's row of chunks of more work is cut into
-    pieces of about equal work, smaller rows are merged until they reach it. A chunk is never
-    split, so a chunk of more than ``min_work`` is a task of its own."""
-    per_run = _work_per_run(group, n_samples)
-    rows = {}  # kind -> its blocks, in spec order
-    for block in blocks:
-        rows.setdefault(block.kind, []).append(block)
+def _task(group, chunks):
+    """The task of the settings ``group`` for ``chunks`` (``(block, missing)``: a block of
+    the runs any setting misses, and the runs each misses): the other cells are skipped."""
+    skip = frozenset((index, b, run) for b, (block, missing) in enumerate(chunks)
+                     for index, setting in enumerate(group) for run in block.runs
+                     if run not in missing[setting])
+    return Task(group, tuple(block for block, _ in chunks), skip=skip)
+
+
+def _batches(group, chunks, n_samples, min_work):
+    """Tasks of one group of settings, each whole chunks (``chunks``: ``(block, missing)``,
+    in spec order) of about ``min_work`` or more: a kind's row of chunks of more work is cut
+    into pieces of about equal work, smaller rows are merged until they reach it. A chunk is
+    never split, so a chunk of more than ``min_work`` is a task of its own."""
+    rows = {}  # kind -> its chunks, in spec order
+    for chunk in chunks:
+        rows.setdefault(chunk[0].kind, []).append(chunk)
     tasks, pending, pending_work = [], [], 0
     for row in rows.values():
-        weights = [per_run * len(block.runs) for block in row]
+        weights = [_work(missing, n_samples) for _, missing in row]
         row_work = sum(weights)
         if row_work >= min_work:
             parts = min(len(row), int(row_work // min_work))
-            tasks.extend(Task(group, piece) for piece in _split(row, weights, parts))
+            tasks.extend(_task(group, piece) for piece in _split(row, weights, parts))
             continue
         pending.extend(row)
         pending_work += row_work
         if pending_work >= min_work:
-            tasks.append(Task(group, tuple(pending)))
+            tasks.append(_task(group, pending))
             pending, pending_work = [], 0
     if pending:
-        tasks.append(Task(group, tuple(pending)))
+        tasks.append(_task(group, pending))
     return tasks
 
 
@@ -227,28 +236,30 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
     (:meth:`~pcskm.runner.store.views.CubeView.complete`).
 
     Each chunk (data set, kind, percent) with a missing cell is in exactly one task, with
-    the settings that miss any of its cells, each for every run that any of them misses
-    (module docstring). The chunks of a data set with the same settings (on a fresh store:
-    every algorithm and init of a constraint kind) are grouped into the same tasks. A task
+    the settings that miss any of its cells, each for every run that any of them misses, the
+    done cells among them skipped (module docstring). The chunks of a data set with the
+    same settings (on a fresh store: every algorithm and init of a constraint kind) are
+    grouped into the same tasks. A task
     holds about ``min_work`` units of work; by default ``MIN_WORK``, or less when that would
     give fewer than ``MIN_TASKS`` tasks (small runs still spread over the workers)."""
     selection = selection or {}
     check_selection(spec, selection)
     needs, total, done = _chunk_blocks(spec, cube, selection, force, data_dir)
-    groups = {}  # (data set, settings) -> one block per chunk, in spec order
+    groups = {}  # (data set, settings) -> (block, missing) per chunk, in spec order
     for name, chunks in needs.items():
         for (kind, percent), missing in chunks.items():
             if missing:
                 runs = tuple(sorted(set().union(*missing.values())))
-                groups.setdefault((name, tuple(missing)), []).append(Block(kind, percent, runs))
+                groups.setdefault((name, tuple(missing)), []).append(
+                    (Block(kind, percent, runs), missing))
     n_samples = {name: cube.layout.groups[name].attrs["n_samples"] for name in needs}
     if min_work is None:
-        total_work = sum(_work_per_run(group, n_samples[name]) * len(block.runs)
-                         for (name, group), blocks in groups.items() for block in blocks)
+        total_work = sum(_work(missing, n_samples[name])
+                         for (name, _), chunks in groups.items() for _, missing in chunks)
         min_work = max(1, min(MIN_WORK, total_work // MIN_TASKS))
     tasks = []
-    for (name, group), blocks in groups.items():
-        tasks.extend(_batches(group, blocks, n_samples[name], min_work))
+    for (name, group), chunks in groups.items():
+        tasks.extend(_batches(group, chunks, n_samples[name], min_work))
     tasks = in_writing_order(tasks, cube, spec.kinds)
     return Plan(tasks=tasks, n_cells_total=total, n_cells_done=0 if force else done,
                 n_cells_spec=spec_cells(spec), selection=selection)

@@ -1,9 +1,8 @@
 """Chunks aligned to tasks (docs/reference/cube-schema.md, Chunks and size): every per-cell
 variable has one chunk per (kind, percent); every chunk that a run computes is in exactly one
-task of its plan (fresh, resumed, ``--only``, ``--force``, an extended store), with the
-settings that miss any of its cells and every run that any of them misses; a store of schema
-version 1 is read, verified, reported and run in its own layout, with the values of a new
-store."""
+task of its plan (fresh, resumed, ``--only``, ``--force``, an extended store), which computes
+exactly its missing cells; a store of schema version 1 is read, verified, reported and run in
+its own layout, with the values of a new store."""
 
 import dataclasses
 from pathlib import Path
@@ -68,26 +67,29 @@ def runnable(spec, view, name, selection=None):
 
 def assert_aligned(tasks, view, missing):
     """Every chunk (data set, kind, percent: the rule of the schema) of the plan ``tasks`` is
-    in one task, every cell in at most one; the plan computes per chunk exactly the
-    rectangle of the settings (algorithm, init) that miss any of its ``missing`` cells (per
-    data set, a boolean (algorithm, init, kind, percent, run) array) times the runs that any
-    of them misses, and no other chunk."""
+    in one task; the plan computes exactly the ``missing`` cells (per data set, a boolean
+    (algorithm, init, kind, percent, run) array), each once, and no other chunk; a task
+    holds, per chunk, the settings (algorithm, init) that miss any of its cells, each with
+    every run that any of them misses, and skips the cells among them that are done."""
     counts = {name: np.zeros(view.done[name].shape, int) for name in view.done}
     owner = {name: np.full(view.done[name].shape[2:4], -1) for name in view.done}
     for n, task in enumerate(tasks):
         name = task.dataset
-        for block in task.blocks:
+        for b, block in enumerate(task.blocks):
             k, p = view.block_index(name, task.settings[0].algorithm, task.settings[0].init,
                                     block.kind, block.percent)[2:]
             assert owner[name][k, p] in (-1, n), (
                 f"chunk {name} {block.kind} {block.percent} in tasks {owner[name][k, p]} and {n}")
             owner[name][k, p] = n
-            for setting in task.settings:
+            chunk = missing[name][:, :, k, p]
+            assert list(block.runs) == list(np.flatnonzero(chunk.any(axis=(0, 1))))
+            settings = {view.block_index(name, s.algorithm, s.init) for s in task.settings}
+            assert settings == set(zip(*np.nonzero(chunk.any(axis=2)), strict=True))
+            for index, setting in enumerate(task.settings):
                 a, i = view.block_index(name, setting.algorithm, setting.init)
-                counts[name][a, i, k, p, list(block.runs)] += 1
+                counts[name][a, i, k, p, task.runs_of(index, b)] += 1
     for name, wanted in missing.items():
-        rectangle = wanted.any(axis=4)[..., None] & wanted.any(axis=(0, 1))[None, None, :, :, :]
-        np.testing.assert_array_equal(counts[name], rectangle.astype(int), err_msg=name)
+        np.testing.assert_array_equal(counts[name], wanted.astype(int), err_msg=name)
         assert ((owner[name] >= 0) == wanted.any(axis=(0, 1, 4))).all()
 
 

@@ -188,7 +188,11 @@ class CubeWriter:
             self.n_constraints[name] = group["n_constraints"][...]
         finished = set()
         for index, setting in enumerate(task.settings):
-            for block, result in zip(task.blocks, task_result.blocks[index], strict=True):
+            for b, (block, result) in enumerate(zip(task.blocks, task_result.blocks[index],
+                                                    strict=True)):
+                rows = [r for r, run in enumerate(block.runs) if (index, b, run) not in task.skip]
+                if not rows:
+                    continue
                 place = cube.block_index(name, setting.algorithm, setting.init, block.kind,
                                          block.percent)
                 key = block_chunk(self.version, place)
@@ -199,17 +203,17 @@ class CubeWriter:
                     region = chunk_region(self.version, key)
                     chunk = self.chunks[position] = _Chunk(
                         group, region, bool(cube.done[name][region].any()))
-                runs = list(block.runs)
+                runs = [block.runs[r] for r in rows]  # the skipped runs keep their values
                 where = (*in_chunk(self.version, place), runs)
                 for variable, values in block_records(result, setting, n_sparsity, scores,
                                                       per_s).items():
-                    chunk.values[variable][where] = values
+                    chunk.values[variable][where] = values[rows]
                 if "fit_error" in chunk.values:
-                    chunk.values["fit_error"][where] = result.fit_error
+                    chunk.values["fit_error"][where] = result.fit_error[rows]
                 chunk.done.append((*place, runs, carried_scores(setting)))
                 chunk.dirty = True
                 _, _, k, p = place
-                self.n_constraints[name][k, p, runs] = result.n_constraints
+                self.n_constraints[name][k, p, runs] = result.n_constraints[rows]
         self.expected.subtract(finished)
         complete = [c for c in finished if self.expected[c] <= 0]
         if time.monotonic() - self.last_flush > self.flush_seconds:
