@@ -5,6 +5,7 @@ exactly its missing cells; a store of schema version 1 is read, verified, report
 its own layout, with the values of a new store."""
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -180,13 +181,49 @@ def cube_values(path):
     return attrs, {name: tree[name].to_dataset().load() for name in tree.children}
 
 
-def test_a_version_1_store_is_run_resumed_read_and_verified_in_its_own_layout(client,
+@pytest.fixture(scope="module")
+def reference(client, tmp_path_factory):
+    """The smoke spec run into a new store."""
+    store = tmp_path_factory.mktemp("reference") / "smoke.zarr"
+    assert not run_spec(SMOKE, store, client=client, progress=False).errors
+    return store
+
+
+def assert_same_values(a, b):
+    attrs_a, groups_a = cube_values(a)
+    attrs_b, groups_b = cube_values(b)
+    assert attrs_a == attrs_b and groups_a.keys() == groups_b.keys()
+    for name, values in groups_b.items():
+        xr.testing.assert_identical(groups_a[name], values)
+
+
+def test_scattered_missing_cells_are_computed_alone_in_their_chunks_task(reference, client,
+                                                                          tmp_path):
+    """Done markers cleared at random (blocks and runs, as an earlier ``--only`` run or a
+    repair leaves them): the run computes exactly those cells, one task per chunk, and keeps
+    the done cells of the same chunks as stored: the cube is the reference's."""
+    store = tmp_path / "scattered.zarr"
+    shutil.copytree(reference, store)
+    rng = np.random.default_rng(5)
+    cleared = 0
+    for name in SMOKE.datasets:
+        done = zarr.open_group(str(store), mode="r+")[name]["done"]
+        marks = done[...]
+        clear = (rng.random(marks.shape) < 0.3) & (marks == 1)
+        marks[clear] = 0
+        done[...] = marks
+        cleared += int(clear.sum()) * SMOKE.n_folds
+    assert cleared
+    summary = run_spec(SMOKE, store, client=client, progress=False)
+    assert summary.n_cells == cleared
+    assert_same_values(store, reference)
+
+
+def test_a_version_1_store_is_run_resumed_read_and_verified_in_its_own_layout(reference, client,
                                                                               tmp_path):
-    """The smoke spec run into a new store and into a version 1 store (interrupted after two
-    tasks, then resumed): the same values; the old store keeps its chunks and schema version,
-    and status, verify and report read it."""
-    new = tmp_path / "new.zarr"
-    assert not run_spec(SMOKE, new, client=client, progress=False).errors
+    """The smoke spec run into a version 1 store (interrupted after two tasks, then resumed):
+    the values of a new store; the old store keeps its chunks and schema version, and status,
+    verify and report read it."""
     old = version_1_store(tmp_path / "old.zarr", SMOKE)
 
     def interrupt(result, summary):
@@ -201,11 +238,7 @@ def test_a_version_1_store_is_run_resumed_read_and_verified_in_its_own_layout(cl
     root = zarr.open_group(str(old), mode="r")
     assert root.attrs["schema_version"] == 1
     assert root[SMOKE.datasets[0]]["f_score"].chunks[:4] == (1, 1, 1, len(SMOKE.percentages))
-    attrs_old, groups_old = cube_values(old)
-    attrs_new, groups_new = cube_values(new)
-    assert attrs_old == attrs_new and groups_old.keys() == groups_new.keys()
-    for name, values in groups_new.items():
-        xr.testing.assert_identical(groups_old[name], values)
+    assert_same_values(old, reference)
     assert verify(old).ok
     assert main(["status", str(old)]) == 0
     assert main(["verify", str(old)]) == 0
