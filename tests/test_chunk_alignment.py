@@ -98,8 +98,7 @@ def set_markers(view, done):
     """Mark the blocks ``done`` (per data set) done, with every selection score."""
     for name, marks in done.items():
         view.done[name][...] = marks
-        if view.scored[name] is not None:
-            view.scored[name][...] = 3 * marks
+        view.scored[name] = (3 * marks).astype(np.uint8)
 
 
 def test_every_per_cell_variable_has_one_chunk_per_kind_and_percent(tmp_path):
