@@ -31,8 +31,9 @@ SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
 # Work of a task: the fits it computes (``Task.n_fits``: one per s, a shared fit once per
 # task, unlike the fits counted for users by :func:`fits`) times points clustered. A unit
 # takes about 0.6 us on one core (paper spec, this machine), so 50 million units are about
-# 30 s of compute: the paper spec is about 430 tasks. Smaller runs are cut into at least
-# MIN_TASKS tasks, so that two workers finish within a task or so of each other.
+# 30 s of compute: the paper spec is 1,118 tasks. Smaller runs are cut into at least
+# MIN_TASKS tasks when they have as many chunks (a task holds at least one), so that two
+# workers finish within a task or so of each other.
 MIN_WORK = 50 * 1000 * 1000
 MIN_TASKS = 64
 
