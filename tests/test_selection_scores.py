@@ -262,7 +262,7 @@ def test_a_damaged_score_chunk_is_found_and_its_cells_computed_again(scored, cli
     found = verify(store)
     assert [(d.array, d.kind) for d in found.damage] == [("gap", "missing")]
     summary = run_spec(parse_spec(ON), store, client=client, progress=False)
-    assert summary.n_cells == 40  # the blocks with a gap: SKM, PCSKM x 2 inits x 10 folds
+    assert summary.n_cells == 60  # every block of the chunk: 3 algorithms x 2 inits x 10 folds
     assert verify(store).ok
     xr.testing.assert_identical(iris_group(store), iris_group(scored))
 
