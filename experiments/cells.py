@@ -166,11 +166,14 @@ class Block:
 @dataclass(frozen=True)
 class Task:
     """Blocks of one data set for one or more settings; ``folds`` restricts the folds (None:
-    all; for timing probes)."""
+    all; for timing probes); ``skip`` holds the (setting index, block index, run) cells the
+    task leaves out: done cells of a chunk that the task computes for other settings
+    (docs/reference/cube-schema.md, Chunks and size)."""
 
     settings: tuple  # of Setting, all of one data set and protocol
     blocks: tuple  # of Block
     folds: tuple | None = None
+    skip: frozenset = frozenset()
 
     def __post_init__(self):
         if not self.settings:
@@ -195,20 +198,31 @@ class Task:
         constraint samples drawn; the unpaired design draws one per setting and cell)."""
         return sum(len(block.runs) for block in self.blocks) * len(self.fold_list)
 
+    def runs_of(self, index, b):
+        """The runs of block ``b`` that the task computes for setting ``index``."""
+        return [run for run in self.blocks[b].runs if (index, b, run) not in self.skip]
+
+    def cells_of(self, index):
+        """Cells filled for setting ``index`` (one per run and fold of every block, less the
+        skipped)."""
+        return (sum(len(self.runs_of(index, b)) for b in range(len(self.blocks)))
+                * len(self.fold_list))
+
     @property
     def n_cells(self):
-        """Cells filled by this task (one per setting, run and fold of every block)."""
-        return self.n_samples * len(self.settings)
+        """Cells filled by this task (one per setting, run and fold of every block, less the
+        skipped)."""
+        return sum(self.cells_of(index) for index in range(len(self.settings)))
 
     @property
     def n_fits(self):
         """Fits computed (one per s for the sparse estimators), the selection scores' fits
         included; a shared fit counts once."""
         folds = len(self.fold_list)
-        return sum(((1 if s.shares_fits else self.n_samples)
-                    + folds * sum(s.selection_fits(run) for block in self.blocks
-                                  for run in block.runs)) * s.n_sparsity
-                   for s in self.settings)
+        return sum(((1 if s.shares_fits else self.cells_of(index))
+                    + folds * sum(s.selection_fits(run) for b in range(len(self.blocks))
+                                  for run in self.runs_of(index, b))) * s.n_sparsity
+                   for index, s in enumerate(self.settings))
 
 
 @dataclass
@@ -595,7 +609,7 @@ def evaluate(task):
     scorers = [SelectionScorer(setting, fitter, cv.permutation_seed()) if setting.has_scores
                else None for setting, fitter in zip(task.settings, fitters, strict=True)]
     results = [[] for _ in task.settings]
-    for block in task.blocks:
+    for b, block in enumerate(task.blocks):
         block_results = [_empty_block(block, setting, len(folds), data.n_features)
                          for setting in task.settings]
         for r, run in enumerate(block.runs):
@@ -604,6 +618,8 @@ def evaluate(task):
                 # fills, and what its selection scores share
                 reused = {}  # (algorithm, draw key) -> the cell's fit of a class without init
                 for index, fitter in enumerate(fitters):
+                    if (index, b, run) in task.skip:
+                        continue  # a done cell, kept in the store
                     if draws[index] not in samples:
                         samples[draws[index]] = _sample(cv, data.n_samples, block, run, fold,
                                                         task.settings[index],

@@ -15,7 +15,9 @@ import numpy as np
 from .store import (
     SCORE_SETTINGS,
     SCORE_VARIABLES,
+    block_chunk,
     check_store,
+    chunk_region,
     label_positions,
     merge_layouts,
     open_root,
@@ -25,19 +27,45 @@ from .store import (
 )
 
 
-def _copy_rows(values, other, mask, here, there):
-    """``values`` (percent, run, ...) with the rows ``here`` that ``mask`` selects taken from
-    the rows ``there`` of ``other``."""
-    rows = mask.reshape(mask.shape + (1,) * (values.ndim - 2))
-    values[here] = np.where(rows, other[there], values[here])
-    return values
+def _source_index(group, before):
+    """Per block dim, the position in the other store's group ``before`` of each label of
+    this store's ``group`` (-1 where it lacks it), and the runs both have."""
+    index = label_positions(group, before)
+    return ([index[dim] for dim in ("algorithm", "init", "kind", "percent")],
+            np.arange(min(group.n_runs, before.n_runs)))
+
+
+def _mapped(values, index, runs, shape, fill=0):
+    """``values`` of the other store, (algorithm, init, kind, percent, run, ...), at this
+    store's positions (``shape``: this store's block dims and runs): ``fill`` where it lacks
+    a label or a run."""
+    out = np.full((*shape, *values.shape[5:]), fill, values.dtype)
+    valid = [np.flatnonzero(positions >= 0) for positions in index]
+    if all(len(v) for v in valid) and len(runs):
+        there = np.ix_(*(positions[v] for positions, v in zip(index, valid, strict=True)), runs)
+        out[np.ix_(*valid, runs)] = values[there]
+    return out
+
+
+def _read(array, index, runs, region, like):
+    """The other store's ``array`` at this store's block positions of ``region`` (slices of
+    the block dims) and runs, shaped as ``like`` (this store's values there): its fill value
+    where the other store lacks a label or a run."""
+    sub = [positions[r] for positions, r in zip(index, region, strict=True)]
+    valid = [np.flatnonzero(positions >= 0) for positions in sub]
+    out = np.full(like.shape, array.fill_value, array.dtype)
+    if all(len(v) for v in valid) and len(runs):
+        selection = (*(positions[v] for positions, v in zip(sub, valid, strict=True)), runs)
+        out[np.ix_(*valid, runs)] = array.get_orthogonal_selection(selection)
+    return out
 
 
 def copy_done_blocks(cube, source_path):
     """Copy into ``cube`` (an open :class:`pcskm.runner.store.views.Cube`) every block that is done
     in the store at ``source_path`` and not complete in ``cube``; returns the cells copied.
     Raises :class:`pcskm.runner.store.errors.IncompatibleStore` (nothing copied) if the two stores
-    would compute their common cells differently."""
+    would compute their common cells differently. Each chunk of ``cube`` that receives a
+    block is read and written once, whole."""
     check_store(source_path)
     source_layout = read_layout(source_path)
     merge_layouts(source_layout, cube.layout, store=str(source_path), check_scores=False,
@@ -48,54 +76,47 @@ def copy_done_blocks(cube, source_path):
     # the scores of the other store are this store's only if computed the same way
     same_scores = all(source_layout.fixed.get(key) == cube.layout.fixed.get(key)
                       for key in SCORE_SETTINGS if key != "cv_algorithms")
+    version = cube.layout.schema_version
     copied = 0
     for name, group in cube.layout.groups.items():
         if name not in source_layout.groups:
             continue
-        before, source = source_layout.groups[name], root[name]
-        index = label_positions(group, before)
-        runs = np.arange(min(group.n_runs, before.n_runs))
-        done = source["done"][:]
-        scored = (source["scored"][:] if same_scores and "scored" in source
-                  else np.zeros_like(done))
-        complete = cube.complete(name)
+        source = root[name]
+        index, runs = _source_index(group, source_layout.groups[name])
+        shape = cube.done[name].shape
+        done = _mapped(source["done"][:], index, runs, shape)
+        scored = (_mapped(source["scored"][:], index, runs, shape)
+                  if same_scores and "scored" in source else np.zeros_like(done))
         wanted = wanted_scores(cube.layout.fixed, cube.layout.algorithms, group.algorithms)
-        percents = np.flatnonzero(index["percent"] >= 0)
-        if not len(percents) or not len(runs):
-            continue
-        here = np.ix_(percents, runs)  # the (percent, run) rows of this store ...
-        there = np.ix_(index["percent"][percents], runs)  # ... and of the other store
-        take = {}  # (a, i, k) -> boolean mask over those rows
-        for a, i, k in np.ndindex(len(group.algorithms), len(group.inits), len(group.kinds)):
-            sa, si, sk = index["algorithm"][a], index["init"][i], index["kind"][k]
-            if min(sa, si, sk) < 0:
-                continue
-            mask = ((done[sa, si, sk][there] > 0)
-                    & ((scored[sa, si, sk][there] & wanted[a]) == wanted[a])
-                    & ~complete[a, i, k][here])
-            if mask.any():
-                take[a, i, k] = mask
-        if not take:
+        wanted = wanted.reshape(-1, 1, 1, 1, 1)
+        take = (done > 0) & ((scored & wanted) == wanted) & ~cube.complete(name)
+        if not take.any():
             continue
         arrays = cube.arrays[name]
         variables = [v for v in arrays if arrays[v].metadata.dimension_names[:3] ==
-                     ("algorithm", "init", "kind") and v not in ("done", "scored")]
-        counts, other_counts = arrays["n_constraints"][...], source["n_constraints"][...]
-        for (a, i, k), mask in take.items():
-            sa, si, sk = index["algorithm"][a], index["init"][i], index["kind"][k]
+                     ("algorithm", "init", "kind") and v not in ("done", "scored")
+                     and v in source and (v not in SCORE_VARIABLES or same_scores)]
+        chunks = {block_chunk(version, block) for block in zip(*np.nonzero(take.any(axis=4)),
+                                                                strict=True)}
+        for chunk in sorted(chunks):
+            region = chunk_region(version, chunk)
+            mask = take[region]
             for variable in variables:
-                if variable not in source or (variable in SCORE_VARIABLES and not same_scores):
-                    continue
-                arrays[variable][a, i, k] = _copy_rows(arrays[variable][a, i, k],
-                                                       source[variable][sa, si, sk],
-                                                       mask, here, there)
-            _copy_rows(counts[k], other_counts[sk], mask, here, there)
-            cube.done[name][a, i, k] = _copy_rows(cube.done[name][a, i, k], done[sa, si, sk],
-                                                  mask, here, there)
-            if cube.scored[name] is not None:
-                cube.scored[name][a, i, k] = _copy_rows(
-                    cube.scored[name][a, i, k], scored[sa, si, sk] & store_bits, mask, here, there)
-            copied += int(mask.sum()) * group.n_folds
+                values = arrays[variable][region]
+                other = _read(source[variable], index, runs, region, values)
+                rows = mask.reshape(mask.shape + (1,) * (values.ndim - 5))
+                arrays[variable][region] = np.where(rows, other, values)
+        cells = take.any(axis=(0, 1))  # (kind, percent, run) whose constraint counts copy
+        counts = arrays["n_constraints"][...]
+        # the other store's (kind, percent, run, fold) counts, mapped as one block's markers
+        other_counts = _mapped(source["n_constraints"][...][None, None],
+                               [np.zeros(1, int), np.zeros(1, int), *index[2:]], runs,
+                               (1, 1, *shape[2:]))[0, 0]
+        counts[cells] = other_counts[cells]
         arrays["n_constraints"][...] = counts
+        cube.done[name][take] = done[take]
+        if cube.scored[name] is not None:
+            cube.scored[name][take] = scored[take] & store_bits
+        copied += int(take.sum()) * group.n_folds
         cube.write_markers(name)
     return copied

@@ -1,14 +1,19 @@
-"""Tasks from a spec: the blocks still to compute, grouped and batched.
+"""Tasks from a spec: the chunks still to compute, grouped and batched.
 
-A block is every run still missing of one (data set, algorithm, init, kind, percent), all
-folds. A task is what one worker computes in one go: a rectangle of kinds x percentages of
-blocks of one data set with the same runs, for every (algorithm, init) that misses those
-blocks, so that in the paired design a cell's constraint sample is drawn once for all of them
-(D13; in the unpaired design each (algorithm, init) draws its own, docs/method/protocol.md
-§6) and the client writes the whole rectangle, all algorithms and inits, in one region per
-variable. Rows are merged or split until a task holds about ``min_work`` units of work (tens
-of seconds of compute), so that scheduling, transfer and the client's handling of each result
-stay small against the compute.
+A block is the runs to compute of one (data set, algorithm, init, kind, percent), all folds.
+The unit the planner never splits is the cube's chunk, one (data set, kind, percent) with
+every algorithm, init, run and fold (docs/reference/cube-schema.md, Chunks and size): each
+chunk that a run computes is in exactly one task, so that the task can write it whole. A
+chunk's blocks are those of the settings (algorithm, init) that miss any of its cells, each
+with the runs that any of them misses; the task skips the done cells among them
+(``Task.skip``), so a run computes exactly the missing cells, and the chunk's one writer
+keeps the done cells as stored. A task holds whole chunks of one data set with the
+same settings, so that in the paired design a cell's constraint sample is drawn once for
+all of them (D13; in the unpaired design each (algorithm, init) draws its own,
+docs/method/protocol.md §6). Chunks are merged into tasks, or a kind's row of chunks cut,
+until a task holds about ``min_work`` units of work (tens of seconds of compute), so that
+scheduling, transfer and the client's handling of each result stay small against the
+compute.
 """
 
 import fnmatch
@@ -17,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pcskm.experiments.cells import SEEDING, Block, Setting, Task
+from pcskm.experiments.cells import Block, Setting, Task
 from pcskm.experiments.protocol import pct10
 
 from .store import applicable
@@ -26,8 +31,9 @@ SELECT_KEYS = ("dataset", "algorithm", "init", "kind", "percent")
 # Work of a task: the fits it computes (``Task.n_fits``: one per s, a shared fit once per
 # task, unlike the fits counted for users by :func:`fits`) times points clustered. A unit
 # takes about 0.6 us on one core (paper spec, this machine), so 50 million units are about
-# 30 s of compute: the paper spec is about 430 tasks. Smaller runs are cut into at least
-# MIN_TASKS tasks, so that two workers finish within a task or so of each other.
+# 30 s of compute: the paper spec is 1,118 tasks. Smaller runs are cut into at least
+# MIN_TASKS tasks when they have as many chunks (a task holds at least one), so that two
+# workers finish within a task or so of each other.
 MIN_WORK = 50 * 1000 * 1000
 MIN_TASKS = 64
 
@@ -84,7 +90,8 @@ def fits(task):
     """The fits of the cells ``task`` fills: one per cell and s, i.e. every s of the data set's
     grid for SKM and PCSKM and one for the others; a fit that several cells share (LKM and SKM
     with a deterministic init) counts once per cell (docs/reference/cube-schema.md, Counts)."""
-    return task.n_samples * sum(setting.n_sparsity for setting in task.settings)
+    return sum(task.cells_of(index) * setting.n_sparsity
+               for index, setting in enumerate(task.settings))
 
 
 def spec_cells(spec):
@@ -141,52 +148,87 @@ def work(task, cube):
     return task.n_fits * cube.layout.groups[task.dataset].attrs["n_samples"]
 
 
-def _split(blocks, parts):
-    """``blocks`` in ``parts`` consecutive pieces of (nearly) equal length."""
-    bounds = np.linspace(0, len(blocks), parts + 1).round().astype(int)
-    return [blocks[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]
+def _split(blocks, weights, parts):
+    """``blocks`` in ``parts`` consecutive, non-empty pieces of about equal total weight."""
+    cumulative = np.cumsum(weights)
+    targets = cumulative[-1] * np.arange(1, parts) / parts
+    cuts = {int(np.argmin(np.abs(cumulative[:-1] - t))) + 1 for t in targets}
+    bounds = [0, *sorted(cuts), len(blocks)]
+    return [tuple(blocks[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _work_per_run(group, n_samples):
-    """Units of work of one run (all folds) of one block for the settings ``group`` (the
-    fits of the selection scores included, as in run 0: with ``cv_runs`` the later runs
-    may have fewer)."""
-    return (sum(s.n_sparsity * (1 + s.selection_fits(0)) for s in group) * n_samples
-            * group[0].n_folds)
+def _work(missing, n_samples):
+    """Units of work of one chunk: the runs (all folds) each setting of ``missing`` (setting
+    -> runs) computes, times its fits (those of the selection scores included, as in run 0:
+    with ``cv_runs`` the later runs may have fewer) and the points clustered."""
+    return sum(s.n_sparsity * (1 + s.selection_fits(0)) * len(runs) * s.n_folds
+               for s, runs in missing.items()) * n_samples
 
 
-def _batches(group, blocks, n_samples, min_work):
-    """Tasks of one group of settings: rectangles of kinds x percentages with the same runs,
-    each of about ``min_work`` or more (a kind's row of percentages is split when it is
-    larger, and a block's runs when a block is larger)."""
-    per_run = _work_per_run(group, n_samples)
-    rows = {}  # (runs, kind) -> blocks, in spec order
-    for block in blocks:
-        rows.setdefault((block.runs, block.kind), []).append(block)
-    tasks, pending, pending_work, pending_shape = [], [], 0, None
-    for (runs, _), row in rows.items():
-        row_work = len(runs) * per_run * len(row)
-        shape = (runs, tuple(pct10(b.percent) for b in row))
+def _task(group, chunks):
+    """The task of the settings ``group`` for ``chunks`` (``(block, missing)``: a block of
+    the runs any setting misses, and the runs each misses): the other cells are skipped."""
+    skip = frozenset((index, b, run) for b, (block, missing) in enumerate(chunks)
+                     for index, setting in enumerate(group) for run in block.runs
+                     if run not in missing[setting])
+    return Task(group, tuple(block for block, _ in chunks), skip=skip)
+
+
+def _batches(group, chunks, n_samples, min_work):
+    """Tasks of one group of settings, each whole chunks (``chunks``: ``(block, missing)``,
+    in spec order) of about ``min_work`` or more: a kind's row of chunks of more work is cut
+    into pieces of about equal work, smaller rows are merged until they reach it. A chunk is
+    never split, so a chunk of more than ``min_work`` is a task of its own."""
+    rows = {}  # kind -> its chunks, in spec order
+    for chunk in chunks:
+        rows.setdefault(chunk[0].kind, []).append(chunk)
+    tasks, pending, pending_work = [], [], 0
+    for row in rows.values():
+        weights = [_work(missing, n_samples) for _, missing in row]
+        row_work = sum(weights)
         if row_work >= min_work:
-            parts = int(row_work // min_work)
-            if parts <= len(row):
-                tasks.extend(Task(group, tuple(piece)) for piece in _split(row, parts))
-            else:
-                tasks.extend(Task(group, (Block(b.kind, b.percent, tuple(piece)),))
-                             for b in row for piece in _split(b.runs, parts // len(row)))
+            parts = min(len(row), int(row_work // min_work))
+            tasks.extend(_task(group, piece) for piece in _split(row, weights, parts))
             continue
-        if pending and shape != pending_shape:  # rows merge only into rectangles
-            tasks.append(Task(group, tuple(pending)))
-            pending, pending_work = [], 0
         pending.extend(row)
         pending_work += row_work
-        pending_shape = shape
         if pending_work >= min_work:
-            tasks.append(Task(group, tuple(pending)))
+            tasks.append(_task(group, pending))
             pending, pending_work = [], 0
     if pending:
-        tasks.append(Task(group, tuple(pending)))
+        tasks.append(_task(group, pending))
     return tasks
+
+
+def _chunk_blocks(spec, cube, selection, force, data_dir):
+    """Per data set, the chunks to compute: ``{(kind, percent): {setting: runs}}``, the runs
+    each selected setting misses (all with ``force``), and the selection's cells in all and
+    done."""
+    needs, total, done = {}, 0, 0
+    complete = {name: cube.complete(name) for name in spec.datasets}
+    kinds = tuple(dict.fromkeys((*spec.kinds, *spec.seeding_kinds)))
+    for setting in settings(spec, cube, data_dir):
+        if not all(matches(selection, key, getattr(setting, key))
+                   for key in ("dataset", "algorithm", "init")):
+            continue
+        chunks = needs.setdefault(setting.dataset, {})
+        for kind in kinds:
+            if not applicable(spec, setting.init, kind) or not matches(selection, "kind", kind):
+                continue  # Seeding only with seeding_kinds (the others are not applicable)
+            for percent in spec.percentages:
+                if not matches(selection, "percent", percent):
+                    continue
+                position = cube.block_index(setting.dataset, setting.algorithm, setting.init,
+                                            kind, percent)
+                marks = complete[setting.dataset][position][:spec.n_runs]
+                total += spec.n_runs * spec.n_folds
+                done += int(marks.sum()) * spec.n_folds
+                runs = tuple(range(spec.n_runs)) if force else tuple(
+                    int(r) for r in range(spec.n_runs) if not marks[r])
+                chunk = chunks.setdefault((kind, float(percent)), {})
+                if runs:
+                    chunk[setting] = runs
+    return needs, total, done
 
 
 def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=None):
@@ -194,48 +236,31 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
     done cell without the selection scores its algorithm gets is missing
     (:meth:`~pcskm.runner.store.views.CubeView.complete`).
 
-    The settings of a data set that miss the same blocks (on a fresh store: every algorithm
-    and init of a constraint kind) are grouped into the same tasks. A task holds about
-    ``min_work`` units of work; by default ``MIN_WORK``, or less when that would give fewer
-    than ``MIN_TASKS`` tasks (small runs still spread over the workers)."""
+    Each chunk (data set, kind, percent) with a missing cell is in exactly one task, with
+    the settings that miss any of its cells, each for every run that any of them misses, the
+    done cells among them skipped (module docstring). The chunks of a data set with the
+    same settings (on a fresh store: every algorithm and init of a constraint kind) are
+    grouped into the same tasks. A task
+    holds about ``min_work`` units of work; by default ``MIN_WORK``, or less when that would
+    give fewer than ``MIN_TASKS`` tasks (small runs still spread over the workers)."""
     selection = selection or {}
     check_selection(spec, selection)
-    tasks, total, done = [], 0, 0
-    by_dataset = {}  # data set -> {(kind, percent, runs): [setting, ...]}
-    complete = {name: cube.complete(name) for name in spec.datasets}
-    for setting in settings(spec, cube, data_dir):
-        if not all(matches(selection, key, getattr(setting, attr)) for key, attr in
-                   (("dataset", "dataset"), ("algorithm", "algorithm"), ("init", "init"))):
-            continue
-        done_marks = complete[setting.dataset]
-        needs = by_dataset.setdefault(setting.dataset, {})
-        kinds = spec.seeding_kinds if setting.init == SEEDING else spec.kinds
-        for kind in kinds:  # Seeding only with seeding_kinds (the others are not applicable)
-            if not matches(selection, "kind", kind):
-                continue
-            for percent in spec.percentages:
-                if not matches(selection, "percent", percent):
-                    continue
-                position = cube.block_index(setting.dataset, setting.algorithm, setting.init,
-                                            kind, percent)
-                marks = done_marks[position][:spec.n_runs]
-                total += spec.n_runs * spec.n_folds
-                done += int(marks.sum()) * spec.n_folds
-                runs = tuple(range(spec.n_runs)) if force else tuple(
-                    int(r) for r in range(spec.n_runs) if not marks[r])
-                if runs:
-                    needs.setdefault((kind, float(percent), runs), []).append(setting)
-    groups = {}  # (data set, settings) -> their blocks, in spec order
-    for name, needs in by_dataset.items():
-        for (kind, percent, runs), group in needs.items():
-            groups.setdefault((name, tuple(group)), []).append(Block(kind, percent, runs))
-    n_samples = {name: cube.layout.groups[name].attrs["n_samples"] for name in by_dataset}
+    needs, total, done = _chunk_blocks(spec, cube, selection, force, data_dir)
+    groups = {}  # (data set, settings) -> (block, missing) per chunk, in spec order
+    for name, chunks in needs.items():
+        for (kind, percent), missing in chunks.items():
+            if missing:
+                runs = tuple(sorted(set().union(*missing.values())))
+                groups.setdefault((name, tuple(missing)), []).append(
+                    (Block(kind, percent, runs), missing))
+    n_samples = {name: cube.layout.groups[name].attrs["n_samples"] for name in needs}
     if min_work is None:
-        total_work = sum(_work_per_run(group, n_samples[name]) * len(block.runs)
-                         for (name, group), blocks in groups.items() for block in blocks)
+        total_work = sum(_work(missing, n_samples[name])
+                         for (name, _), chunks in groups.items() for _, missing in chunks)
         min_work = max(1, min(MIN_WORK, total_work // MIN_TASKS))
-    for (name, group), blocks in groups.items():
-        tasks.extend(_batches(group, blocks, n_samples[name], min_work))
+    tasks = []
+    for (name, group), chunks in groups.items():
+        tasks.extend(_batches(group, chunks, n_samples[name], min_work))
     tasks = in_writing_order(tasks, cube, spec.kinds)
     return Plan(tasks=tasks, n_cells_total=total, n_cells_done=0 if force else done,
                 n_cells_spec=spec_cells(spec), selection=selection)
@@ -245,10 +270,11 @@ def in_writing_order(tasks, cube, kinds):
     """``tasks`` ordered so that the cube's chunks fill one after the other: data set by
     data set, the one with the most work first, then constraint kind by kind (a chunk holds
     one kind of one data set, :mod:`pcskm.runner.store.writer`), the largest task first within a
-    kind. The writer then writes each chunk about once, when it is complete, instead of
-    holding the chunks of every data set open for the whole run and rewriting them at every
-    periodic flush. The last tasks are those of the data set with the least work, so the
-    workers still finish close together."""
+    kind. In a store of schema version 1, whose chunks a task fills in part, the writer then
+    writes each chunk about once, when it is complete, instead of holding the chunks of
+    every data set open for the whole run and rewriting them at every periodic flush. The
+    last tasks are those of the data set with the least work, so the workers still finish
+    close together."""
     units = [work(task, cube) for task in tasks]
     dataset_work = Counter()
     for task, unit in zip(tasks, units, strict=True):

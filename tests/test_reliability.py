@@ -174,7 +174,8 @@ def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
               + runs * folds * n_s * 4 * 4  # weights_per_s: LKM's entry, PCSKM's s grid
               + runs * folds * 4 + 2 * 2 * runs)  # n_constraints; done and scored
     assert found.values_bytes == values
-    assert found.chunk_bytes == runs * folds * (n_s * (per_entry + gap + 4 * 4) + 4 * 4)
+    # one chunk per (kind, percent): both algorithms
+    assert found.chunk_bytes == 2 * runs * folds * (n_s * (per_entry + gap + 4 * 4) + 4 * 4)
     # the dry run's writer estimate: the chunks the plan fills, every variable of the writer
     written = {"f_score", "precision", "recall", "satisfied", "status", "n_iter", "weights",
                "weights_per_s", "gap", "gap_sd"}

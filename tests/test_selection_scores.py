@@ -257,12 +257,12 @@ def test_a_damaged_score_chunk_is_found_and_its_cells_computed_again(scored, cli
     other chunk: its loss is damage, and the next run recomputes those blocks, identically."""
     store = tmp_path / "damaged.zarr"
     shutil.copytree(scored, store)
-    # the chunk of (PCSKM, DKM++, random): positions 2, 0, 0, one chunk along the other dims
-    (store / "iris" / "gap" / "c" / "2" / "0" / "0" / "0" / "0" / "0" / "0").unlink()
+    # the chunk of (random, 1 %): kind and percent at position 0, one chunk along the others
+    (store / "iris" / "gap" / "c" / "0" / "0" / "0" / "0" / "0" / "0" / "0").unlink()
     found = verify(store)
     assert [(d.array, d.kind) for d in found.damage] == [("gap", "missing")]
     summary = run_spec(parse_spec(ON), store, client=client, progress=False)
-    assert summary.n_cells == 20  # 2 percentages x 1 run x 10 folds
+    assert summary.n_cells == 60  # every block of the chunk: 3 algorithms x 2 inits x 10 folds
     assert verify(store).ok
     xr.testing.assert_identical(iris_group(store), iris_group(scored))
 

@@ -28,9 +28,10 @@ from pcskm._lazy import lazy_exports
 _EXPORTS = {
     **dict.fromkeys(["DamagedStore", "IncompatibleStore", "NotAStore", "StoreBusy",
                      "StoreChanged", "StoreNotWritable"], ".errors"),
-    **dict.fromkeys(["COMPRESSORS", "CV_SCORES", "ERROR", "FIT_DIMS", "GAP_SCORES", "MISSING",
-                     "NOT_APPLICABLE", "RUNNING", "SCHEMA_VERSION", "SCORE_SETTINGS",
-                     "SCORE_VARIABLES", "STATUS_FLAGS", "WEIGHTS_PER_S", "applicable",
+    **dict.fromkeys(["CHUNKED_BY", "COMPRESSORS", "CV_SCORES", "ERROR", "FIT_DIMS",
+                     "GAP_SCORES", "MISSING", "NOT_APPLICABLE", "RUNNING", "SCHEMA_VERSION",
+                     "SCORE_SETTINGS", "SCORE_VARIABLES", "STATUS_FLAGS", "WEIGHTS_PER_S",
+                     "applicable", "block_chunk", "chunk_region", "chunk_shape",
                      "complete_blocks", "score_bits", "wanted_scores"], ".schema"),
     **dict.fromkeys(["lock_path", "store_lock", "write_error"], ".lock"),
     **dict.fromkeys(["GroupLayout", "Layout", "definition_is_sparse", "label_positions",

@@ -34,6 +34,7 @@ from .schema import (
     WEIGHTS_PER_S,
     WEIGHTS_PER_S_ATTRS,
     WEIGHTS_PER_S_DIMS,
+    chunk_shape,
     score_variables,
 )
 
@@ -56,43 +57,46 @@ def _building(step):
     tests that kill a run at every step."""
 
 
-def _create_array(group, name, dims, shape, dtype, fill, attrs, chunks=None):
+def _create_array(group, name, dims, shape, dtype, fill, attrs, version=None):
     """Create one array with the schema's codecs and write configuration, looked up in
     :mod:`.schema` at each call (the tests replace them to write a store as older versions
-    did)."""
+    did): one chunk, or with the schema ``version`` of a per-cell variable the chunks of
+    :func:`.schema.chunk_shape`."""
     _building(f"before array {name}")  # the previous array complete, its values written
+    chunks = shape if version is None else chunk_shape(version, dims, shape)
     array = group.create_array(
         name, shape=shape, dtype=dtype, fill_value=fill, dimension_names=dims,
-        chunks=chunks or shape, attributes=attrs, compressors=schema.COMPRESSORS,
+        chunks=chunks, attributes=attrs, compressors=schema.COMPRESSORS,
         config=schema.WRITE_CONFIG,
     )
     _building(f"array {name} created")
     return array
 
 
-def create_score_arrays(group, layout, fixed):
-    """Create the selection-score variables of ``fixed`` that ``group`` lacks (fill-valued)
-    and its ``scored`` markers, written whole (zeros) so that their chunk always exists."""
+def create_score_arrays(group, layout, fixed, version):
+    """Create the selection-score variables of ``fixed`` that ``group`` lacks (fill-valued),
+    chunked as schema ``version`` says, and its ``scored`` markers, written whole (zeros) so
+    that their chunk always exists."""
     names = score_variables(fixed)
     if not names:
         return
     shape = layout.fit_shape()
-    chunk = (1, 1, 1, *shape[3:])  # one chunk per (algorithm, init, kind)
     for name in names:
         if name in group:
             continue
         _, dims, dtype, fill, attrs = SCORE_VARIABLES[name]
-        _create_array(group, name, dims, shape[:len(dims)], dtype, fill, attrs,
-                      chunk[:len(dims)])
+        _create_array(group, name, dims, shape[:len(dims)], dtype, fill, attrs, version)
     if "scored" not in group:
         _create_array(group, "scored", DONE_DIMS, done_shape(layout), "u1", 0,
                       SCORED_ATTRS)[...] = 0
 
 
-def write_group(root, layout, fixed, fit_errors=False, weights_per_s=True):
-    """Create one data set's group: coordinates, then empty (fill-valued) arrays, those of
-    the selection scores that ``fixed`` turns on and, with ``fit_errors``, ``fit_error``
-    included (and ``weights_per_s`` unless told not to: a store made before it)."""
+def write_group(root, layout, fixed, fit_errors=False, weights_per_s=True,
+                version=SCHEMA_VERSION):
+    """Create one data set's group: coordinates, then empty (fill-valued) arrays chunked as
+    schema ``version`` says, those of the selection scores that ``fixed`` turns on and, with
+    ``fit_errors``, ``fit_error`` included (and ``weights_per_s`` unless told not to: a store
+    made before it)."""
     attrs = {**layout.attrs, "feature_names": list(layout.feature_names)}
     group = root.create_group(layout.dataset, attributes=attrs)
     for name, values in layout.coords().items():
@@ -112,9 +116,8 @@ def write_group(root, layout, fixed, fit_errors=False, weights_per_s=True):
         coordinates += " uninformative"
     shape = layout.fit_shape()
     n_alg, n_init, n_kind, n_pct, n_run, n_fold, n_s = shape
-    chunk = (1, 1, 1, n_pct, n_run, n_fold, n_s)  # one chunk per (algorithm, init, kind)
     for name, (dtype, fill, var_attrs) in FIT_VARIABLES.items():
-        _create_array(group, name, FIT_DIMS, shape, dtype, fill, var_attrs, chunk)
+        _create_array(group, name, FIT_DIMS, shape, dtype, fill, var_attrs, version)
     n_features = len(layout.feature_names)
     _create_array(
         group, "weights", WEIGHT_DIMS, (*shape[:-1], n_features), "f4", np.nan,
@@ -124,24 +127,23 @@ def write_group(root, layout, fixed, fit_errors=False, weights_per_s=True):
          "comment": "for SKM/PCSKM the mean over s of the non-failed fits; their number is "
                     "status.isin([1, 2]).sum('sparsity'), which gives exact pooled means",
          "coordinates": coordinates},
-        (*chunk[:-1], n_features),
+        version,
     )
     if weights_per_s:
         _create_array(group, WEIGHTS_PER_S, WEIGHTS_PER_S_DIMS, (*shape, n_features), "f4",
-                      np.nan, {**WEIGHTS_PER_S_ATTRS, "coordinates": coordinates},
-                      (*chunk, n_features))
+                      np.nan, {**WEIGHTS_PER_S_ATTRS, "coordinates": coordinates}, version)
     _create_array(group, "n_constraints", CELL_DIMS, (n_kind, n_pct, n_run, n_fold), "i4", -1,
                   {"long_name": "number of constraints of the cell (docs/method/protocol.md §4)",
-                   "_FillValue": -1})
+                   "_FillValue": -1}, version)
     _create_array(group, "done", DONE_DIMS, (n_alg, n_init, n_kind, n_pct, n_run), "u1", 0,
                   {"long_name": "completion marker: 1 when every fold of this (algorithm, "
                                 "init, kind, percent, run) is written",
                    "comment": "written after the data; cells not marked done are "
                               "recomputed by the next run"})
-    create_score_arrays(group, layout, fixed)
+    create_score_arrays(group, layout, fixed, version)
     if fit_errors:
         _create_array(group, "fit_error", FIT_ERROR_DIMS, (n_alg, n_init, n_kind, n_pct, n_run),
-                      str, "", FIT_ERROR_ATTRS, chunk[:5])[...] = ""  # every chunk exists
+                      str, "", FIT_ERROR_ATTRS, version)[...] = ""  # every chunk exists
     return group
 
 
@@ -150,7 +152,7 @@ def root_attrs(layout, spec, history=(), runs=()):
     (docs/reference/cube-schema.md, Root attributes)."""
     return {
         "title": "pcskm results cube",
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": layout.schema_version,
         "spec_name": spec.name,
         "spec_toml": spec.source_text,
         "spec_hash": spec.hash(),
@@ -177,7 +179,7 @@ def write_layout(path, layout, spec, history=(), runs=()):
                            attributes=root_attrs(layout, spec, history, runs))
     for group in layout.groups.values():
         write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms),
-                    layout.weights_per_s)
+                    layout.weights_per_s, layout.schema_version)
     _building("before consolidating")
     record_metadata(path)
 

@@ -180,7 +180,7 @@ def _blocks_of(array, coords, done_shape):
 def _labels(group):
     """Label lists of the block dims, or positions where a coordinate cannot be read."""
     labels = {}
-    for dim in DONE_DIMS[:3]:
+    for dim in DONE_DIMS[:4]:
         try:
             labels[dim] = [str(v) for v in group[dim][:]]
         except Exception:  # a damaged coordinate: reported by verify, named by position
@@ -225,12 +225,19 @@ def _computed_blocks(group, shape):
     status, computed = group["status"], np.zeros(shape, np.uint8)
     for coords in itertools.product(*map(range, status.cdata_shape)):
         try:
-            values = status.blocks[coords][0, 0, 0]  # (percent, run, fold, sparsity)
+            values = status.blocks[coords]  # (algorithm, ..., run, fold, sparsity)
         except Exception:  # a damaged chunk: reported by verify's chunk check
             continue
-        computed[coords[:3]] = ((values != MISSING).all(axis=(-2, -1))
-                                & (values != NOT_APPLICABLE).any(axis=(-2, -1)))
+        computed[_done_region(status, coords)] = (
+            (values != MISSING).all(axis=(-2, -1)) & (values != NOT_APPLICABLE).any(axis=(-2, -1)))
     return computed
+
+
+def _done_region(status, coords):
+    """The slices of the done markers (algorithm, init, kind, percent, run) that the status
+    chunk at ``coords`` holds."""
+    return tuple(slice(c * size, (c + 1) * size)
+                 for c, size in zip(coords[:5], status.chunks[:5], strict=True))
 
 
 def _read_scored(group):
@@ -255,12 +262,11 @@ def _needed(array_name, done, scored):
 
 
 def _inconsistent_blocks(status, coords, done, blocks):
-    """Done blocks of a (algorithm, init, kind) status chunk with a ``missing`` fit."""
-    values = status.blocks[coords][0, 0, 0]  # (percent, run, fold, sparsity)
-    missing = (values == MISSING).any(axis=(-2, -1))
+    """Done blocks of a status chunk with a ``missing`` fit."""
+    missing = (status.blocks[coords] == MISSING).any(axis=(-2, -1))
     bad = np.zeros(done.shape, bool)
-    a, i, k = coords[:3]
-    bad[a, i, k] = missing & (done[a, i, k] > 0)
+    region = _done_region(status, coords)
+    bad[region] = missing & (done[region] > 0)
     return bad & blocks
 
 

@@ -16,7 +16,7 @@ from pcskm.experiments.sources import check_folds, definition_json
 from pcskm.experiments.spec import ADDED_DEFAULTS
 
 from .errors import IncompatibleStore
-from .schema import SCHEMA_VERSION, SCORE_SETTINGS, WEIGHTS_PER_S
+from .schema import CHUNKED_BY, SCHEMA_VERSION, SCORE_SETTINGS, WEIGHTS_PER_S
 
 log = logging.getLogger("pcskm")
 
@@ -103,6 +103,9 @@ class Layout:
     algorithms: dict  # variant name -> {"estimator", "params"}
     # the groups have weights_per_s: every new store; a store made before keeps its layout
     weights_per_s: bool = True
+    # how its chunks are cut (schema.CHUNKED_BY): a new store the current version's; a store
+    # made before keeps its own, also when extended
+    schema_version: int = SCHEMA_VERSION
 
 
 def _union(preferred, others):
@@ -219,7 +222,7 @@ def merge_layouts(old, new, store="the store", check_scores=True,
         )
     return Layout(groups=groups, fixed={**old.fixed, **scores},
                   algorithms={**old.algorithms, **new.algorithms},
-                  weights_per_s=old.weights_per_s)
+                  weights_per_s=old.weights_per_s, schema_version=old.schema_version)
 
 
 def _without_provenance(definition):
@@ -272,10 +275,12 @@ def _merge_scores(old, new, store, problems):
 def layout_of(root, path):
     """The layout of the store at ``path``, whose root group ``root`` is open."""
     attrs = root.attrs.asdict()
-    if attrs.get("schema_version") != SCHEMA_VERSION:
+    version = attrs.get("schema_version")
+    if version not in CHUNKED_BY:
         raise IncompatibleStore(
-            f"{path} is not a pcskm cube of schema version {SCHEMA_VERSION} (found "
-            f"{attrs.get('schema_version')!r})"
+            f"{path} is not a pcskm cube of schema version "
+            f"{' or '.join(map(str, CHUNKED_BY))} (found {version!r}); a newer pcskm wrote "
+            "it, or it is not a cube"
         )
     groups, weights_per_s = {}, True
     for name, group in root.groups():
@@ -299,7 +304,8 @@ def layout_of(root, path):
     # a store written before a spec key existed was made with the key's implied value
     implied = {k: v for k, v in ADDED_DEFAULTS.items() if k not in EXTENDABLE}
     return Layout(groups=groups, fixed={**implied, **attrs["protocol"]},
-                  algorithms=attrs["algorithm_definitions"], weights_per_s=weights_per_s)
+                  algorithms=attrs["algorithm_definitions"], weights_per_s=weights_per_s,
+                  schema_version=version)
 
 
 def positions(old, new):

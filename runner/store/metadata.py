@@ -208,7 +208,8 @@ def _regenerated(store, nodes, record):
         root = zarr.open_group(scratch, mode="w-", zarr_format=3)
         for name in sorted({node.partition("/")[0] for node in nodes} & set(layout.groups)):
             write_group(root, layout.groups[name], layout.fixed,
-                        has_user_algorithms(layout.algorithms), layout.weights_per_s)
+                        has_user_algorithms(layout.algorithms), layout.weights_per_s,
+                        layout.schema_version)
         for node in nodes:
             document = node_document(read_document(Path(scratch) / node_file(node))[0])
             if document is not None and digest(document) == record[node_file(node)]:

@@ -61,7 +61,7 @@ def _add_score_arrays(path, layout, spec, history, runs):
     store as it was, with unused variables that the next extension keeps)."""
     root = open_root(path, "r+")
     for name, group in layout.groups.items():
-        create_score_arrays(root[name], group, layout.fixed)
+        create_score_arrays(root[name], group, layout.fixed, layout.schema_version)
     record_metadata(path, root_attrs(layout, spec, history, runs))
 
 
@@ -82,12 +82,13 @@ def _copy_group(source, target, old, new):
                  *errors):
         array = source[name]
         dims = array.metadata.dimension_names
-        if dims[0] == "algorithm":  # one algorithm at a time keeps memory bounded
-            for i, position in enumerate(index["algorithm"]):
-                selection = (position, *(index[d] for d in dims[1:]))
-                target[name].set_orthogonal_selection(selection, array[i])
-        else:
-            target[name].set_orthogonal_selection(tuple(index[d] for d in dims), array[:])
+        # one kind at a time keeps memory bounded and writes each chunk of the target once
+        # (they hold one kind in every schema version)
+        axis = dims.index("kind")
+        for k, position in enumerate(index["kind"]):
+            selection = tuple(position if dim == "kind" else index[dim] for dim in dims)
+            values = array[(slice(None),) * axis + (k,)]
+            target[name].set_orthogonal_selection(selection, values)
 
 
 def _recover(path):

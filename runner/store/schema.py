@@ -9,10 +9,12 @@ shape for every algorithm keeps the analysis to plain xarray reductions (a NaN-s
 maximum over ``sparsity`` is the best s of a sparse algorithm and the only value of the
 others); the unused entries are runs of NaN that compress to almost nothing.
 
-Chunks: one per (algorithm, init, kind) and variable, holding every percent, run, fold and
-s (for the paper's grid about 300 kB of float32 before compression), so that a store has tens
-of thousands of files, not millions. Tasks are rectangles of kinds x percents inside such
-chunks. Every chunk carries a CRC32C checksum (:data:`COMPRESSORS`).
+Chunks (:data:`CHUNKED_BY`): in schema version 2, one per (kind, percent) and variable,
+holding every algorithm, init, run, fold and s (or feature), so that a store has tens of
+thousands of files, not millions, and a task of the planner holds whole chunks
+(:mod:`pcskm.runner.tasks`): each chunk a run writes is written by one task. Version 1 stores
+have one chunk per (algorithm, init, kind). Every chunk carries a CRC32C checksum
+(:data:`COMPRESSORS`).
 
 A spec that turns on the per-s selection scores (``cv_folds``, ``gap_permutations``;
 docs/method/selection.md) adds their variables to the store, and the ``scored`` markers
@@ -28,7 +30,12 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 from pcskm.algorithms._result import FIT_STATUS_NAMES, STATUS_NAMES
 from pcskm.experiments import cells
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The block dims along which each schema version cuts every per-cell variable into chunks
+# (one entry per chunk along these, the whole extent along the others;
+# docs/reference/cube-schema.md, Chunks and size). Version 1 stores are read, verified,
+# reported and run in their own layout.
+CHUNKED_BY = {1: ("algorithm", "init", "kind"), 2: ("kind", "percent")}
 # "error" (a user estimator's failed fit) came after "not_applicable": appended, so that
 # every store keeps its codes.
 STATUS_FLAGS = ("missing", *STATUS_NAMES, "not_applicable", "error")
@@ -52,6 +59,37 @@ WEIGHTS_PER_S_ATTRS = {
     "comment": "NaN for a failed fit and where no fit exists (status missing or "
                "not_applicable); the weights variable holds their mean over s"}
 CELL_DIMS = ("kind", "percent", "run", "fold")
+
+
+def block_chunk(version, block):
+    """The chunk (its place along the block dims) holding the block ``block`` (positions
+    along (algorithm, init, kind, percent)) in a store of schema ``version``."""
+    cut = CHUNKED_BY[version]
+    return tuple(p if dim in cut else 0 for dim, p in zip(BLOCK_DIMS, block, strict=True))
+
+
+def chunk_region(version, chunk):
+    """The block dims' slices of the chunk at ``chunk`` (:func:`block_chunk`)."""
+    cut = CHUNKED_BY[version]
+    return tuple(slice(p, p + 1) if dim in cut else slice(None)
+                 for dim, p in zip(BLOCK_DIMS, chunk, strict=True))
+
+
+def in_chunk(version, block):
+    """The place of the block ``block`` inside its chunk, along the block dims."""
+    cut = CHUNKED_BY[version]
+    return tuple(0 if dim in cut else p for dim, p in zip(BLOCK_DIMS, block, strict=True))
+
+
+def chunk_shape(version, dims, shape):
+    """The chunk shape of a per-cell variable with ``dims`` and ``shape`` in a store of schema
+    ``version``: one entry along the dims of :data:`CHUNKED_BY`, the whole extent along the
+    others; one chunk for a variable without all of those dims (``n_constraints`` in
+    version 1)."""
+    cut = CHUNKED_BY[version]
+    if not set(cut) <= set(dims):
+        return tuple(shape)
+    return tuple(1 if dim in cut else size for dim, size in zip(dims, shape, strict=True))
 SCORE_CELL_DIMS = FIT_DIMS[:-1]  # one entry per cell: no sparsity
 
 FIT_VARIABLES = {  # name: (dtype, fill value, attributes)

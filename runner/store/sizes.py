@@ -7,7 +7,8 @@ holds (the entries of each algorithm's s grid, or its no-s entry; the rest are f
 which compress to almost nothing). The client: the ``done`` (and ``scored``) markers of every
 group, the constraint counts of every data set, the writer's chunks (it holds up to
 :data:`pcskm.runner.store.writer.MAX_BYTES` of them, and at least one chunk of every variable
-of an (algorithm, init, kind)) and a copy of the largest for encoding it.
+of a chunk: one (kind, percent), or in a store of schema version 1 one (algorithm, init,
+kind)) and a copy of the largest for encoding it.
 """
 
 import os
@@ -21,7 +22,15 @@ import numpy as np
 from pcskm.experiments import cells
 
 from .layout import Layout
-from .schema import FIT_DIMS, FIT_VARIABLES, SCORE_VARIABLES, score_variables, wanted_scores
+from .schema import (
+    BLOCK_DIMS,
+    FIT_DIMS,
+    FIT_VARIABLES,
+    SCORE_VARIABLES,
+    chunk_shape,
+    score_variables,
+    wanted_scores,
+)
 from .writer import MAX_BYTES, chunks_of
 
 # The client's writing: a cost per task written (opening the chunks of its result, its done
@@ -61,7 +70,7 @@ def binary(size):
 class Sizes:
     store_bytes: int  # every array, uncompressed
     values_bytes: int  # the values of a complete store (its non-fill entries), uncompressed
-    chunk_bytes: int  # the writer's largest chunk: one (algorithm, init, kind) of every variable
+    chunk_bytes: int  # the writer's largest chunk of every variable
     client_bytes: int  # the most the client holds for the results
 
     def describe(self):
@@ -87,7 +96,8 @@ def store_sizes(layout):
     markers = 1 + bool(scores)  # done, and scored with the selection scores
     store = values = markers_bytes = counts = chunk = all_chunks = 0
     for group in layout.groups.values():
-        n_alg, n_init, n_kind, n_pct, n_run, n_fold, n_s = group.fit_shape()
+        shape = group.fit_shape()
+        n_alg, n_init, n_kind, n_pct, n_run, n_fold, n_s = shape
         cell_runs = n_pct * n_run * n_fold  # one (algorithm, init, kind)
         weights = 4 * len(group.feature_names)
         per_s_weights = weights if layout.weights_per_s else 0  # weights_per_s, per s
@@ -95,7 +105,8 @@ def store_sizes(layout):
         blocks = n_alg * n_init * n_kind
         store += blocks * one
         all_chunks += blocks * one
-        chunk = max(chunk, one)
+        per_chunk = np.prod(chunk_shape(layout.schema_version, BLOCK_DIMS, shape[:4]))
+        chunk = max(chunk, int(per_chunk) * one // n_pct)
         wanted = wanted_scores(layout.fixed, layout.algorithms, group.algorithms)
         for name, bits in zip(group.algorithms, wanted, strict=True):
             sparse = layout.algorithms.get(name, {}).get("estimator") in cells.SPARSE
@@ -113,13 +124,13 @@ def store_sizes(layout):
 
 
 def chunks_bytes(layout, chunks):
-    """Uncompressed bytes of the writer's ``chunks`` ((data set, algorithm, init, kind)
-    positions, :func:`pcskm.runner.store.writer.chunks_of`): one chunk of every variable
-    each."""
+    """Uncompressed bytes of the writer's ``chunks`` (:func:`pcskm.runner.store.writer.chunks_of`):
+    one chunk of every variable each."""
     counts = Counter(chunk[0] for chunk in chunks)
     return sum(store_sizes(Layout(groups={name: layout.groups[name]}, fixed=layout.fixed,
                                   algorithms=layout.algorithms,
-                                  weights_per_s=layout.weights_per_s)).chunk_bytes * n
+                                  weights_per_s=layout.weights_per_s,
+                                  schema_version=layout.schema_version)).chunk_bytes * n
                for name, n in counts.items())
 
 
@@ -191,8 +202,8 @@ def check_sizes(layout, path, *, copies=False):
     memory = available_memory()
     if found.client_bytes > memory:
         problems.append(f"the client would hold up to {binary(found.client_bytes)} of results "
-                        f"in memory (the largest chunk, one (algorithm, init, kind) of every "
-                        f"variable, is {binary(found.chunk_bytes)}) and this machine has "
+                        f"in memory (the largest chunk of every variable is "
+                        f"{binary(found.chunk_bytes)}) and this machine has "
                         f"{binary(memory)} available")
     if problems:
         raise TooLarge(f"the store {path} of this spec cannot be written: "

@@ -18,6 +18,8 @@ from .schema import (
     NOT_APPLICABLE,
     RUNNING,
     applicable,
+    block_chunk,
+    chunk_region,
     complete_blocks,
     wanted_scores,
     writable_arrays,
@@ -172,20 +174,31 @@ class Cube(CubeView):
     def mark_applicability(self, spec):
         """Status ``not_applicable`` for the spec's (init, kind) pairs it does not run
         (Seeding outside seeding_kinds), ``missing`` again for pairs it now runs, in blocks
-        not yet done."""
+        not yet done. Reads each group's status once and writes back only the chunks it
+        changed."""
+        version = self.layout.schema_version
         for name in spec.datasets:
-            layout, status = self.layout.groups[name], self.arrays[name]["status"]
+            layout, array = self.layout.groups[name], self.arrays[name]["status"]
+            status, changed = None, set()
             for algorithm in (v.name for v in spec.algorithms):
                 for init in spec.inits:
                     for kind in layout.kinds:
                         position = self.block_index(name, algorithm, init, kind)
                         if self.done[name][position].any():
                             continue
+                        if status is None:
+                            status = array[...]
                         wanted = MISSING if applicable(spec, init, kind) else NOT_APPLICABLE
                         other = NOT_APPLICABLE if wanted == MISSING else MISSING
                         current = status[position]
-                        if (current == other).any():
-                            status[position] = np.where(current == other, wanted, current)
+                        hit = current == other
+                        if hit.any():
+                            status[position] = np.where(hit, wanted, current)
+                            changed |= {block_chunk(version, (*position, p))
+                                        for p in np.flatnonzero(hit.any(axis=(1, 2, 3)))}
+            for chunk in sorted(changed):
+                region = chunk_region(version, chunk)
+                array[region] = status[region]
 
 
 def open_cube(path):

@@ -1,13 +1,16 @@
 """Where a cell is written: task results into the cube's chunks, then the ``done`` markers of
 the blocks they complete (:meth:`CubeWriter.write`; the client is the only writer).
 
-The cube is chunked by (algorithm, init, kind): one chunk holds every percent, run, fold and
-s of one variable (:mod:`pcskm.runner.store.schema`). A task fills a rectangle of kinds x
-percents of many such chunks, so writing each task through Zarr would read, change and
-rewrite every chunk it touches, once per task. Instead the writer keeps the chunks a run is
-filling in memory and writes each one whole:
+The cube's per-cell variables are cut into chunks along the block dims that its schema
+version says (:data:`pcskm.runner.store.schema.CHUNKED_BY`): in version 2 one chunk per
+(kind, percent), holding every algorithm, init, run, fold and s, and a task of the planner
+holds whole chunks (:mod:`pcskm.runner.tasks`); in version 1 one chunk per (algorithm, init,
+kind), of which a task fills a rectangle of kinds x percents. Writing each task through Zarr
+would read, change and rewrite every chunk it touches, once per task. Instead the writer
+keeps the chunks a run is filling in memory and writes each one whole:
 
-* as soon as the last task of the plan that touches it has arrived (its normal end);
+* as soon as the last task of the plan that touches it has arrived (its normal end; in
+  version 2, when its one task has);
 * every ``flush_seconds`` (default one minute), every chunk changed since the last write;
 * when the chunks held exceed ``max_bytes``, after which they are released (and read again
   if touched again);
@@ -35,6 +38,9 @@ from .schema import (
     NOT_APPLICABLE,
     SCORE_VARIABLES,
     WEIGHTS_PER_S,
+    block_chunk,
+    chunk_region,
+    in_chunk,
 )
 
 FLUSH_SECONDS = 60.0
@@ -111,24 +117,33 @@ def optional_names(group):
 
 
 def chunks_of(task, cube):
-    """The (data set, algorithm, init, kind) positions of the chunks ``task`` writes to."""
-    return {(task.dataset, *cube.block_index(task.dataset, s.algorithm, s.init, block.kind))
-            for s in task.settings for block in task.blocks}
+    """The chunks ``task`` writes to: (data set, place of the chunk along the block dims,
+    :func:`pcskm.runner.store.schema.block_chunk`)."""
+    version = cube.layout.schema_version
+    return {(task.dataset, *block_chunk(version, cube.block_index(
+        task.dataset, s.algorithm, s.init, block.kind, block.percent)))
+        for s in task.settings for block in task.blocks}
 
 
 class _Chunk:
-    """One (algorithm, init, kind) chunk of every fit variable, held in memory; ``done``
-    lists the (percent, runs, score bits) blocks received since it was last written. A chunk with no
-    block marked done holds nothing to keep (at most cells to recompute): it starts from the
-    fill values without reading the store."""
+    """One chunk of every per-cell variable (``region``: its slices along the block dims),
+    held in memory; ``done`` lists the (algorithm, init, kind, percent, runs, score bits)
+    blocks received since it was last written. A chunk with no block marked done holds
+    nothing to keep (at most cells to recompute): it starts from the fill values, and the
+    status as stored (the ``not_applicable`` entries of the (init, kind) pairs the spec does
+    not run)."""
 
-    def __init__(self, group, position, has_done):
+    def __init__(self, group, region, has_done):
         self.values = {}
         for name in (*_FILLS, "weights", *optional_names(group), *score_names(group),
                      *block_names(group)):
             array = group[name]
-            self.values[name] = (array[position] if has_done else
-                                 np.full(array.shape[3:], array.fill_value, array.dtype))
+            if has_done or name == "status":
+                self.values[name] = array[region]
+            else:
+                shape = tuple(len(range(*r.indices(n))) for r, n in
+                              zip(region, array.shape, strict=False)) + array.shape[4:]
+                self.values[name] = np.full(shape, array.fill_value, array.dtype)
         self.done = []
         self.dirty = False
 
@@ -144,9 +159,10 @@ class CubeWriter:
 
     def __init__(self, cube, tasks=(), *, flush_seconds=FLUSH_SECONDS, max_bytes=MAX_BYTES):
         self.cube = cube
+        self.version = cube.layout.schema_version
         self.flush_seconds, self.max_bytes = flush_seconds, max_bytes
         self.expected = Counter(chunk for task in tasks for chunk in chunks_of(task, cube))
-        self.chunks = {}  # position -> _Chunk
+        self.chunks = {}  # (data set, place along the block dims) -> _Chunk
         self.n_constraints = {}  # data set -> its (kind, percent, run, fold) array
         self.last_flush = time.monotonic()
 
@@ -172,24 +188,32 @@ class CubeWriter:
             self.n_constraints[name] = group["n_constraints"][...]
         finished = set()
         for index, setting in enumerate(task.settings):
-            for block, result in zip(task.blocks, task_result.blocks[index], strict=True):
-                a, i, k, p = cube.block_index(name, setting.algorithm, setting.init,
-                                              block.kind, block.percent)
-                position = (name, a, i, k)
+            for b, (block, result) in enumerate(zip(task.blocks, task_result.blocks[index],
+                                                    strict=True)):
+                rows = [r for r, run in enumerate(block.runs) if (index, b, run) not in task.skip]
+                if not rows:
+                    continue
+                place = cube.block_index(name, setting.algorithm, setting.init, block.kind,
+                                         block.percent)
+                key = block_chunk(self.version, place)
+                position = (name, *key)
                 finished.add(position)
                 chunk = self.chunks.get(position)
                 if chunk is None:
+                    region = chunk_region(self.version, key)
                     chunk = self.chunks[position] = _Chunk(
-                        group, (a, i, k), bool(cube.done[name][a, i, k].any()))
-                runs = list(block.runs)
+                        group, region, bool(cube.done[name][region].any()))
+                runs = [block.runs[r] for r in rows]  # the skipped runs keep their values
+                where = (*in_chunk(self.version, place), runs)
                 for variable, values in block_records(result, setting, n_sparsity, scores,
                                                       per_s).items():
-                    chunk.values[variable][p, runs] = values
+                    chunk.values[variable][where] = values[rows]
                 if "fit_error" in chunk.values:
-                    chunk.values["fit_error"][p, runs] = result.fit_error
-                chunk.done.append((p, runs, carried_scores(setting)))
+                    chunk.values["fit_error"][where] = result.fit_error[rows]
+                chunk.done.append((*place, runs, carried_scores(setting)))
                 chunk.dirty = True
-                self.n_constraints[name][k, p, runs] = result.n_constraints
+                _, _, k, p = place
+                self.n_constraints[name][k, p, runs] = result.n_constraints[rows]
         self.expected.subtract(finished)
         complete = [c for c in finished if self.expected[c] <= 0]
         if time.monotonic() - self.last_flush > self.flush_seconds:
@@ -213,21 +237,33 @@ class CubeWriter:
         self.chunks.clear()
 
     def _write(self, positions):
-        """Write the changed chunks of ``positions`` whole, then the constraint counts of
-        their data sets, then their done markers."""
+        """Write the changed chunks of ``positions`` whole, then the chunks of the constraint
+        counts they changed, then their done markers."""
         dirty = [p for p in positions if p in self.chunks and self.chunks[p].dirty]
         datasets = sorted({p[0] for p in dirty})
         for position in dirty:
             group = self.cube.arrays[position[0]]
+            region = chunk_region(self.version, position[1:])
             for variable, values in self.chunks[position].values.items():
-                group[variable][position[1:]] = values
+                group[variable][region] = values
         for name in datasets:
-            self.cube.arrays[name]["n_constraints"][...] = self.n_constraints[name]
+            self._write_counts(name, [self.chunks[p] for p in dirty if p[0] == name])
         for name in datasets:
             regions = []
             for position in (p for p in dirty if p[0] == name):
                 chunk = self.chunks[position]
-                _, a, i, k = position
-                regions.extend((a, i, [k], [p], runs, bits) for p, runs, bits in chunk.done)
+                regions.extend((a, i, [k], [p], runs, bits)
+                               for a, i, k, p, runs, bits in chunk.done)
                 chunk.done, chunk.dirty = [], False
             self.cube.mark_done(name, regions)
+
+    def _write_counts(self, name, chunks):
+        """Write whole the chunks of ``name``'s constraint counts that the blocks received
+        by ``chunks`` changed (one chunk per (kind, percent) in schema version 2, one in
+        all in version 1)."""
+        array, counts = self.cube.arrays[name]["n_constraints"], self.n_constraints[name]
+        size_k, size_p = array.chunks[:2]
+        for ck, cp in sorted({(k // size_k, p // size_p)
+                              for chunk in chunks for _, _, k, p, _, _ in chunk.done}):
+            region = (slice(ck * size_k, (ck + 1) * size_k), slice(cp * size_p, (cp + 1) * size_p))
+            array[region] = counts[region]
