@@ -37,8 +37,11 @@ def default_out_dir(store):
 def _sidecar_for(store, out):
     """Where the selections go: beside the store if its folder (and an existing sidecar)
     can be written, else into ``out``."""
-    from pcskm.runner.store import write_error
+    from pcskm.runner.locations import is_url
+    from pcskm.runner.store import where, write_error
 
+    if is_url(str(store)):  # a store on object storage: the selections go with the report
+        return out / sidecar_path(where(store).name).name
     beside = sidecar_path(store)
     error = write_error(beside.parent) or (write_error(beside) if beside.is_dir() else None)
     if error is None:
