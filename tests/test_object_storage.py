@@ -7,13 +7,6 @@ import icechunk
 import numpy as np
 import pytest
 import zarr
-from s3_server import s3_server
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with s3_server() as server:
-        yield server
 
 
 def storage(server, bucket, prefix):
