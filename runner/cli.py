@@ -442,7 +442,8 @@ def build_parser():
                      help="bundled spec (smoke, quick, paper, unpaired, paired-subset, "
                           "contamination, extended) or a TOML file (default: quick)")
     run.add_argument("--store", type=store_path,
-                     help="Zarr store (default: results/<spec name>.zarr)")
+                     help="Zarr store: a folder, or s3://bucket/prefix for an Icechunk "
+                          "repository on object storage (default: results/<spec name>.zarr)")
     run.add_argument("--data-dir", help="folder of the paper's data files (else $PCSKM_DATA, "
                                         "else the user cache)")
     run.add_argument("--only", help="restrict to a selection: key=pattern[|pattern],... with "
@@ -492,7 +493,8 @@ def build_parser():
                                              "cache)")
     compile_.set_defaults(func=cmd_compile)
 
-    store_help = f"the Zarr store (default: {default_store(DEFAULT_SPEC)})"
+    store_help = (f"the Zarr store: a folder or s3://bucket/prefix (default: "
+                  f"{default_store(DEFAULT_SPEC)})")
     status = commands.add_parser(
         "status", help="cells done and missing in a store",
         description="Count the cells and fits of STORE per data set and algorithm: done and "
