@@ -6,6 +6,7 @@ extension, a second writer, a deleted chunk object and read-only commands on it.
 
 import os
 import signal
+import sys
 
 import icechunk
 import numpy as np
@@ -17,7 +18,7 @@ from cubes import results_attrs, signal_mid_run
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import open_cube, run_spec
 from pcskm.runner.cli import main
-from pcskm.runner.store import StoreBusy, prepare, verify, where
+from pcskm.runner.store import StoreBusy, UnsupportedStore, prepare, verify, where
 
 IN_PROCESS_CLIENT = True  # one worker thread: the smoke spec in seconds
 SMOKE = load_spec("smoke")
@@ -269,3 +270,35 @@ def test_a_second_writer_that_opened_the_store_first_is_refused_at_its_first_com
     where(url).check_free()  # the note is gone: a third run may write
     assert note_of(url) is None
     assert np.all(np.asarray(root["iris"]["done"][...]) == 0)
+
+
+def test_without_icechunk_an_s3_store_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "icechunk", None)  # import icechunk raises ImportError
+    with pytest.raises(UnsupportedStore, match=r'Icechunk is not installed: pip install '
+                                               r'"pcskm\[s3\]"'):
+        where("s3://bucket/smoke").exists()
+
+
+def test_a_transaction_merges_forks_written_elsewhere_into_one_commit(s3):
+    """What the workers-write design needs of the run's transaction: forks of its session,
+    written apart (pickled, as a worker receives one), merged and committed once."""
+    import pickle
+
+    bucket = s3.bucket("forks-of-a-run")
+    url = f"s3://{bucket}/smoke"
+    with where(url).writing() as created:
+        prepare(created, parse_spec(SMALL))
+    with where(url).writing() as location:
+        transaction = location.transaction
+        forks = [pickle.dumps(transaction.fork()) for _ in range(2)]
+        written = []
+        for variable, sent in zip(("n_constraints", "n_iter"), forks, strict=True):
+            fork = pickle.loads(sent)
+            array = zarr.open_group(fork.store, mode="r+")["iris"][variable]
+            array[...] = 7  # a worker's whole chunk (one (kind, percent) in SMALL)
+            written.append(pickle.dumps(fork))
+        transaction.merge(*(pickle.loads(sent) for sent in written))
+        snapshot = location.commit("two forks", "flushed")
+    assert where(url).version() == snapshot
+    group = zarr.open_group(where(url).readonly().store, mode="r")["iris"]
+    assert (group["n_constraints"][...] == 7).all() and (group["n_iter"][...] == 7).all()

@@ -217,13 +217,25 @@ class SnapshotCheck:
                 "not checked against digests)")
 
 
+def _icechunk():
+    """The ``icechunk`` module, or :class:`UnsupportedStore` saying how to install it (an
+    optional dependency: ``pip install "pcskm[s3]"``)."""
+    try:
+        import icechunk
+    except ImportError:
+        raise UnsupportedStore("an s3:// store is an Icechunk repository, and Icechunk is not "
+                               "installed: pip install \"pcskm[s3]\" (docs/guide/install.md)"
+                               ) from None
+    return icechunk
+
+
 def _storage(bucket, prefix):
     """Icechunk's storage of ``s3://bucket/prefix``, with the AWS conventions: credentials
     from the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
     ``AWS_SESSION_TOKEN``, a profile), the region from ``AWS_REGION`` or
     ``AWS_DEFAULT_REGION`` and an S3-compatible server from ``AWS_ENDPOINT_URL_S3`` or
     ``AWS_ENDPOINT_URL`` (path-style requests; ``http://`` allowed)."""
-    import icechunk
+    icechunk = _icechunk()
 
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
@@ -315,7 +327,7 @@ class Repository:
 
     def exists(self):
         """Whether a repository exists at the URL (with a committed pcskm store or not)."""
-        import icechunk
+        icechunk = _icechunk()
 
         try:
             return icechunk.Repository.exists(_storage(self.bucket, self.prefix))
@@ -324,7 +336,7 @@ class Repository:
 
     @property
     def repo(self):
-        import icechunk
+        icechunk = _icechunk()
 
         if self._repo is None:
             try:
@@ -387,7 +399,7 @@ class Repository:
         """Write the store in a :class:`Transaction` on its branch (the repository created if
         there is none), refused (:class:`StoreBusy`) if another run is writing it
         (:meth:`check_free`); whatever is not committed when the block ends is dropped."""
-        import icechunk
+        icechunk = _icechunk()
 
         if not self.exists():
             try:
@@ -485,7 +497,7 @@ class Repository:
         :data:`RUN_TAG`).
         Returns the snapshot id, or None with nothing to commit. Raises :class:`StoreBusy`
         if another run committed meanwhile."""
-        import icechunk
+        icechunk = _icechunk()
 
         metadata = {"pcskm": kind, **({"run": run} if run is not None else {})}
         try:
@@ -508,7 +520,7 @@ class Repository:
     def read_chunk(self, key):
         """The bytes of the chunk ``key`` (FileNotFoundError if the snapshot has none, or its
         object is missing from the bucket)."""
-        import icechunk
+        icechunk = _icechunk()
         from zarr.core.buffer import default_buffer_prototype
         from zarr.core.sync import sync
 
