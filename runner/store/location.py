@@ -236,7 +236,6 @@ def _storage(bucket, prefix):
     ``AWS_DEFAULT_REGION`` and an S3-compatible server from ``AWS_ENDPOINT_URL_S3`` or
     ``AWS_ENDPOINT_URL`` (path-style requests; ``http://`` allowed)."""
     icechunk = _icechunk()
-
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     return icechunk.s3_storage(bucket=bucket, prefix=prefix, region=region,
@@ -328,7 +327,6 @@ class Repository:
     def exists(self):
         """Whether a repository exists at the URL (with a committed pcskm store or not)."""
         icechunk = _icechunk()
-
         try:
             return icechunk.Repository.exists(_storage(self.bucket, self.prefix))
         except icechunk.IcechunkError as error:
@@ -337,7 +335,6 @@ class Repository:
     @property
     def repo(self):
         icechunk = _icechunk()
-
         if self._repo is None:
             try:
                 self._repo = icechunk.Repository.open(_storage(self.bucket, self.prefix))
@@ -400,7 +397,6 @@ class Repository:
         there is none), refused (:class:`StoreBusy`) if another run is writing it
         (:meth:`check_free`); whatever is not committed when the block ends is dropped."""
         icechunk = _icechunk()
-
         if not self.exists():
             try:
                 icechunk.Repository.create(_storage(self.bucket, self.prefix))
@@ -498,7 +494,6 @@ class Repository:
         Returns the snapshot id, or None with nothing to commit. Raises :class:`StoreBusy`
         if another run committed meanwhile."""
         icechunk = _icechunk()
-
         metadata = {"pcskm": kind, **({"run": run} if run is not None else {})}
         try:
             snapshot = self.transaction.commit(message, metadata)
