@@ -40,10 +40,8 @@ GROWN = SMALL.replace('"small"', '"grown"').replace("[1]", "[1, 10]").replace(
 def session(s3, bucket, prefix, **version):
     """A read-only Icechunk session of ``s3://bucket/prefix``, opened as a reader without
     pcskm would (docs/guide/hpc.md, "The store on object storage")."""
-    storage = icechunk.s3_storage(bucket=bucket, prefix=prefix, endpoint_url=s3.endpoint_url,
-                                  region=s3.region, allow_http=True, force_path_style=True,
-                                  from_env=True)
-    return icechunk.Repository.open(storage).readonly_session(**(version or {"branch": "main"}))
+    return icechunk.Repository.open(s3.storage(bucket, prefix)).readonly_session(
+        **(version or {"branch": "main"}))
 
 
 def read_s3(s3, bucket, prefix, **version):
@@ -99,10 +97,7 @@ def test_the_smoke_run_on_s3_equals_the_run_into_a_folder(s3, local_smoke, s3_sm
 
 def test_the_run_is_a_version_tagged_with_its_record(s3, s3_smoke, capsys):
     bucket, prefix = s3_smoke
-    storage = icechunk.s3_storage(bucket=bucket, prefix=prefix, endpoint_url=s3.endpoint_url,
-                                  region=s3.region, allow_http=True, force_path_style=True,
-                                  from_env=True)
-    repository = icechunk.Repository.open(storage)
+    repository = icechunk.Repository.open(s3.storage(bucket, prefix))
     tip = repository.lookup_branch("main")
     assert repository.list_tags() == {"run-0001"}
     assert repository.lookup_tag("run-0001") == tip  # the record is the last commit
