@@ -158,6 +158,9 @@ def test_an_extension_keeps_the_first_run_as_a_version(s3, client, tmp_path):
                                 as_first)
     assert main(["report", url, "--out", str(tmp_path / "report")]) == 0
     assert (tmp_path / "report" / "report.md").is_file()
+    copied = tmp_path / "copied.zarr"  # --from an s3:// store: every cell copied, none computed
+    assert run_spec(grown, copied, client=client, progress=False, reuse_from=url) is None
+    assert_same(read_local(direct), read_local(copied))
 
 
 def keys_held_by(s3, bucket, prefix, name):
