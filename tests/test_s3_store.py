@@ -210,9 +210,10 @@ def test_a_killed_client_leaves_whole_commits_and_the_rerun_gives_the_same_cube(
                                signal.SIGKILL, cwd=tmp_path)
     assert code == -signal.SIGKILL, err
     assert list(tmp_path.iterdir()) == []  # nothing on the local disk
+    assert "run smoke --store s3://killed/smoke" in note_of(url)["command"]  # killed mid-run
     assert verify(url).ok  # every cell marked done in the last commit is intact
     rerun = run_spec(SMOKE, url, client=client, progress=False)
-    assert rerun.complete
+    assert rerun.complete and note_of(url) is None
     assert_same(read_local(local_smoke), read_s3(s3, bucket, "smoke"))
 
 
