@@ -18,7 +18,14 @@ from cubes import results_attrs, signal_mid_run
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import open_cube, run_spec
 from pcskm.runner.cli import main
-from pcskm.runner.store import StoreBusy, UnsupportedStore, prepare, verify, where
+from pcskm.runner.store import (
+    StoreBusy,
+    StoreNotWritable,
+    UnsupportedStore,
+    prepare,
+    verify,
+    where,
+)
 
 IN_PROCESS_CLIENT = True  # one worker thread: the smoke spec in seconds
 SMOKE = load_spec("smoke")
@@ -124,6 +131,42 @@ def test_status_report_and_verify_only_read(s3, s3_smoke, tmp_path, monkeypatch,
     assert main(["report", url]) == 0  # default folder: <name>-report, here
     assert (tmp_path / "smoke-report" / "report.md").is_file()
     assert objects(s3, bucket) == before  # read-only sessions: nothing written
+
+
+def test_read_only_credentials_let_status_verify_and_report_read(s3, client, tmp_path,
+                                                                  monkeypatch):
+    """An IAM user allowed only to get and list the bucket's objects (moto checks the
+    signature and the policy of every request inside ``enable_iam_authentication``) reads the
+    store with every reading command; a run with its credentials is refused, naming them,
+    and changes nothing."""
+    import json
+
+    import boto3
+    from moto.core.authorization import enable_iam_authentication
+
+    bucket = s3.bucket("read-only")
+    url = f"s3://{bucket}/small"
+    run_spec(parse_spec(SMALL), url, client=client, progress=False)
+    iam = boto3.client("iam", endpoint_url=s3.endpoint_url, region_name=s3.region,
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    iam.create_user(UserName="reader")
+    iam.put_user_policy(UserName="reader", PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],
+                       "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]}]}))
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    before = objects(s3, bucket)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    with enable_iam_authentication():
+        assert main(["status", url]) == 0
+        assert main(["verify", url]) == 0
+        assert main(["report", url, "--out", str(tmp_path / "report")]) == 0
+        with pytest.raises(StoreNotWritable, match=f"{url}: cannot write the repository .*"
+                                                   "credentials that may only read it"):
+            run_spec(parse_spec(GROWN), url, client=client, progress=False)
+    assert (tmp_path / "report" / "report.md").is_file()
+    assert objects(s3, bucket) == before
 
 
 def test_a_url_of_another_kind_is_refused_before_anything_is_made(tmp_path, monkeypatch,

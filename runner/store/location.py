@@ -317,12 +317,14 @@ class Repository:
         """The repository's URL (absolute already)."""
         return self
 
-    def _error(self, error, doing):
+    def _error(self, error, doing, cause="the bucket, the AWS credentials or "
+                                          "AWS_ENDPOINT_URL"):
+        """:class:`StoreNotWritable` for an Icechunk ``error``: what was being done, the first
+        line of Icechunk's message and ``cause``, what to check."""
         first = next((line.strip(" x|") for line in str(error).splitlines()
                       if line.strip(" x|")), type(error).__name__)
-        return StoreNotWritable(f"{self}: cannot {doing} ({first}); check the bucket, the "
-                                "AWS credentials and AWS_ENDPOINT_URL (docs/guide/hpc.md, "
-                                "\"The store on object storage\")")
+        return StoreNotWritable(f"{self}: cannot {doing} ({first}); check {cause} "
+                                "(docs/guide/hpc.md, \"The store on object storage\")")
 
     def exists(self):
         """Whether a repository exists at the URL (with a committed pcskm store or not)."""
@@ -407,6 +409,11 @@ class Repository:
         try:
             self.check_free()
             yield self
+        except icechunk.IcechunkError as error:  # a write or commit the bucket refused
+            raise self._error(error, "write the repository", "credentials that may only "
+                              "read it (pcskm status, verify and report only read) or a "
+                              "bucket that refuses the write; nothing this run had not "
+                              "committed was kept") from None
         finally:
             self.transaction = None
 
