@@ -142,6 +142,7 @@ def version_lines(path):
 
 def status_text(path, found=None):
     """The ``pcskm status`` text (``found``: see :func:`counts`)."""
+    path = where(path).pinned()  # one snapshot of a repository for every line
     store = _read(path, found)
     header = ("dataset", "algorithm", "cells", "done", "missing", "fits")
     rows = _rows(store, {})

@@ -89,7 +89,7 @@ def open_store(store):
     """Open the cube at ``store`` read-only (ValueError if it is not a pcskm cube)."""
     from pcskm.runner.store import where
 
-    location = where(store)
+    location = where(store).pinned()
     if not location.exists():
         raise ValueError(f"no results cube at {location}")
     path = getattr(location, "path", location)  # a folder's Path, or the repository

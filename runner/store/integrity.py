@@ -287,7 +287,7 @@ def verify(store):
     module docstring); returns a :class:`Verification`. Raises :class:`DamagedStore`, in one
     line naming the files, if its metadata changed (:mod:`pcskm.runner.store.metadata`) or a
     coordinate chunk is damaged. Reads only: works on a read-only store."""
-    location = where(store)
+    location = where(store).pinned()  # one snapshot of a repository for the whole check
     metadata = check_store(location)
     root = open_root(location)
     attrs = root.attrs.asdict()

@@ -182,6 +182,11 @@ class Folder:
 
         return store_version(self.path)
 
+    def pinned(self):
+        """The folder: a reader of a folder sees another run's swap through
+        :func:`.access.read_consistently`."""
+        return self
+
     def space(self):
         """``(folder, bytes free, bytes used by the store)`` (:mod:`.sizes`)."""
         from .sizes import disk_used, free_disk
@@ -294,7 +299,7 @@ class Repository:
     def __init__(self, bucket, prefix, snapshot=None):
         self.bucket, self.prefix, self.snapshot = bucket, prefix, snapshot
         self.transaction = None
-        self._repo = None
+        self._repo = self._session = None
 
     def __str__(self):
         return f"s3://{self.bucket}/{self.prefix}"
@@ -360,13 +365,26 @@ class Repository:
 
     def readonly(self, snapshot=None):
         """A read-only session at ``snapshot`` (a tag or snapshot id), else this handle's
-        :attr:`snapshot`, else the branch's tip."""
-        snapshot = snapshot or self.snapshot
+        :attr:`snapshot` (one session, kept), else the branch's tip."""
+        if snapshot is None and self.snapshot is not None:
+            if self._session is None:
+                self._session = self.readonly(self.snapshot)
+            return self._session
         if snapshot is None:
             return self.repo.readonly_session(BRANCH)
         if snapshot in self.tags():
             return self.repo.readonly_session(tag=snapshot)
         return self.repo.readonly_session(snapshot_id=snapshot)
+
+    def pinned(self):
+        """This store as of now, for a reader that reads it several times: the snapshot at
+        the branch's tip, which later commits do not change (itself while a run writes it,
+        or if it names a version already)."""
+        if self.transaction is not None or self.snapshot is not None:
+            return self
+        pinned = Repository(self.bucket, self.prefix, self.version())
+        pinned._repo = self._repo
+        return pinned
 
     def tags(self):
         return self.repo.list_tags()
