@@ -344,3 +344,10 @@ def test_a_transaction_merges_forks_written_elsewhere_into_one_commit(s3):
     assert where(url).version() == snapshot
     group = zarr.open_group(where(url).readonly().store, mode="r")["iris"]
     assert (group["n_constraints"][...] == 7).all() and (group["n_iter"][...] == 7).all()
+
+
+def test_a_repository_is_written_only_by_a_run_holding_it(s3):
+    bucket = s3.bucket("not-held")
+    with pytest.raises(StoreNotWritable, match="written only by a run holding it"):
+        prepare(f"s3://{bucket}/smoke", parse_spec(SMALL))
+    assert objects(s3, bucket) == {}

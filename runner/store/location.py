@@ -299,7 +299,7 @@ class Repository:
     def __init__(self, bucket, prefix, snapshot=None):
         self.bucket, self.prefix, self.snapshot = bucket, prefix, snapshot
         self.transaction = None
-        self._repo = self._session = None
+        self._repo = self._session = self._before = None
 
     def __str__(self):
         return f"s3://{self.bucket}/{self.prefix}"
@@ -392,11 +392,16 @@ class Repository:
     def zarr_store(self, mode="r"):
         """The transaction's store while a run writes (:meth:`writing`), else a read-only
         store of the version read."""
-        if self.transaction is not None:
-            return self.transaction.store
-        if mode != "r":
-            raise StoreNotWritable(f"{self} is written only inside a run (pcskm run)")
+        if mode != "r" or self.transaction is not None:
+            return self._writing().store
         return self.readonly().store
+
+    def _writing(self):
+        """The transaction of the run writing the store, or :class:`StoreNotWritable`."""
+        if self.transaction is None:
+            raise StoreNotWritable(f"{self} is written only by a run holding it (pcskm run; "
+                                   "from Python, inside `with where(url).writing():`)")
+        return self.transaction
 
     def check(self):
         """Raise :class:`NotAStore` unless the repository holds a pcskm cube."""
@@ -483,8 +488,8 @@ class Repository:
         from .create import write_layout
 
         self.commit("before rebuilding the store", PREPARED)
-        self._before = self.transaction.base
-        sync(self.transaction.store.clear())
+        self._before = self._writing().base
+        sync(self._writing().store.clear())
         write_layout(self, layout, spec, history, runs)
         if fill is not None:
             fill(self)
@@ -521,7 +526,7 @@ class Repository:
         icechunk = _icechunk()
         metadata = {"pcskm": kind, **({"run": run} if run is not None else {})}
         try:
-            snapshot = self.transaction.commit(message, metadata)
+            snapshot = self._writing().commit(message, metadata)
         except icechunk.ConflictError as error:
             raise self.busy(error) from None
         if snapshot is not None and tag is not None:
