@@ -120,16 +120,13 @@ def test_the_run_is_a_version_tagged_with_its_record(s3, s3_smoke, capsys):
     assert f"commit {tip}" in out
 
 
-def test_status_report_and_verify_only_read(s3, s3_smoke, tmp_path, monkeypatch, capsys):
+def test_status_and_verify_only_read(s3, s3_smoke, capsys):
     bucket, prefix = s3_smoke
     url = f"s3://{bucket}/{prefix}"
-    monkeypatch.chdir(tmp_path)
     before = objects(s3, bucket)
     assert main(["status", url, "--verify"]) == 0
     assert main(["verify", url]) == 0
     assert "no damage" in capsys.readouterr().out
-    assert main(["report", url]) == 0  # default folder: <name>-report, here
-    assert (tmp_path / "smoke-report" / "report.md").is_file()
     assert objects(s3, bucket) == before  # read-only sessions: nothing written
 
 
@@ -158,14 +155,16 @@ def test_read_only_credentials_let_status_verify_and_report_read(s3, client, tmp
     before = objects(s3, bucket)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    monkeypatch.chdir(tmp_path)
     with enable_iam_authentication():
         assert main(["status", url]) == 0
         assert main(["verify", url]) == 0
-        assert main(["report", url, "--out", str(tmp_path / "report")]) == 0
+        assert main(["report", url]) == 0  # default folder: <prefix's name>-report, here
         with pytest.raises(StoreNotWritable, match=f"{url}: cannot write the repository .*"
                                                    "credentials that may only read it"):
             run_spec(parse_spec(GROWN), url, client=client, progress=False)
-    assert (tmp_path / "report" / "report.md").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small-report"]
+    assert (tmp_path / "small-report" / "report.md").is_file()
     assert objects(s3, bucket) == before
 
 
