@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .locations import store_path
+from .locations import is_url, store_path
 
 log = logging.getLogger("pcskm")
 
@@ -93,8 +93,8 @@ def _dry_run(args, spec, store, selection):
         CubeView,
         available_memory,
         binary,
-        free_disk,
         store_sizes,
+        where,
         write_seconds,
         written_bytes,
     )
@@ -103,13 +103,15 @@ def _dry_run(args, spec, store, selection):
     process = process_age_seconds()
     view = CubeView.planned(store, spec, args.data_dir)
     the_plan = plan(spec, view, selection=selection, force=args.force, data_dir=args.data_dir)
+    location = where(store)
     print(f"spec {spec.name} (hash {spec.hash()[:12]}), store {store}"
-          f"{'' if store.exists() else ' (new)'}")
+          f"{' (new)' if location.is_new() else ''}")
     print(f"cells: {the_plan.n_cells_total} {the_plan.scope()}, {the_plan.n_cells_done} done, "
           f"{the_plan.n_cells} to compute ({the_plan.n_fits} fits) in {len(the_plan.tasks)} "
           "tasks")
-    folder, free = free_disk(store)
-    print(f"{store_sizes(view.layout).describe()}; {binary(free)} free in {folder}, "
+    space = location.space()  # None: object storage
+    disk = "" if space is None else f"{binary(space[1])} free in {space[0]}, "
+    print(f"{store_sizes(view.layout).describe()}; {disk}"
           f"{binary(available_memory())} of memory available")
     if not the_plan.tasks:
         return EXIT_OK
@@ -204,7 +206,7 @@ def cmd_run(args):
 
     import_files(args.preload or ())  # the spec may name their classes
     spec = load_spec(args.spec)
-    store = Path(args.store) if args.store else default_store(spec.name)
+    store = args.store or default_store(spec.name)
     selection = parse_only(args.only)
     check_selection(spec, selection)  # before anything is created or loaded
     if args.dry_run:
@@ -244,8 +246,9 @@ def cmd_run(args):
         log.error("%d tasks failed (first: %s: %s); their cells stay missing. Rerun to retry: "
                   "%s", len(summary.errors), *summary.errors[0], resume)
         return EXIT_FAILED
-    log.info("complete: %s. Open it with pcskm.runner.open_cube(%r) or "
-             "xarray.open_datatree(%r, engine='zarr')", store, str(store), str(store))
+    log.info("complete: %s. Open it with pcskm.runner.open_cube(%r)%s", store, str(store),
+             "" if is_url(str(store)) else
+             f" or xarray.open_datatree({str(store)!r}, engine='zarr')")
     return EXIT_OK
 
 
@@ -272,9 +275,8 @@ def cmd_compile(args):
 
 
 def cmd_status(args):
-    store = Path(args.store)
-    if not store.exists():  # before the imports: an answer at once
-        log.error("no store at %s", store)
+    store = _existing_store(args.store)
+    if store is None:
         return EXIT_USAGE
     from .store import DamagedStore, IncompatibleStore, check_store
     from .summary import status_text
@@ -307,19 +309,38 @@ def cmd_status(args):
 def cmd_verify(args):
     from .store import verify
 
-    found = verify(Path(args.store))
+    found = verify(args.store if is_url(args.store) else Path(args.store))
     print(found.describe())
     return EXIT_OK if found.ok else EXIT_FAILED
 
 
+def _existing_store(text):
+    """The store ``text`` names (a path, or an ``s3://`` URL), or None after saying that
+    there is none (a path checked before the imports: an answer at once)."""
+    if not is_url(text):
+        if not Path(text).exists():
+            log.error("no store at %s", text)
+            return None
+        return Path(text)
+    from .store import where
+
+    location = where(text)
+    if location.is_new():
+        log.error("no store at %s", text)
+        return None
+    return location
+
+
 def cmd_report(args):
-    store = Path(args.store)
-    if not store.exists():  # before the imports: an answer at once
-        log.error("no store at %s", store)
+    store = _existing_store(args.store)
+    if store is None:
         return EXIT_USAGE
     from pcskm.experiments.report import write_report
 
-    out_dir = Path(args.out) if args.out else store.with_name(store.stem + "-report")
+    # default: <store stem>-report beside a folder, in the working folder for a URL
+    name = Path(store.name).stem + "-report"
+    out_dir = Path(args.out) if args.out else (Path(name) if is_url(args.store)
+                                               else store.with_name(name))
     write_report(store, out_dir, focus=args.focus)
     log.info("report written to %s", out_dir)
     return EXIT_OK
@@ -421,7 +442,8 @@ def build_parser():
                      help="bundled spec (smoke, quick, paper, unpaired, paired-subset, "
                           "contamination, extended) or a TOML file (default: quick)")
     run.add_argument("--store", type=store_path,
-                     help="Zarr store (default: results/<spec name>.zarr)")
+                     help="Zarr store: a folder, or s3://bucket/prefix for an Icechunk "
+                          "repository on object storage (default: results/<spec name>.zarr)")
     run.add_argument("--data-dir", help="folder of the paper's data files (else $PCSKM_DATA, "
                                         "else the user cache)")
     run.add_argument("--only", help="restrict to a selection: key=pattern[|pattern],... with "
@@ -471,7 +493,8 @@ def build_parser():
                                              "cache)")
     compile_.set_defaults(func=cmd_compile)
 
-    store_help = f"the Zarr store (default: {default_store(DEFAULT_SPEC)})"
+    store_help = (f"the Zarr store: a folder or s3://bucket/prefix (default: "
+                  f"{default_store(DEFAULT_SPEC)})")
     status = commands.add_parser(
         "status", help="cells done and missing in a store",
         description="Count the cells and fits of STORE per data set and algorithm: done and "

@@ -313,10 +313,11 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     :data:`WORKER_TIMEOUT`, no limit for batch jobs (``cluster`` in ``cluster_options``),
     which may wait in their queue for hours.
     """
-    from .store import store_lock
+    from .store import where
 
-    with store_lock(store):
-        return _run_locked(spec, store, client, cluster_options, selection, force, data_dir,
+    location = where(store)  # a folder (locked) or a repository (a transaction)
+    with location.writing():
+        return _run_locked(spec, location, client, cluster_options, selection, force, data_dir,
                            progress, on_result, min_work, reuse_from, preload, worker_timeout)
 
 
@@ -340,9 +341,11 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
 
 
 def _is_new(store):
-    """Whether ``store`` is yet to be created (no such path, or an empty folder)."""
-    store = Path(store)
-    return not store.exists() or (store.is_dir() and not any(store.iterdir()))
+    """Whether ``store`` is yet to be created (no such path, or an empty folder; no
+    committed cube in a repository)."""
+    from .store import where
+
+    return where(store).is_new()
 
 
 def _prepared_run(spec, store, client, cluster_options, selection, force, data_dir, progress,

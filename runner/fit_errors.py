@@ -7,7 +7,6 @@ read: a block computed but not marked done is computed again by the next run.
 """
 
 import numpy as np
-import zarr
 
 from .store import ERROR
 
@@ -26,7 +25,9 @@ def fit_errors(path):
 
 def _error_rows(path):
     """The rows of :func:`fit_errors`, as tuples in the order of ``COLUMNS``."""
-    root = zarr.open_group(str(path), mode="r")
+    from .store import open_root
+
+    root = open_root(path)
     rows = []
     for name, group in root.groups():
         if "fit_error" not in group:

@@ -1,34 +1,34 @@
 """Where a store is: the command line's store arguments, checked before anything is created.
 
-A store is a folder on a POSIX file system (local disk or a network file system every worker
-mounts); ``file://`` URLs name such a folder. Any other URL (``s3://``, ``gs://``, ``az://``,
-``abfs://``, ``http(s)://``, ``memory://``, an fsspec chain such as ``simplecache::s3://``)
-is refused with one message instead of being taken for a relative path (``s3://b/x.zarr``
-would otherwise be a local folder named ``s3:``). Object storage is planned
-(docs/guide/hpc.md, "How the client writes").
+A store is a folder on a POSIX file system (a path, or a ``file://`` URL of this machine) or
+an Icechunk repository on S3-compatible object storage (``s3://bucket/prefix``,
+docs/guide/hpc.md, "The store on object storage"); :func:`pcskm.runner.store.where` tells
+them apart. Any other URL (``gs://``, ``az://``, ``http(s)://``, ``memory://``, an fsspec
+chain such as ``simplecache::s3://``) is refused with one message naming its scheme, never
+taken for a relative path (``s3://b/x.zarr`` would otherwise be a local folder named ``s3:``).
 """
 
 import argparse
 import re
-from urllib.parse import unquote, urlsplit
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*(::[A-Za-z][A-Za-z0-9+.-]*)*:(//|:)")
 
 
+def is_url(text):
+    """Whether ``text`` (a string) is a URL (``scheme://``, ``scheme::``), not a path."""
+    return isinstance(text, str) and bool(_URL.match(text))
+
+
 def store_path(text):
-    """``text`` as a store path (a string): a path as given, or the path of a ``file://``
-    URL on this machine; raises :class:`argparse.ArgumentTypeError` for any other URL (an
-    argparse ``type``, so that the command stops before it reads or creates anything)."""
-    if not _URL.match(text):
+    """``text`` as a store (a string): a path as given, the path of a ``file://`` URL on this
+    machine, an ``s3://bucket/prefix`` URL; raises :class:`argparse.ArgumentTypeError` for any
+    other URL (an argparse ``type``, so that the command stops before it reads or creates
+    anything)."""
+    from .store import where
+
+    if not is_url(text):
         return text
-    parts = urlsplit(text)
-    if parts.scheme.lower() == "file" and "::" not in text:
-        if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
-            raise argparse.ArgumentTypeError(
-                f"{text}: a file:// URL names a folder of this machine (file:///path); "
-                "give the path itself")
-        return unquote(parts.path)
-    raise argparse.ArgumentTypeError(
-        f"{text}: object-store URLs are not supported yet; a store is a folder on a local or "
-        "network file system (a path, or file:///path). Writing to object storage (S3, GCS, "
-        "Azure) is planned (docs/guide/hpc.md, \"How the client writes\")")
+    try:
+        return str(where(text))
+    except ValueError as error:  # UnsupportedStore
+        raise argparse.ArgumentTypeError(str(error)) from None

@@ -14,12 +14,18 @@ counted in each. A done cell without the selection scores its algorithm gets in 
 from dataclasses import dataclass
 
 import numpy as np
-import zarr
 
 from pcskm.experiments.spec import parse_spec
 
 from .fit_errors import error_lines
-from .store import applicable, complete_blocks, definition_is_sparse, wanted_scores
+from .store import (
+    applicable,
+    complete_blocks,
+    definition_is_sparse,
+    open_root,
+    wanted_scores,
+    where,
+)
 from .tasks import matches, parse_only
 
 CELLS_AND_FITS = ("cells = (data set, algorithm, init, kind, percent, run, fold) entries the "
@@ -64,7 +70,7 @@ def _complete(name, group, attrs, found):
 
 
 def _read(path, found):
-    root = zarr.open_group(str(path), mode="r")
+    root = open_root(path)
     attrs = root.attrs.asdict()
     groups = [
         _Group(name=name, algorithms=_labels(group["algorithm"]), inits=_labels(group["init"]),
@@ -118,8 +124,25 @@ def _totals(rows):
     return tuple(sum(row[i] for row in rows) for i in range(2, 6))
 
 
+def version_lines(path):
+    """The runs recorded in a store on object storage, one line each (its tag, the time of
+    its record, the cells it wrote, the snapshot id); none for a folder, which keeps no
+    versions (docs/guide/hpc.md, "The store on object storage")."""
+    runs = where(path).runs()
+    if not runs:
+        return []
+    lines = [f"Runs (versions: pcskm.runner.open_cube({str(path)!r}, run=TAG)):"]
+    for tag, written, record, snapshot in runs:
+        killed = " (killed)" if record.get("killed") else ""
+        lines.append(f"  {tag}  {written.isoformat(timespec='seconds')}  "
+                     f"{record.get('cells', '?')} cells{killed}  spec {record.get('spec')}  "
+                     f"commit {snapshot}")
+    return lines
+
+
 def status_text(path, found=None):
     """The ``pcskm status`` text (``found``: see :func:`counts`)."""
+    path = where(path).pinned()  # one snapshot of a repository for every line
     store = _read(path, found)
     header = ("dataset", "algorithm", "cells", "done", "missing", "fits")
     rows = _rows(store, {})
@@ -146,6 +169,7 @@ def status_text(path, found=None):
                      f"{done} done, {missing} missing")
     if selections:
         lines.append(f"whole spec: {total[2]} cells, {total[3]} done, {total[4]} missing")
+    lines.extend(version_lines(path))
     errors = error_lines(path)
     if errors:
         lines.append("Failed fits of user estimators (status error; every message: "

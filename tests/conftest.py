@@ -99,3 +99,13 @@ def client(request):
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A moto S3 server on 127.0.0.1 for the session, the AWS variables pointing at it
+    (tests/s3_server.py): nothing leaves the machine."""
+    from s3_server import s3_server
+
+    with s3_server() as server:
+        yield server

@@ -25,6 +25,15 @@ class S3Server:
                             aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
                             aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
 
+    def storage(self, bucket, prefix):
+        """Icechunk's storage of ``s3://bucket/prefix`` on this server, credentials from the
+        environment (as a reader without pcskm opens it, docs/guide/hpc.md)."""
+        import icechunk
+
+        return icechunk.s3_storage(bucket=bucket, prefix=prefix, endpoint_url=self.endpoint_url,
+                                   region=self.region, allow_http=True, force_path_style=True,
+                                   from_env=True)
+
     def bucket(self, name):
         """Create bucket ``name``; returns the name."""
         self.client().create_bucket(Bucket=name)

@@ -7,34 +7,20 @@ import icechunk
 import numpy as np
 import pytest
 import zarr
-from s3_server import s3_server
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with s3_server() as server:
-        yield server
-
-
-def storage(server, bucket, prefix):
-    """Icechunk storage on the test server, credentials from the environment it set."""
-    return icechunk.s3_storage(bucket=bucket, prefix=prefix, endpoint_url=server.endpoint_url,
-                               region=server.region, allow_http=True, force_path_style=True,
-                               from_env=True)
 
 
 def test_a_zarr_array_round_trips_through_the_s3_server(s3, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # nothing may land on the local disk
     bucket = s3.bucket("roundtrip")
     values = np.arange(6 * 300, dtype="f4").reshape(6, 300) / 7  # chunks above the 512 B inlined
-    repo = icechunk.Repository.create(storage(s3, bucket, "cube"))
+    repo = icechunk.Repository.create(s3.storage(bucket, "cube"))
     session = repo.writable_session("main")
     array = zarr.create_array(session.store, name="f_score", shape=(6, 300), chunks=(2, 300),
                               dtype="f4", fill_value=np.nan)
     array[...] = values
     session.commit("three chunks")
 
-    reader = icechunk.Repository.open(storage(s3, bucket, "cube")).readonly_session("main")
+    reader = icechunk.Repository.open(s3.storage(bucket, "cube")).readonly_session("main")
     back = zarr.open_array(reader.store, path="f_score", mode="r")[...]
     np.testing.assert_array_equal(back, values)
     keys = [item["Key"] for item in
@@ -45,7 +31,7 @@ def test_a_zarr_array_round_trips_through_the_s3_server(s3, tmp_path, monkeypatc
 
 def test_a_second_writer_is_refused_at_commit(s3):
     bucket = s3.bucket("two-writers")
-    repo = icechunk.Repository.create(storage(s3, bucket, "cube"))
+    repo = icechunk.Repository.create(s3.storage(bucket, "cube"))
     session = repo.writable_session("main")
     zarr.create_array(session.store, name="done", shape=(4,), chunks=(1,), dtype="u1",
                       fill_value=0)
@@ -56,7 +42,7 @@ def test_a_second_writer_is_refused_at_commit(s3):
     first.commit("first writer")
     with pytest.raises(icechunk.ConflictError):
         second.commit("second writer, from the same snapshot")
-    reader = icechunk.Repository.open(storage(s3, bucket, "cube")).readonly_session("main")
+    reader = icechunk.Repository.open(s3.storage(bucket, "cube")).readonly_session("main")
     assert zarr.open_array(reader.store, path="done", mode="r")[...].tolist() == [1, 0, 0, 0]
 
 
@@ -67,7 +53,7 @@ def test_forks_of_one_session_merge_across_commits_and_one_chunk_keeps_the_last_
     that write parts of one chunk do not conflict, the last merged replaces the other's
     whole chunk, so no two tasks of a run may write one chunk."""
     bucket = s3.bucket("forks")
-    repo = icechunk.Repository.create(storage(s3, bucket, "cube"))
+    repo = icechunk.Repository.create(s3.storage(bucket, "cube"))
     session = repo.writable_session("main")
     zarr.create_array(session.store, name="x", shape=(3, 4), chunks=(1, 4), dtype="f4",
                       fill_value=np.nan)

@@ -1,12 +1,14 @@
-"""Store arguments that are URLs (issue 32): an object-store URL is refused before anything is
-read or created, never taken for a local folder (``s3://b/x.zarr`` used to create ``s3:``);
-a ``file://`` URL names a local folder (docs/reference/cli.md)."""
+"""Store arguments that are URLs (issue 32): a URL is never taken for a local folder
+(``s3://b/x.zarr`` used to create ``s3:``): ``s3://bucket/prefix`` is an Icechunk repository
+(tests/test_s3_store.py), any other scheme is refused before anything is read or created,
+and a ``file://`` URL names a local folder (docs/reference/cli.md)."""
 
 import pytest
 
 from pcskm.runner.cli import main
 
-URLS = ["s3://bucket/smoke.zarr", "gs://bucket/smoke.zarr", "az://container/smoke.zarr",
+URLS = ["s3://bucket", "s3://bucket/smoke.zarr?versionId=1", "gs://bucket/smoke.zarr",
+        "az://container/smoke.zarr",
         "abfs://container@account.dfs.core.windows.net/smoke.zarr",
         "https://example.org/smoke.zarr", "memory://smoke.zarr",
         "simplecache::s3://bucket/smoke.zarr", "file://otherhost/data/smoke.zarr"]
@@ -29,8 +31,14 @@ def test_an_object_store_url_is_refused_and_nothing_is_created(command, url, tmp
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert url in err
-    assert ("object-store URLs are not supported yet" in err
-            if not url.startswith("file:") else "a file:// URL names a folder" in err)
+    if url.startswith("file:"):
+        assert "a file:// URL names a folder" in err
+    elif url.startswith("s3:"):
+        assert "an object store is named s3://bucket/prefix" in err
+    else:
+        scheme = url.partition("://")[0]
+        assert f"{scheme}:// stores are not supported; a store is a folder" in err
+        assert "(s3://bucket/prefix)" in err
     assert sorted(p.name for p in tmp_path.rglob("*")) == []  # no s3: folder, no lock, no report
 
 

@@ -37,8 +37,11 @@ def default_out_dir(store):
 def _sidecar_for(store, out):
     """Where the selections go: beside the store if its folder (and an existing sidecar)
     can be written, else into ``out``."""
-    from pcskm.runner.store import write_error
+    from pcskm.runner.locations import is_url
+    from pcskm.runner.store import where, write_error
 
+    if is_url(str(store)):  # a store on object storage: the selections go with the report
+        return out / sidecar_path(where(store).name).name
     beside = sidecar_path(store)
     error = write_error(beside.parent) or (write_error(beside) if beside.is_dir() else None)
     if error is None:
@@ -55,8 +58,9 @@ def write_report(store, out_dir=None, focus=None):
     store fails verification, ValueError for a ``focus`` that is not an algorithm of the
     cube (before anything is written). A store swapped by another run while it is read is
     read again (:func:`pcskm.runner.store.access.read_consistently`)."""
-    from pcskm.runner.store import read_consistently, write_error
+    from pcskm.runner.store import read_consistently, where, write_error
 
+    store = where(store).pinned()  # a store on object storage read at one snapshot
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
     if focus is not None:
         study.check_focus(open_store(store), focus)

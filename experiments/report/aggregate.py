@@ -236,7 +236,7 @@ def _finish_sidecar(path, store):
     root.attrs.update({
         "title": "pcskm best-s selections (docs/method/protocol.md §9.1 paper-style, §9.2 "
                  "honest; the others: docs/guide/choosing-s.md)",
-        "cube": str(Path(store.path).resolve()),
+        "cube": str(store.path.resolve()),
         "cube_spec_hash": store.attrs.get("spec_hash"),
         "dims": " ".join(CELL_DIMS),
     })

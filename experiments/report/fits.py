@@ -87,10 +87,13 @@ class Store:
 
 def open_store(store):
     """Open the cube at ``store`` read-only (ValueError if it is not a pcskm cube)."""
-    path = Path(store)
-    if not path.exists():
-        raise ValueError(f"no results cube at {path}")
-    tree = xr.open_datatree(str(path), engine="zarr")
+    from pcskm.runner.store import where
+
+    location = where(store).pinned()
+    if not location.exists():
+        raise ValueError(f"no results cube at {location}")
+    path = getattr(location, "path", location)  # a folder's Path, or the repository
+    tree = location.open_datatree()
     names = tuple(name for name, node in tree.children.items() if "f_score" in node.data_vars)
     if not names:
         raise ValueError(f"{path} holds no data set group with f_score: not a pcskm cube")

@@ -7,6 +7,8 @@ code), each importing only those listed before it.
   chunks and codecs.
 * :mod:`.lock`: who may write a store: one run at a time (:func:`store_lock`), where files
   can be written.
+* :mod:`.location`: where a store lives (:func:`where`): a folder, or an Icechunk repository
+  on object storage; the folder's operations of the modules below are imported when used.
 * :mod:`.layout`: a store's groups and settings, for a spec or as stored, and their merging
   (:func:`merge_layouts`, which refuses a spec that would compute a cell differently).
 * :mod:`.digests`: the record of the metadata's digests (:func:`record_metadata`).
@@ -27,13 +29,14 @@ from pcskm._lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(["DamagedStore", "IncompatibleStore", "NotAStore", "StoreBusy",
-                     "StoreChanged", "StoreNotWritable"], ".errors"),
+                     "StoreChanged", "StoreNotWritable", "UnsupportedStore"], ".errors"),
     **dict.fromkeys(["CHUNKED_BY", "COMPRESSORS", "CV_SCORES", "ERROR", "FIT_DIMS",
                      "GAP_SCORES", "MISSING", "NOT_APPLICABLE", "RUNNING", "SCHEMA_VERSION",
                      "SCORE_SETTINGS", "SCORE_VARIABLES", "STATUS_FLAGS", "WEIGHTS_PER_S",
                      "applicable", "block_chunk", "chunk_region", "chunk_shape",
                      "complete_blocks", "score_bits", "wanted_scores"], ".schema"),
     **dict.fromkeys(["lock_path", "store_lock", "write_error"], ".lock"),
+    **dict.fromkeys(["Folder", "Repository", "Transaction", "where"], ".location"),
     **dict.fromkeys(["GroupLayout", "Layout", "definition_is_sparse", "label_positions",
                      "merge_layouts", "spec_layout"], ".layout"),
     "record_metadata": ".digests",

@@ -13,6 +13,7 @@ import zarr
 
 from .errors import DamagedStore, NotAStore, StoreChanged
 from .layout import layout_of
+from .location import where
 from .metadata import checked_metadata
 
 
@@ -57,7 +58,14 @@ def holds_done_markers(path):
                for file in Path(path).glob("*/done/**/*"))
 
 
-def check_store(path):
+def check_store(store):
+    """Raise :class:`NotAStore` if ``store`` (a path or URL, :func:`.location.where`) holds no
+    pcskm cube, :class:`DamagedStore` if its metadata is damaged (:func:`check_folder`);
+    returns the metadata check."""
+    return where(store).check()
+
+
+def check_folder(path):
     """Raise :class:`NotAStore` if ``path`` is a file or a folder without Zarr metadata, and
     :class:`DamagedStore` naming the file if its metadata cannot be read, changed since pcskm
     wrote it (:mod:`pcskm.runner.store.metadata`) or the store was left half-created
@@ -84,19 +92,20 @@ def check_store(path):
     return found
 
 
-def open_root(path, mode="r"):
-    """The root group of the store at ``path``; :func:`check_store`'s errors if it cannot
-    be opened."""
+def open_root(store, mode="r"):
+    """The root group of ``store`` (a path or URL, :func:`.location.where`);
+    :func:`check_store`'s errors if it cannot be opened."""
+    location = where(store)
     try:
-        return zarr.open_group(str(path), mode=mode)
+        return zarr.open_group(location.zarr_store(mode), mode=mode)
     except (OSError, ValueError, KeyError):
-        check_store(path)
+        check_store(location)
         raise
 
 
-def read_layout(path):
+def read_layout(store):
     """The layout of an existing store."""
-    return layout_of(open_root(path), path)
+    return layout_of(open_root(store), store)
 
 
 def store_version(path, wait_seconds=10.0):
@@ -119,17 +128,18 @@ def store_version(path, wait_seconds=10.0):
 def read_consistently(path, read, attempts=2):
     """``read()`` (which reads the store at ``path``) done on one version of the store: read
     again if another run replaced the store or rewrote its metadata meanwhile (an extension
-    swapped in, a run recording itself), and :class:`StoreChanged` if it changed under every
-    attempt."""
+    swapped in, a run recording itself, a commit to a repository), and :class:`StoreChanged`
+    if it changed under every attempt."""
+    location = where(path)
     for _ in range(attempts):
-        version = store_version(path)
+        version = location.version()
         try:
             result = read()
         except Exception:
-            if store_version(path) == version:
+            if location.version() == version:
                 raise
             continue
-        if store_version(path) == version:
+        if location.version() == version:
             return result
     raise StoreChanged(f"{path} changed while it was read {attempts} times (another pcskm run "
                        "is extending it or recording itself); read it again once that run "

@@ -16,9 +16,9 @@ import numpy as np
 import zarr
 
 from . import schema
-from .digests import record_metadata
 from .errors import StoreNotWritable
 from .layout import done_shape, has_user_algorithms
+from .location import where
 from .schema import (
     CELL_DIMS,
     DONE_DIMS,
@@ -174,14 +174,16 @@ def stored_preregistration(spec):
 
 
 def write_layout(path, layout, spec, history=(), runs=()):
-    """Create a new, empty store at ``path`` with ``layout``."""
-    root = zarr.open_group(str(path), mode="w-", zarr_format=3,
+    """Create a new, empty store at ``path`` (a folder or a repository in a transaction,
+    :func:`.location.where`) with ``layout``."""
+    location = where(path)
+    root = zarr.open_group(location.zarr_store("w-"), mode="w-", zarr_format=3,
                            attributes=root_attrs(layout, spec, history, runs))
     for group in layout.groups.values():
         write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms),
                     layout.weights_per_s, layout.schema_version)
     _building("before consolidating")
-    record_metadata(path)
+    location.record_metadata()
 
 
 def build_beside(path, layout, spec, history=(), runs=(), fill=None):

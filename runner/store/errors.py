@@ -14,6 +14,10 @@ class StoreNotWritable(ValueError):
     disk full, no file locks)."""
 
 
+class UnsupportedStore(ValueError):
+    """The store is named by a URL of a kind pcskm cannot write (docs/reference/cli.md)."""
+
+
 class NotAStore(ValueError):
     """The path is not a pcskm results cube (a file, or a folder without Zarr metadata)."""
 

@@ -25,7 +25,7 @@ before it plans). Damage to the coordinates, which define the layout, cannot be 
 import itertools
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import PurePath
 
 import google_crc32c
 import numpy as np
@@ -33,6 +33,7 @@ from zarr.codecs import Crc32cCodec
 
 from .access import check_store, open_root
 from .errors import DamagedStore
+from .location import where
 from .schema import (
     DONE_DIMS,
     FIT_DIMS,
@@ -61,7 +62,7 @@ class Damage:
     dataset: str
     array: str
     chunk: tuple
-    file: Path
+    file: PurePath  # the chunk's file, or its key in a repository
     kind: str
     problem: str
     where: str
@@ -72,7 +73,7 @@ class Damage:
 class Verification:
     """What :func:`verify` found in one store."""
 
-    store: Path
+    store: object  # the store's path, or its repository (pcskm.runner.store.location)
     spec: str = "SPEC"  # the name of the spec that made the store
     damage: list = field(default_factory=list)
     n_chunks: int = 0  # chunk files read
@@ -133,25 +134,35 @@ class Verification:
         lines = [f"{len(self.damage)} damaged chunks; {self.lost_cells()} cells marked done "
                  "have lost values:"]
         for damage in self.damage[:MAX_LISTED]:
-            lines.append(f"  {damage.file.relative_to(self.store)}: {damage.problem} "
+            file = (damage.file.relative_to(self.store) if damage.file.is_absolute()
+                    else damage.file)
+            lines.append(f"  {file}: {damage.problem} "
                          f"({damage.where})")
         if len(self.damage) > MAX_LISTED:
             lines.append(f"  ... and {len(self.damage) - MAX_LISTED} more")
         return lines
 
 
-def _chunk_key_file(store, array, coords):
-    return store / array.path / array.metadata.encode_chunk_key(coords)
+def _chunk_key(array, coords):
+    """The key of a chunk in the store (``group/array/c/0/1/...``)."""
+    return f"{array.path}/{array.metadata.encode_chunk_key(coords)}"
+
+
+def _read_chunk(location, key):
+    """The bytes of the chunk ``key``, or None if it is missing."""
+    try:
+        return location.read_chunk(key)
+    except FileNotFoundError:
+        return None
 
 
 def _has_checksum(array):
     return isinstance(array.metadata.codecs[-1], Crc32cCodec)
 
 
-def _corruption(array, coords, file, checksummed):
-    """Why the chunk file at ``file`` is unusable, or None."""
+def _corruption(array, coords, data, checksummed):
+    """Why the chunk of bytes ``data`` is unusable, or None."""
     if checksummed:
-        data = file.read_bytes()
         if len(data) < 4:
             return f"truncated ({len(data)} bytes)"
         if google_crc32c.value(data[:-4]) != int.from_bytes(data[-4:], "little"):
@@ -199,15 +210,16 @@ def _where(array, coords, labels):
     return name + (f" of {', '.join(parts)}" if parts else "")
 
 
-def _verify_done(store, name, group, found):
+def _verify_done(location, name, group, found):
     done_array = group["done"]
     found.done[name] = np.zeros(done_array.shape, done_array.dtype)
     coords = (0,) * done_array.ndim
-    file = _chunk_key_file(store, done_array, coords)
-    if not file.exists():
+    key = _chunk_key(done_array, coords)
+    file, data = location.chunk_name(key), _read_chunk(location, key)
+    if data is None:
         return
     found.n_chunks += 1
-    problem = _corruption(done_array, coords, file, _has_checksum(done_array))
+    problem = _corruption(done_array, coords, data, _has_checksum(done_array))
     if problem:
         found.damage.append(Damage(name, "done", coords, file, "corrupt", problem,
                                    "done markers: every block of the group is recomputed",
@@ -271,20 +283,20 @@ def _inconsistent_blocks(status, coords, done, blocks):
 
 
 def verify(store):
-    """Check every chunk of the store at ``store`` (see the module docstring); returns a
-    :class:`Verification`. Raises :class:`DamagedStore`, in one line naming the files, if its
-    metadata changed (:mod:`pcskm.runner.store.metadata`) or a coordinate chunk is damaged. Reads
-    only: works on a read-only store."""
-    store = Path(store)
-    metadata = check_store(store)
-    root = open_root(store)
+    """Check every chunk of ``store`` (a path or URL, :func:`.location.where`; see the
+    module docstring); returns a :class:`Verification`. Raises :class:`DamagedStore`, in one
+    line naming the files, if its metadata changed (:mod:`pcskm.runner.store.metadata`) or a
+    coordinate chunk is damaged. Reads only: works on a read-only store."""
+    location = where(store).pinned()  # one snapshot of a repository for the whole check
+    metadata = check_store(location)
+    root = open_root(location)
     attrs = root.attrs.asdict()
-    found = Verification(store=store, spec=attrs.get("spec_name", "SPEC"), metadata=metadata)
+    found = Verification(store=location, spec=attrs.get("spec_name", "SPEC"), metadata=metadata)
     for name, group in root.groups():
         arrays = dict(group.arrays())
         found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
         labels = _labels(group)
-        _verify_done(store, name, group, found)
+        _verify_done(location, name, group, found)
         done = found.done[name]
         found.scored[name] = _read_scored(group)
         found.wanted[name] = wanted_scores(
@@ -299,48 +311,51 @@ def verify(store):
             if not checksummed:
                 found.unchecksummed.append(f"{name}/{array_name}")
             for coords in itertools.product(*map(range, array.cdata_shape)):
-                file = _chunk_key_file(store, array, coords)
+                key = _chunk_key(array, coords)
+                file, data = location.chunk_name(key), _read_chunk(location, key)
                 blocks = None if layout else _blocks_of(array, coords, done.shape)
                 under_done = blocks is not None and bool(needed[blocks].any())
-                where = _where(array, coords, labels)
-                if not file.exists():
+                label = _where(array, coords, labels)
+                if data is None:
                     # a layout array of a checksummed store is written whole when it is made
                     if under_done or (layout and checksummed):
                         found.damage.append(Damage(name, array_name, coords, file, "missing",
-                                                   "missing", where, blocks))
+                                                   "missing", label, blocks))
                     continue
                 found.n_chunks += 1
-                problem = _corruption(array, coords, file, checksummed)
+                problem = _corruption(array, coords, data, checksummed)
                 if problem:
                     found.damage.append(Damage(name, array_name, coords, file, "corrupt", problem,
-                                               where, blocks))
+                                               label, blocks))
                 elif array_name == "status" and under_done:
                     bad = _inconsistent_blocks(array, coords, done, blocks)
                     if bad.any():
                         found.damage.append(Damage(
                             name, array_name, coords, file, "inconsistent",
-                            f"status 'missing' in {int(bad.sum())} blocks marked done", where,
+                            f"status 'missing' in {int(bad.sum())} blocks marked done", label,
                             bad))
     layout = [damage for damage in found.damage if damage.blocks is None]
     if layout:
         raise DamagedStore(
-            f"the coordinates of {store} (its layout) are damaged: "
+            f"the coordinates of {location} (its layout) are damaged: "
             + "; ".join(f"{d.file}: {d.problem}" for d in layout)
             + ". pcskm cannot repair this store; restore it from a copy")
     return found
 
 
 def repair(store, found):
-    """Delete the damaged chunk files ``found`` lists and clear the done markers of the
-    blocks they held. A repair cut short leaves chunks missing under done markers, which the
-    next verification finds."""
+    """Delete the damaged chunks ``found`` lists (a chunk whose object is missing from a
+    repository is deleted from its snapshot) and clear the done markers of the blocks they
+    held. A repair cut short leaves chunks missing under done markers, which the next
+    verification finds."""
     if found.ok:
         return
+    location = where(store)
     log.warning("%s: %s\nrepairing: the damaged chunks are deleted and their cells marked "
                 "not done, to be computed again", store, "\n".join(found.listing()))
     for damage in found.damage:
-        if damage.kind == "corrupt":
-            damage.file.unlink(missing_ok=True)
-    root = open_root(store, "r+")
+        if damage.kind in ("corrupt", "missing"):
+            location.delete_chunk(damage.file)
+    root = open_root(location, "r+")
     for name in sorted({damage.dataset for damage in found.damage}):
         writable_arrays(root[name])["done"][...] = found.done_after_repair(name)

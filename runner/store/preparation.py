@@ -13,13 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from .access import check_store, half_created, holds_done_markers, open_root, read_layout
-from .create import build_beside, create_score_arrays, root_attrs, stored_preregistration
-from .digests import consolidate, record_metadata
+from .create import create_score_arrays, root_attrs, stored_preregistration
 from .errors import IncompatibleStore
 from .integrity import repair, verify
 from .layout import label_positions, merge_layouts, spec_layout
-from .lock import check_writable
-from .metadata import repair_metadata
+from .location import CREATED, PREPARED, RECORDED, RUN_TAG, where
 from .schema import FIT_VARIABLES, RUNNING, SCORE_VARIABLES, WEIGHTS_PER_S, writable_arrays
 from .sizes import check_sizes
 from .views import Cube
@@ -34,7 +32,7 @@ def check_preregistration(path, spec):
     A store with nothing computed takes the new one."""
     old = open_root(path).attrs.asdict().get("preregistration")
     new = stored_preregistration(spec)
-    if old == new or not holds_done_markers(path):
+    if old == new or not where(path).holds_done_markers():
         return
     changed = sorted(key for key in {*(old or {}), *(new or {})}
                      if (old or {}).get(key) != (new or {}).get(key))
@@ -55,14 +53,14 @@ def _describe(preregistration, keys):
     return "(" + ", ".join(f"{key} = {shown(preregistration.get(key))}" for key in keys) + ")"
 
 
-def _add_score_arrays(path, layout, spec, history, runs):
-    """Turn the selection scores of ``layout`` on in the store at ``path`` in place: add the
-    variables it lacks, then record the settings (a run killed between the two leaves the
-    store as it was, with unused variables that the next extension keeps)."""
-    root = open_root(path, "r+")
+def _add_score_arrays(location, layout, spec, history, runs):
+    """Turn the selection scores of ``layout`` on in the store in place: add the variables it
+    lacks, then record the settings (a run killed between the two leaves the store as it
+    was, with unused variables that the next extension keeps)."""
+    root = open_root(location, "r+")
     for name, group in layout.groups.items():
         create_score_arrays(root[name], group, layout.fixed, layout.schema_version)
-    record_metadata(path, root_attrs(layout, spec, history, runs))
+    location.record_metadata(root_attrs(layout, spec, history, runs))
 
 
 def _copy_group(source, target, old, new):
@@ -91,9 +89,11 @@ def _copy_group(source, target, old, new):
             target[name].set_orthogonal_selection(selection, values)
 
 
-def _recover(path):
-    """Finish or undo an interrupted rebuild (see :func:`_rebuild`) and delete the temporary
-    files of writes cut short (``*.partial``: the file they were replacing is intact)."""
+def recover_folder(path):
+    """Finish or undo an interrupted rebuild of the store in the folder ``path`` (see
+    :func:`_rebuild`), delete the temporary files of writes cut short (``*.partial``: the
+    file they were replacing is intact) and a store left half-created by an older pcskm
+    without done markers (:func:`_recreate_half_created`)."""
     path = Path(path)
     rebuild, old = path.with_name(path.name + ".rebuild"), path.with_name(path.name + ".old")
     if not path.exists() and old.exists():
@@ -105,25 +105,26 @@ def _recover(path):
     if path.exists():
         for partial in path.rglob("*.partial"):
             partial.unlink()
+    _recreate_half_created(path)
 
 
-def _rebuild(path, old, new, spec, history, runs):
-    """Extend the store: build the new layout beside it, copy every record, swap
-    (:func:`build_beside`)."""
+def _rebuild(location, old, new, spec, history, runs):
+    """Extend the store: build the new layout in its place (beside a folder, swapped in; in
+    a repository's transaction), copying every record of the store before."""
 
     def copy(rebuild):
-        source, target = open_root(path), open_root(rebuild, "r+")
+        source, target = open_root(location.before()), open_root(rebuild, "r+")
         for name, group in old.groups.items():
             _copy_group(source[name], target[name], group, new.groups[name])
 
-    build_beside(path, new, spec, history, runs, fill=copy)
+    location.build(new, spec, history, runs, fill=copy)
 
 
 def _recreate_half_created(path):
     """Delete a store left half-created by an older pcskm (:func:`half_created`) if it holds
     no done marker, with a message (one with done markers is refused by
     :func:`check_store`)."""
-    reason = half_created(path)
+    reason = path.is_dir() and half_created(path)
     if reason and not holds_done_markers(path):
         log.warning("%s was left half-created by a run killed while creating it (%s); it "
                     "holds no computed cell: created again", path, reason)
@@ -131,60 +132,61 @@ def _recreate_half_created(path):
 
 
 def prepare(path, spec, data_dir=None):
-    """Open the store for ``spec``: create it, or check that it is a writable pcskm cube,
-    repair it (:func:`pcskm.runner.store.integrity.repair`: damaged chunks deleted, their done
-    markers cleared), record a run that was killed before recording itself, check that it is
-    compatible and extend it to cover the spec (raises :class:`IncompatibleStore`). Returns
-    ``(cube, action)`` with action "created", "extended" or "opened"."""
-    path = Path(path)
-    _recover(path)
+    """Open the store for ``spec`` (a path or URL, or a place of :mod:`.location` being
+    written): create it, or check that it is a writable pcskm cube, repair it
+    (:func:`pcskm.runner.store.integrity.repair`: damaged chunks deleted, their done markers
+    cleared), record a run that was killed before recording itself, check that it is
+    compatible and extend it to cover the spec (raises :class:`IncompatibleStore`). What it
+    wrote is committed (in a repository, one commit). Returns ``(cube, action)`` with action
+    "created", "extended" or "opened"."""
+    location = where(path)
+    location.recover()
     new = spec_layout(spec, data_dir)
-    check_sizes(new, path)  # before anything is created
-    if path.is_dir() and not any(path.iterdir()):
-        path.rmdir()  # an empty folder: the new store takes its place
-    _recreate_half_created(path)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        build_beside(path, new, spec)
+    check_sizes(new, location)  # before anything is created
+    if location.is_new():
+        location.build(new, spec)
         action = "created"
     else:
-        repair_metadata(path, new.groups)
-        check_store(path)
-        check_preregistration(path, spec)
-        check_writable(path)
-        found = verify(path)
-        _record_unfinished_run(path, found)
-        repair(path, found)
-        old = read_layout(path)
-        merged = merge_layouts(old, new, store=str(path))
-        stored = open_root(path).attrs.asdict()
+        location.repair_metadata(new.groups)
+        check_store(location)
+        check_preregistration(location, spec)
+        location.check_writable()
+        found = verify(location)
+        _record_unfinished_run(location, found)
+        repair(location, found)
+        old = read_layout(location)
+        merged = merge_layouts(old, new, store=str(location))
+        stored = open_root(location).attrs.asdict()
         history, runs = stored.get("spec_hashes", []), stored.get("runs", [])
         numpy_then = stored.get("versions", {}).get("numpy")
         if numpy_then != np.__version__:  # docs/method/protocol.md §2: generator streams may change
             log.warning("%s was written with NumPy %s, this is NumPy %s: random streams may "
-                        "differ between versions", path, numpy_then, np.__version__)
+                        "differ between versions", location, numpy_then, np.__version__)
         if merged.groups == old.groups and merged.algorithms == old.algorithms \
                 and merged.fixed != old.fixed:  # only selection scores turned on
-            _add_score_arrays(path, merged, spec, history, runs)
+            _add_score_arrays(location, merged, spec, history, runs)
             action = "extended"
         elif merged.groups != old.groups or merged.fixed != old.fixed \
                 or merged.algorithms.keys() != old.algorithms.keys():
-            check_sizes(merged, path, copies=True)
-            _rebuild(path, old, merged, spec, history, runs)
+            check_sizes(merged, location, copies=True)
+            _rebuild(location, old, merged, spec, history, runs)
             action = "extended"
         else:
-            record_metadata(path, root_attrs(merged, spec, history, runs))
+            location.record_metadata(root_attrs(merged, spec, history, runs))
             action = "opened"
-    cube = Cube(path)
+    cube = Cube(location)
     cube.mark_applicability(spec)
+    location.commit(f"store {action} for spec {spec.name}",
+                    CREATED if action == "created" else PREPARED)
     return cube, action
 
 
-def _record_unfinished_run(path, found):
+def _record_unfinished_run(location, found):
     """Record the run that began writing the store and was killed before recording itself
-    (its ``run_in_progress`` entry is still there; the lock says it is gone): the cells it
-    wrote are the cells marked done now less those marked done when it began."""
-    root = open_root(path, "r+")
+    (its ``run_in_progress`` entry is still there; the lock, or for a repository
+    :meth:`.location.Repository.check_free`, says it is gone): the cells it wrote are the
+    cells marked done now less those marked done when it began."""
+    root = open_root(location, "r+")
     attrs = root.attrs.asdict()
     entry = attrs.pop(RUNNING, None)
     if entry is None:
@@ -197,4 +199,8 @@ def _record_unfinished_run(path, found):
         entry.update(cells=cells_written, finished=None, interrupted=True, killed=True)
         attrs["runs"] = [*attrs.get("runs", []), entry]
     root.attrs.put(attrs)
-    consolidate(path)
+    location.consolidate()
+    if cells_written:
+        number = len(attrs["runs"])
+        location.commit(f"run {number} ({entry.get('spec')}), killed: recorded by the next run",
+                        RECORDED, entry, RUN_TAG.format(number))

@@ -22,6 +22,7 @@ import numpy as np
 from pcskm.experiments import cells
 
 from .layout import Layout
+from .location import where
 from .schema import (
     BLOCK_DIMS,
     FIT_DIMS,
@@ -193,10 +194,12 @@ def check_sizes(layout, path, *, copies=False):
     store is ``copies``: rebuilt beside the old one) or the client's memory; returns the
     :class:`Sizes`."""
     found = store_sizes(layout)
-    folder, free = free_disk(path)
-    needed = found.values_bytes - (0 if copies else disk_used(path))
+    space = where(path).space()  # None: object storage, no disk to fill
     problems = []
-    if needed > free:
+    if space is not None:
+        folder, free, used = space
+        needed = found.values_bytes - (0 if copies else used)
+    if space is not None and needed > free:
         problems.append(f"its values need {binary(needed)} on disk and {folder} has "
                         f"{binary(free)} free")
     memory = available_memory()

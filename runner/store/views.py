@@ -3,16 +3,15 @@ read only, for planning), :class:`Cube` (open for the writer: its arrays, the ma
 writes and the run record) and :func:`open_cube` (the cube as an ``xarray.DataTree``).
 """
 
-from pathlib import Path
 
 import numpy as np
 
 from pcskm.experiments.protocol import pct10
 
 from .access import open_root, read_layout
-from .digests import consolidate
 from .integrity import verify
 from .layout import done_shape, json_copy, merge_layouts, positions, spec_layout
+from .location import FLUSHED, RECORDED, RUN_TAG, STARTED, where
 from .schema import (
     MISSING,
     NOT_APPLICABLE,
@@ -50,10 +49,10 @@ class CubeView:
         """What :func:`prepare` would open for ``spec``, without writing anything (for
         ``--dry-run``): the merged layout and the store's done markers, if it exists, less
         those a run would clear because their chunks are damaged."""
-        path = Path(path)
+        path = where(path)
         new = spec_layout(spec, data_dir)
         check_sizes(new, path)
-        if not path.exists():
+        if path.is_new():
             return cls(new, {n: np.zeros(done_shape(g), np.uint8)
                              for n, g in new.groups.items()})
         found = verify(path)
@@ -97,17 +96,30 @@ class CubeView:
 
 
 class Cube(CubeView):
-    """An open store, for the writer: its layout, arrays and in-memory ``done`` markers."""
+    """An open store, for the writer: its layout, arrays and in-memory ``done`` markers;
+    ``path``: where it lives (:func:`.location.where`; a repository in a transaction)."""
 
     def __init__(self, path):
-        self.path = Path(path)
-        root = open_root(self.path, "r+")
+        self.path = where(path)
         layout = read_layout(self.path)
-        self.arrays = {name: writable_arrays(root[name]) for name in layout.groups}
+        self.arrays = self._open(layout)
         super().__init__(layout, {name: arrays["done"][:]
                                   for name, arrays in self.arrays.items()},
                          {name: arrays["scored"][:] for name, arrays in self.arrays.items()
                           if "scored" in arrays})
+
+    def _open(self, layout):
+        root = open_root(self.path, "r+")
+        return {name: writable_arrays(root[name]) for name in layout.groups}
+
+    def commit(self, message="results of the run", kind=FLUSHED, run=None, tag=None):
+        """Make everything written since the last commit durable at once: a commit of a
+        repository (its arrays opened again on the next transaction), nothing in a folder
+        (written in place). Called by the writer at each flush
+        (:meth:`.writer.CubeWriter.flush`); the data and the done markers written since the
+        last flush land in one commit."""
+        if self.path.commit(message, kind, run, tag) is not None:
+            self.arrays = self._open(self.layout)
 
     def mark_done(self, dataset, regions):
         """Mark the ``regions`` of ``dataset`` done, each ``(algorithm position, init
@@ -142,8 +154,10 @@ class Cube(CubeView):
         so that the next run can record this one if it is killed before :meth:`record_run`
         (see :func:`.preparation.prepare`)."""
         root = open_root(self.path, "r+")
-        root.attrs.update({RUNNING: json_copy({**entry, "done_cells": self.done_cells()})})
-        consolidate(self.path)
+        note = json_copy({**entry, "done_cells": self.done_cells()})
+        root.attrs.update({RUNNING: note})
+        self.path.consolidate()
+        self.commit(f"run started: {entry.get('command')}", STARTED, note)
 
     def record_run(self, entry):
         """Append ``entry`` (a JSON-able dict: when, how long, where, what was computed;
@@ -155,7 +169,13 @@ class Cube(CubeView):
         if entry is not None:
             attrs["runs"] = [*attrs.get("runs", []), json_copy(entry)]
         root.attrs.put(attrs)
-        consolidate(self.path)
+        self.path.consolidate()
+        if entry is None:
+            self.commit("run ended: nothing written", RECORDED)
+        else:
+            number = len(attrs["runs"])
+            self.commit(f"run {number}: {entry.get('cells')} cells of {entry.get('spec')}",
+                        RECORDED, attrs["runs"][-1], RUN_TAG.format(number))
 
     def clear_done(self, tasks):
         """Unmark the blocks of ``tasks`` (``--force``), so that an interrupted forced run
@@ -201,8 +221,9 @@ class Cube(CubeView):
                 array[region] = status[region]
 
 
-def open_cube(path):
-    """The cube as an ``xarray.DataTree`` (one child per data set), read lazily."""
-    import xarray as xr  # not at start-up: pcskm status does without it
-
-    return xr.open_datatree(str(path), engine="zarr")
+def open_cube(path, run=None):
+    """The cube at ``path`` (a path, or an ``s3://`` URL, :func:`.location.where`) as an
+    ``xarray.DataTree`` (one child per data set), read lazily; ``run``: on object storage, as
+    the run of that tag (``run-0001``, ``pcskm status``) left it (docs/guide/hpc.md, "The
+    store on object storage")."""
+    return where(path).open_datatree(run)

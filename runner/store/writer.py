@@ -228,8 +228,11 @@ class CubeWriter:
         return task.n_cells
 
     def flush(self):
-        """Write every chunk changed since it was last written."""
+        """Write every chunk changed since it was last written, and commit what was written
+        since the last flush (:meth:`pcskm.runner.store.views.Cube.commit`: one commit of a
+        repository; nothing to do in a folder)."""
         self._write(list(self.chunks))
+        self.cube.commit()
         self.last_flush = time.monotonic()
 
     def close(self):

@@ -1,0 +1,614 @@
+"""Where a store lives: a folder on a POSIX file system (:class:`Folder`) or an Icechunk
+repository on S3-compatible object storage (:class:`Repository`), told apart by the store's
+name (:func:`where`); the one module that knows the difference (docs/guide/hpc.md, "The
+store on object storage").
+
+Both give the other modules of the store what differs between them: the Zarr store to open
+(:meth:`zarr_store`), the bytes of one chunk (:meth:`read_chunk`), how a run holds the store
+while it writes (:meth:`writing`: the folder's lock file, or an Icechunk transaction), how a
+whole new store replaces the one there (:meth:`build`: built beside the folder and swapped in,
+or written in the transaction and committed at once), how writes become durable
+(:meth:`commit`: in place for a folder, an Icechunk commit for a repository), and what changes
+when another run writes (:meth:`version`).
+
+A ``file://`` URL names a folder of this machine and ``s3://bucket/prefix`` an Icechunk
+repository; any other URL is refused (:class:`.errors.UnsupportedStore`) before anything is
+read or made, never taken for a relative path (``s3://b/x`` would be a folder ``s3:``). The
+folder's operations are those of the modules listed after this one, imported when used.
+"""
+
+import contextlib
+import os
+import platform
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+from pcskm.runner.locations import is_url
+
+from .errors import NotAStore, StoreBusy, StoreNotWritable, UnsupportedStore
+from .schema import RUNNING
+
+SUPPORTED = ("a folder on a local or network file system (a path, or file:///path) or an "
+             "Icechunk repository on S3-compatible object storage (s3://bucket/prefix)")
+BRANCH = "main"  # the branch a run commits to
+RUN_TAG = "run-{:04d}"  # the tag of the commit recording the n-th run into a repository
+# Commit metadata key ``pcskm``: what a commit holds (``runs``: a run's record).
+CREATED, PREPARED, STARTED, FLUSHED, RECORDED = ("created", "prepared", "started", "flushed",
+                                                 "recorded")
+
+
+def where(store):
+    """The place of ``store``: a :class:`Folder` or :class:`Repository` as given, a
+    :class:`Repository` for ``s3://bucket/prefix``, a :class:`Folder` for a path or a
+    ``file://`` URL of this machine; :class:`UnsupportedStore` for any other URL."""
+    if isinstance(store, Folder | Repository):
+        return store
+    if not is_url(store):
+        return Folder(store)
+    parts = urlsplit(store)
+    scheme = parts.scheme.lower()
+    if "::" in store.partition("://")[0]:
+        scheme = store.partition("://")[0]
+    elif scheme == "file":
+        if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+            raise UnsupportedStore(f"{store}: a file:// URL names a folder of this machine "
+                                   "(file:///path); give the path itself")
+        return Folder(unquote(parts.path))
+    elif scheme == "s3":
+        prefix = parts.path.strip("/")
+        if not parts.netloc or not prefix or parts.query or parts.fragment:
+            raise UnsupportedStore(f"{store}: an object store is named s3://bucket/prefix "
+                                   "(a bucket and a prefix inside it, nothing after)")
+        return Repository(parts.netloc, prefix)
+    raise UnsupportedStore(f"{store}: {scheme}:// stores are not supported; a store is {SUPPORTED}")
+
+
+class Folder:
+    """A store in a folder: Zarr files written in place, one run at a time by a lock file
+    (:func:`.lock.store_lock`), created and extended beside the folder and swapped in
+    (:func:`.create.build_beside`), its metadata checked against recorded digests
+    (:mod:`.metadata`)."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def __fspath__(self):
+        return os.fspath(self.path)
+
+    def __str__(self):
+        return str(self.path)
+
+    def __repr__(self):
+        return f"Folder({str(self.path)!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Folder) and other.path == self.path
+
+    def __hash__(self):
+        return hash(self.path)
+
+    @property
+    def name(self):
+        return self.path.name
+
+    def resolve(self):
+        """The absolute path of the folder."""
+        return self.path.resolve()
+
+    def exists(self):
+        return self.path.exists()
+
+    def is_new(self):
+        """Whether the store is yet to be created (no such path, or an empty folder)."""
+        return not self.path.exists() or (self.path.is_dir() and not any(self.path.iterdir()))
+
+    def zarr_store(self, mode="r"):
+        return str(self.path)
+
+    def check(self):
+        from .access import check_folder
+
+        return check_folder(self.path)
+
+    @contextlib.contextmanager
+    def writing(self):
+        """Hold the store's lock file while a run writes (:func:`.lock.store_lock`)."""
+        from .lock import store_lock
+
+        with store_lock(self.path):
+            yield self
+
+    def check_writable(self):
+        from .lock import check_writable
+
+        check_writable(self.path)
+
+    def recover(self):
+        """Finish or undo an interrupted rebuild, delete a half-created store without done
+        markers (:mod:`.preparation`)."""
+        from .preparation import recover_folder
+
+        recover_folder(self.path)
+
+    def build(self, layout, spec, history=(), runs=(), fill=None):
+        """Write a whole new store of ``layout`` in place of this one
+        (:func:`.create.build_beside`)."""
+        from .create import build_beside
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        build_beside(self.path, layout, spec, history, runs, fill)
+
+    def before(self):
+        """The store as it was before the writes of a :meth:`build` (the folder, kept until
+        the new one is swapped in)."""
+        return self
+
+    def record_metadata(self, attrs=None):
+        from .digests import record_metadata
+
+        record_metadata(self.path, attrs)
+
+    def repair_metadata(self, groups):
+        from .metadata import repair_metadata
+
+        repair_metadata(self.path, groups)
+
+    def consolidate(self):
+        from .digests import consolidate
+
+        consolidate(self.path)
+
+    def commit(self, message, kind, run=None, tag=None):
+        """Nothing: a folder's writes are in place as soon as Zarr returns."""
+
+    def holds_done_markers(self):
+        from .access import holds_done_markers
+
+        return holds_done_markers(self.path)
+
+    def chunk_name(self, key):
+        return self.path / key
+
+    def read_chunk(self, key):
+        """The bytes of the chunk object ``key`` (FileNotFoundError if it is missing)."""
+        return (self.path / key).read_bytes()
+
+    def delete_chunk(self, name):
+        """Delete the chunk :meth:`chunk_name` named ``name``."""
+        Path(name).unlink(missing_ok=True)
+
+    def version(self):
+        from .access import store_version
+
+        return store_version(self.path)
+
+    def pinned(self):
+        """The folder: a reader of a folder sees another run's swap through
+        :func:`.access.read_consistently`."""
+        return self
+
+    def space(self):
+        """``(folder, bytes free, bytes used by the store)`` (:mod:`.sizes`)."""
+        from .sizes import disk_used, free_disk
+
+        return (*free_disk(self.path), disk_used(self.path))
+
+    def open_datatree(self, run=None):
+        import xarray as xr
+
+        if run is not None:
+            raise ValueError(f"{self}: a store in a folder keeps no versions; run= names a "
+                             "version of a store on object storage (s3://)")
+        return xr.open_datatree(str(self.path), engine="zarr")
+
+    def runs(self):
+        """The versions of the store (none in a folder)."""
+        return []
+
+
+class SnapshotCheck:
+    """What :func:`.access.check_store` reports of a repository's metadata: Icechunk's
+    snapshots are immutable and name every node's metadata (docs/reference/cube-schema.md,
+    "The store on object storage"), so no digest is recorded or checked."""
+
+    recorded = True
+    changes = ()
+
+    def __init__(self, snapshot):
+        self.snapshot = snapshot
+
+    def describe(self):
+        return (f"metadata: Icechunk snapshot {self.snapshot} (immutable; its metadata is "
+                "not checked against digests)")
+
+
+def _icechunk():
+    """The ``icechunk`` module, or :class:`UnsupportedStore` saying how to install it (an
+    optional dependency: ``pip install "pcskm[s3]"``)."""
+    try:
+        import icechunk
+    except ImportError:
+        raise UnsupportedStore("an s3:// store is an Icechunk repository, and Icechunk is not "
+                               "installed: pip install \"pcskm[s3]\" (docs/guide/install.md)"
+                               ) from None
+    return icechunk
+
+
+def _storage(bucket, prefix):
+    """Icechunk's storage of ``s3://bucket/prefix``, with the AWS conventions: credentials
+    from the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_SESSION_TOKEN``, a profile), the region from ``AWS_REGION`` or
+    ``AWS_DEFAULT_REGION`` and an S3-compatible server from ``AWS_ENDPOINT_URL_S3`` or
+    ``AWS_ENDPOINT_URL`` (path-style requests; ``http://`` allowed)."""
+    icechunk = _icechunk()
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    return icechunk.s3_storage(bucket=bucket, prefix=prefix, region=region,
+                               endpoint_url=endpoint or None,
+                               allow_http=bool(endpoint and endpoint.startswith("http://")),
+                               force_path_style=bool(endpoint), from_env=True)
+
+
+class Transaction:
+    """What a run writes into a repository between two commits: a writable Icechunk session
+    on a branch. :meth:`commit` makes everything written since the last commit visible at
+    once (or nothing, if the process dies first), and refuses it if another writer committed
+    to the branch meanwhile (``icechunk.ConflictError``); :meth:`fork` and :meth:`merge` let
+    other processes write into it (forks of its session, merged before a commit)."""
+
+    def __init__(self, repository, branch=BRANCH):
+        self.repository, self.branch = repository, branch
+        self.session = repository.writable_session(branch)
+
+    @property
+    def store(self):
+        return self.session.store
+
+    @property
+    def base(self):
+        """The snapshot the writes since the last commit start from."""
+        return self.session.snapshot_id
+
+    @property
+    def changed(self):
+        return self.session.has_uncommitted_changes
+
+    def fork(self):
+        return self.session.fork()
+
+    def merge(self, *forks):
+        self.session.merge(*forks)
+
+    def commit(self, message, metadata=None):
+        """Commit the writes since the last commit (None if there are none); returns the new
+        snapshot's id. Raises ``icechunk.ConflictError`` if the branch moved."""
+        if not self.changed:
+            return None
+        snapshot = self.session.commit(message, metadata=metadata)
+        self.session = self.repository.writable_session(self.branch)
+        return snapshot
+
+
+class Repository:
+    """A store in an Icechunk repository at ``s3://bucket/prefix``: created by its first
+    commit, written by a run in a :class:`Transaction` committed at the writer's flushes,
+    each run's record committed and tagged ``run-NNNN`` (docs/guide/hpc.md, "The store on
+    object storage"). ``snapshot``: read that version (a tag or snapshot id) instead of the
+    branch's tip."""
+
+    def __init__(self, bucket, prefix, snapshot=None):
+        self.bucket, self.prefix, self.snapshot = bucket, prefix, snapshot
+        self.transaction = None
+        self._repo = self._session = self._before = None
+
+    def __str__(self):
+        return f"s3://{self.bucket}/{self.prefix}"
+
+    def __repr__(self):
+        return f"Repository({str(self)!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Repository) and (other.bucket, other.prefix) == (
+            self.bucket, self.prefix)
+
+    def __hash__(self):
+        return hash((self.bucket, self.prefix))
+
+    @property
+    def name(self):
+        return PurePosixPath(self.prefix).name
+
+    def resolve(self):
+        """The repository's URL (absolute already)."""
+        return self
+
+    def _error(self, error, doing, cause="the bucket, the AWS credentials or "
+                                          "AWS_ENDPOINT_URL"):
+        """:class:`StoreNotWritable` for an Icechunk ``error``: what was being done, the first
+        line of Icechunk's message and ``cause``, what to check."""
+        first = next((line.strip(" x|") for line in str(error).splitlines()
+                      if line.strip(" x|")), type(error).__name__)
+        return StoreNotWritable(f"{self}: cannot {doing} ({first}); check {cause} "
+                                "(docs/guide/hpc.md, \"The store on object storage\")")
+
+    def exists(self):
+        """Whether a repository exists at the URL (with a committed pcskm store or not)."""
+        icechunk = _icechunk()
+        try:
+            return icechunk.Repository.exists(_storage(self.bucket, self.prefix))
+        except icechunk.IcechunkError as error:
+            raise self._error(error, "reach the repository") from None
+
+    @property
+    def repo(self):
+        icechunk = _icechunk()
+        if self._repo is None:
+            try:
+                self._repo = icechunk.Repository.open(_storage(self.bucket, self.prefix))
+            except icechunk.IcechunkError as error:
+                if not self.exists():
+                    raise NotAStore(f"{self} is missing: no Icechunk repository there "
+                                    "(pcskm run creates it)") from None
+                raise self._error(error, "open the repository") from None
+        return self._repo
+
+    def is_new(self):
+        """Whether the store is yet to be created: no repository, or one whose creating run
+        was killed before its first commit (no root group)."""
+        return not self.exists() or not self._has_root(self.zarr_store())
+
+    @staticmethod
+    def _has_root(store):
+        from zarr.core.sync import sync
+
+        return sync(store.exists("zarr.json"))
+
+    def readonly(self, snapshot=None):
+        """A read-only session at ``snapshot`` (a tag or snapshot id), else this handle's
+        :attr:`snapshot` (one session, kept), else the branch's tip."""
+        if snapshot is None and self.snapshot is not None:
+            if self._session is None:
+                self._session = self.readonly(self.snapshot)
+            return self._session
+        if snapshot is None:
+            return self.repo.readonly_session(BRANCH)
+        if snapshot in self.tags():
+            return self.repo.readonly_session(tag=snapshot)
+        return self.repo.readonly_session(snapshot_id=snapshot)
+
+    def pinned(self):
+        """This store as of now, for a reader that reads it several times: the snapshot at
+        the branch's tip, which later commits do not change (itself while a run writes it,
+        or if it names a version already)."""
+        if self.transaction is not None or self.snapshot is not None:
+            return self
+        pinned = Repository(self.bucket, self.prefix, self.version())
+        pinned._repo = self._repo
+        return pinned
+
+    def tags(self):
+        return self.repo.list_tags()
+
+    def zarr_store(self, mode="r"):
+        """The transaction's store while a run writes (:meth:`writing`), else a read-only
+        store of the version read."""
+        if mode != "r" or self.transaction is not None:
+            return self._writing().store
+        return self.readonly().store
+
+    def _writing(self):
+        """The transaction of the run writing the store, or :class:`StoreNotWritable`."""
+        if self.transaction is None:
+            raise StoreNotWritable(f"{self} is written only by a run holding it (pcskm run; "
+                                   "from Python, inside `with where(url).writing():`)")
+        return self.transaction
+
+    def check(self):
+        """Raise :class:`NotAStore` unless the repository holds a pcskm cube."""
+        import zarr
+
+        store = self.zarr_store()
+        if not self._has_root(store):
+            raise NotAStore(f"{self} holds no Zarr store (an Icechunk repository without "
+                            "a committed pcskm cube: pcskm run creates it)")
+        if zarr.open_group(store, mode="r").attrs.get("title") != "pcskm results cube":
+            raise NotAStore(f"{self} holds a Zarr store that is not a pcskm results cube")
+        base = self.transaction.base if self.transaction else self.readonly().snapshot_id
+        return SnapshotCheck(base)
+
+    @contextlib.contextmanager
+    def writing(self):
+        """Write the store in a :class:`Transaction` on its branch (the repository created if
+        there is none), refused (:class:`StoreBusy`) if another run is writing it
+        (:meth:`check_free`); whatever is not committed when the block ends is dropped."""
+        icechunk = _icechunk()
+        if not self.exists():
+            try:
+                icechunk.Repository.create(_storage(self.bucket, self.prefix))
+            except icechunk.IcechunkError as error:
+                if not self.exists():  # else another run created it meanwhile
+                    raise self._error(error, "create the repository") from None
+        self.transaction = Transaction(self.repo)
+        try:
+            self.check_free()
+            yield self
+        except icechunk.IcechunkError as error:  # a write or commit the bucket refused
+            raise self._error(error, "write the repository", "credentials that may only "
+                              "read it (pcskm status, verify and report only read) or a "
+                              "bucket that refuses the write; nothing this run had not "
+                              "committed was kept") from None
+        finally:
+            self.transaction = None
+
+    def running(self):
+        """The note of the run writing the store at the branch's tip (root attribute
+        ``run_in_progress``), or None."""
+        import zarr
+
+        store = self.readonly().store
+        if not self._has_root(store):
+            return None
+        return zarr.open_group(store, mode="r").attrs.get(RUNNING)
+
+    def check_free(self):
+        """Raise :class:`StoreBusy` if the tip notes a run in progress that is not known to
+        be gone: a process of another host, or a live one of this host (a note left by a
+        killed process of this host is the previous run's, recorded by
+        :func:`.preparation.prepare`)."""
+        note = self.running()
+        if note is None or _gone(note):
+            return
+        raise StoreBusy(f"{self} is being written by {describe_run(note)}; wait for that run "
+                        "to end. If it was killed, run pcskm run on its host "
+                        f"{note.get('client_host')}, which finds the process gone and records it")
+
+    def busy(self, error):
+        """The :class:`StoreBusy` for a commit refused because another run committed."""
+        note = self.running()
+        other = describe_run(note) if note else "another run (its commit records no note)"
+        return StoreBusy(f"{self} was written by {other} while this run held it (Icechunk "
+                         f"refused this run's commit: {error}); this run stops, what both "
+                         "runs committed is kept, and a rerun after that run ends computes "
+                         "what is missing")
+
+    def check_writable(self):
+        """Nothing to check before a commit: a repository the credentials cannot write
+        refuses the first commit."""
+
+    def recover(self):
+        """Nothing to finish or undo: a killed run leaves the last commit whole."""
+
+    def build(self, layout, spec, history=(), runs=(), fill=None):
+        """Write a whole new store of ``layout`` in the transaction, in place of the one
+        there (its groups deleted), ``fill(self)`` copying the records of the store before
+        (:meth:`before`); the next commit makes the new store visible at once. What the
+        run wrote before is committed first, so that :meth:`before` holds it."""
+        from zarr.core.sync import sync
+
+        from .create import write_layout
+
+        self.commit("before rebuilding the store", PREPARED)
+        self._before = self._writing().base
+        sync(self._writing().store.clear())
+        write_layout(self, layout, spec, history, runs)
+        if fill is not None:
+            fill(self)
+
+    def before(self):
+        """The store as committed before the current :meth:`build` (read only)."""
+        return Repository(self.bucket, self.prefix, snapshot=self._before)
+
+    def record_metadata(self, attrs=None):
+        """Update the root attributes with ``attrs`` (Icechunk's snapshots stand for the
+        metadata digests of a folder)."""
+        import json
+
+        import zarr
+
+        root = zarr.open_group(self.zarr_store("r+"), mode="r+")
+        stored = root.attrs.asdict()
+        wanted = {**stored, **json.loads(json.dumps(attrs or {}))}
+        if wanted != stored:
+            root.attrs.put(wanted)
+
+    def repair_metadata(self, groups):
+        """Nothing: a snapshot's metadata cannot change."""
+
+    def consolidate(self):
+        """Nothing: readers of a repository list its nodes (no consolidated metadata)."""
+
+    def commit(self, message, kind, run=None, tag=None):
+        """Commit the transaction's writes (``kind``: what the commit holds, :data:`FLUSHED`
+        ...; ``run``: the run's record or note), tagged ``tag`` (a run's record:
+        :data:`RUN_TAG`).
+        Returns the snapshot id, or None with nothing to commit. Raises :class:`StoreBusy`
+        if another run committed meanwhile."""
+        icechunk = _icechunk()
+        metadata = {"pcskm": kind, **({"run": run} if run is not None else {})}
+        try:
+            snapshot = self._writing().commit(message, metadata)
+        except icechunk.ConflictError as error:
+            raise self.busy(error) from None
+        if snapshot is not None and tag is not None:
+            self.repo.create_tag(tag, snapshot)
+        return snapshot
+
+    def holds_done_markers(self):
+        import zarr
+
+        root = zarr.open_group(self.zarr_store(), mode="r")
+        return any(bool(group["done"][...].any()) for _, group in root.groups())
+
+    def chunk_name(self, key):
+        return PurePosixPath(key)
+
+    def read_chunk(self, key):
+        """The bytes of the chunk ``key`` (FileNotFoundError if the snapshot has none, or its
+        object is missing from the bucket)."""
+        icechunk = _icechunk()
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.sync import sync
+
+        store = self.zarr_store()
+        try:
+            data = sync(store.get(key, default_buffer_prototype()))
+        except icechunk.IcechunkError:
+            raise FileNotFoundError(f"{self}: the object of chunk {key} is missing") from None
+        if data is None:
+            raise FileNotFoundError(key)
+        return data.to_bytes()
+
+    def delete_chunk(self, name):
+        """Delete the chunk :meth:`chunk_name` named ``name`` from the transaction."""
+        from zarr.core.sync import sync
+
+        sync(self.zarr_store("r+").delete(str(name)))
+
+    def version(self):
+        """The snapshot read (the branch's tip, or this handle's version)."""
+        return self.readonly().snapshot_id
+
+    def space(self):
+        """No disk to fill: ``None``."""
+        return None
+
+    def open_datatree(self, run=None):
+        """The store as an ``xarray.DataTree``, at the tip or as the run ``run`` (its tag,
+        ``run-NNNN``, or a snapshot id) left it."""
+        import xarray as xr
+
+        if run is not None and run not in self.tags():
+            raise ValueError(f"{self} has no run {run!r}; its runs are "
+                             f"{', '.join(sorted(self.tags())) or 'none'}")
+        return xr.open_datatree(self.readonly(run).store, engine="zarr", consolidated=False)
+
+    def runs(self):
+        """``[(tag, time, record, snapshot id)]`` of the runs recorded (oldest first)."""
+        found = []
+        for tag in self.tags():
+            snapshot = self.repo.lookup_tag(tag)
+            info = next(iter(self.repo.ancestry(snapshot_id=snapshot)))
+            found.append((tag, info.written_at, (info.metadata or {}).get("run") or {},
+                          snapshot))
+        return sorted(found)
+
+
+def _gone(note):
+    """Whether the run of ``note`` is known to have ended: its process is gone from this
+    host."""
+    if note.get("client_host") != platform.node():
+        return False
+    try:
+        os.kill(int(note.get("client_pid")), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, TypeError, ValueError):
+        return False
+    return False
+
+
+def describe_run(note):
+    """``pcskm run smoke (started ..., process N on HOST)``: a run as its note names it."""
+    return (f"the run `{note.get('command') or 'pcskm run ' + str(note.get('spec'))}` "
+            f"(started {note.get('started')}, process {note.get('client_pid')} on "
+            f"{note.get('client_host')})")

@@ -1,0 +1,352 @@
+"""The results cube on object storage (issue 32; docs/guide/hpc.md, "The store on object
+storage"): ``pcskm run --store s3://bucket/prefix`` writes an Icechunk repository on the moto
+S3 server of the test session (tests/s3_server.py, 127.0.0.1), equal value for value to the
+same run into a folder, read back by plain xarray through Icechunk; a killed client, an
+extension, a second writer, a deleted chunk object and read-only commands on it."""
+
+import os
+import signal
+import sys
+
+import icechunk
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from cubes import results_attrs, signal_mid_run
+
+from pcskm.experiments.spec import load_spec, parse_spec
+from pcskm.runner import open_cube, run_spec
+from pcskm.runner.cli import main
+from pcskm.runner.store import (
+    StoreBusy,
+    StoreNotWritable,
+    UnsupportedStore,
+    prepare,
+    verify,
+    where,
+)
+
+IN_PROCESS_CLIENT = True  # one worker thread: the smoke spec in seconds
+SMOKE = load_spec("smoke")
+SMALL = """
+name = "small"
+seed = 0
+datasets = ["iris"]
+algorithms = ["LKM", "PCKM"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1]
+n_runs = 1
+n_folds = 10
+"""
+GROWN = SMALL.replace('"small"', '"grown"').replace("[1]", "[1, 10]").replace(
+    "n_runs = 1", "n_runs = 2")
+
+
+def session(s3, bucket, prefix, **version):
+    """A read-only Icechunk session of ``s3://bucket/prefix``, opened as a reader without
+    pcskm would (docs/guide/hpc.md, "The store on object storage")."""
+    return icechunk.Repository.open(s3.storage(bucket, prefix)).readonly_session(
+        **(version or {"branch": "main"}))
+
+
+def read_s3(s3, bucket, prefix, **version):
+    """Every group of the repository's cube, loaded by plain xarray."""
+    tree = xr.open_datatree(session(s3, bucket, prefix, **version).store, engine="zarr",
+                            consolidated=False)
+    return results_attrs(tree), {name: tree[name].to_dataset().load() for name in tree.children}
+
+
+def read_local(path):
+    """Every group of a folder's cube, loaded by plain xarray (``open_zarr`` per group)."""
+    root = zarr.open_group(str(path), mode="r")
+    attrs = {k: v for k, v in root.attrs.asdict().items()
+             if k not in ("runs", "metadata_sha256")}
+    return attrs, {name: xr.open_zarr(str(path), group=name).load()
+                   for name, _ in root.groups()}
+
+
+def assert_same(local, remote):
+    (attrs_a, groups_a), (attrs_b, groups_b) = local, remote
+    assert attrs_a == attrs_b
+    assert groups_a.keys() == groups_b.keys()
+    for name in groups_a:
+        xr.testing.assert_identical(groups_a[name], groups_b[name])
+
+
+def objects(s3, bucket):
+    """``{key: ETag}`` of every object in ``bucket``."""
+    listing = s3.client().list_objects_v2(Bucket=bucket).get("Contents", [])
+    return {item["Key"]: item["ETag"] for item in listing}
+
+
+@pytest.fixture(scope="module")
+def local_smoke(client, tmp_path_factory):
+    store = tmp_path_factory.mktemp("local") / "smoke.zarr"
+    assert run_spec(SMOKE, store, client=client, progress=False).complete
+    return store
+
+
+@pytest.fixture(scope="module")
+def s3_smoke(s3, client):
+    bucket = s3.bucket("smoke")
+    summary = run_spec(SMOKE, f"s3://{bucket}/cubes/smoke", client=client, progress=False)
+    assert summary.complete and not summary.errors
+    return bucket, "cubes/smoke"
+
+
+def test_the_smoke_run_on_s3_equals_the_run_into_a_folder(s3, local_smoke, s3_smoke):
+    assert_same(read_local(local_smoke), read_s3(s3, *s3_smoke))
+    keys = objects(s3, s3_smoke[0])
+    assert keys and all(key.startswith("cubes/smoke/") for key in keys)
+
+
+def test_the_run_is_a_version_tagged_with_its_record(s3, s3_smoke, capsys):
+    bucket, prefix = s3_smoke
+    repository = icechunk.Repository.open(s3.storage(bucket, prefix))
+    tip = repository.lookup_branch("main")
+    assert repository.list_tags() == {"run-0001"}
+    assert repository.lookup_tag("run-0001") == tip  # the record is the last commit
+    commits = list(repository.ancestry(branch="main"))
+    record = commits[0].metadata
+    assert record["pcskm"] == "recorded" and record["run"]["cells"] == 800
+    runs = zarr.open_group(session(s3, bucket, prefix).store, mode="r").attrs["runs"]
+    assert runs == [record["run"]]  # the root attribute and the commit agree
+    assert [c.metadata.get("pcskm") for c in commits[1:-1]][:2] == ["flushed", "started"]
+    assert main(["status", f"s3://{bucket}/{prefix}"]) == 0
+    out = capsys.readouterr().out
+    assert f"run-0001  {commits[0].written_at.isoformat(timespec='seconds')}  800 cells" in out
+    assert f"commit {tip}" in out
+
+
+def test_status_and_verify_only_read(s3, s3_smoke, capsys):
+    bucket, prefix = s3_smoke
+    url = f"s3://{bucket}/{prefix}"
+    before = objects(s3, bucket)
+    assert main(["status", url, "--verify"]) == 0
+    assert main(["verify", url]) == 0
+    assert "no damage" in capsys.readouterr().out
+    assert objects(s3, bucket) == before  # read-only sessions: nothing written
+
+
+def test_read_only_credentials_let_status_verify_and_report_read(s3, client, tmp_path,
+                                                                  monkeypatch):
+    """An IAM user allowed only to get and list the bucket's objects (moto checks the
+    signature and the policy of every request inside ``enable_iam_authentication``) reads the
+    store with every reading command; a run with its credentials is refused, naming them,
+    and changes nothing."""
+    import json
+
+    import boto3
+    from moto.core.authorization import enable_iam_authentication
+
+    bucket = s3.bucket("read-only")
+    url = f"s3://{bucket}/small"
+    run_spec(parse_spec(SMALL), url, client=client, progress=False)
+    iam = boto3.client("iam", endpoint_url=s3.endpoint_url, region_name=s3.region,
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    iam.create_user(UserName="reader")
+    iam.put_user_policy(UserName="reader", PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],
+                       "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]}]}))
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    before = objects(s3, bucket)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    monkeypatch.chdir(tmp_path)
+    with enable_iam_authentication():
+        assert main(["status", url]) == 0
+        assert main(["verify", url]) == 0
+        assert main(["report", url]) == 0  # default folder: <prefix's name>-report, here
+        with pytest.raises(StoreNotWritable, match=f"{url}: cannot write the repository .*"
+                                                   "credentials that may only read it"):
+            run_spec(parse_spec(GROWN), url, client=client, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small-report"]
+    assert (tmp_path / "small-report" / "report.md").is_file()
+    assert objects(s3, bucket) == before
+
+
+def test_a_url_of_another_kind_is_refused_before_anything_is_made(tmp_path, monkeypatch,
+                                                                  capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["run", "smoke", "--store", "gs://bucket/smoke.zarr"])
+    err = capsys.readouterr().err
+    assert "gs://bucket/smoke.zarr: gs:// stores are not supported" in err
+    assert "s3://bucket/prefix" in err
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="az:// stores are not supported"):
+        open_cube("az://container/smoke.zarr")
+
+
+def test_an_extension_keeps_the_first_run_as_a_version(s3, client, tmp_path):
+    bucket = s3.bucket("grown")
+    url = f"s3://{bucket}/grown"
+    small, grown = parse_spec(SMALL), parse_spec(GROWN)
+    first = run_spec(small, url, client=client, progress=False)
+    second = run_spec(grown, url, client=client, progress=False)
+    assert second.n_cells == 2 * 2 * 2 * 10 - first.n_cells  # only the new cells
+    direct = tmp_path / "direct.zarr"
+    run_spec(grown, direct, client=client, progress=False)
+    local, remote = read_local(direct), read_s3(s3, bucket, "grown")
+    assert remote[0].pop("spec_hashes") == [small.hash(), grown.hash()]  # the store's history
+    local[0].pop("spec_hashes")
+    assert_same(local, remote)
+    as_first = read_s3(s3, bucket, "grown", tag="run-0001")[1]["iris"]
+    assert as_first.sizes["percent"] == 1 and as_first.sizes["run"] == 1
+    xr.testing.assert_identical(open_cube(url, run="run-0001")["iris"].to_dataset().load(),
+                                as_first)
+    assert main(["report", url, "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "report.md").is_file()
+    copied = tmp_path / "copied.zarr"  # --from an s3:// store: every cell copied, none computed
+    assert run_spec(grown, copied, client=client, progress=False, reuse_from=url) is None
+    assert_same(read_local(direct), read_local(copied))
+
+
+def keys_held_by(s3, bucket, prefix, name):
+    """The chunk keys of the repository whose bytes (read through Icechunk) are those of the
+    bucket's object ``name``."""
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    store = session(s3, bucket, prefix).store
+    wanted = s3.client().get_object(Bucket=bucket, Key=name)["Body"].read()
+
+    async def keys():
+        return [key async for key in store.list() if "/c/" in key]
+
+    return [key for key in sync(keys())
+            if sync(store.get(key, default_buffer_prototype())).to_bytes() == wanted]
+
+
+def test_a_deleted_chunk_object_is_found_and_its_cells_recomputed(s3, client, local_smoke,
+                                                                 capsys):
+    """Chunks above Icechunk's inlining size are objects of their own in the bucket; one
+    deleted is found by verify (its key, its cells) and recomputed by the next run."""
+    bucket = s3.bucket("deleted")
+    url = f"s3://{bucket}/smoke"
+    run_spec(SMOKE, url, client=client, progress=False)
+    lost = sorted(key for key in objects(s3, bucket) if key.startswith("smoke/chunks/"))[0]
+    keys = keys_held_by(s3, bucket, "smoke", lost)
+    assert len(keys) == 1
+    s3.client().delete_object(Bucket=bucket, Key=lost)
+    found = verify(url)
+    assert [(str(d.file), d.kind) for d in found.damage] == [(keys[0], "missing")]
+    # a chunk holds one (kind, percent): every algorithm, init, run and fold of it
+    assert found.lost_cells() == 5 * 2 * 2 * 10
+    assert main(["verify", url]) == 1
+    assert keys[0] in capsys.readouterr().out
+    rerun = run_spec(SMOKE, url, client=client, progress=False)
+    assert rerun.n_cells == found.lost_cells()
+    assert verify(url).ok
+    assert_same(read_local(local_smoke), read_s3(s3, bucket, "smoke"))
+
+
+def test_a_killed_client_leaves_whole_commits_and_the_rerun_gives_the_same_cube(
+        s3, client, local_smoke, tmp_path):
+    bucket = s3.bucket("killed")
+    url = f"s3://{bucket}/smoke"
+    code, err = signal_mid_run(["run", "smoke", "--store", url, "--workers", "1"],
+                               signal.SIGKILL, cwd=tmp_path)
+    assert code == -signal.SIGKILL, err
+    assert list(tmp_path.iterdir()) == []  # nothing on the local disk
+    assert "run smoke --store s3://killed/smoke" in note_of(url)["command"]  # killed mid-run
+    assert verify(url).ok  # every cell marked done in the last commit is intact
+    rerun = run_spec(SMOKE, url, client=client, progress=False)
+    assert rerun.complete and note_of(url) is None
+    assert_same(read_local(local_smoke), read_s3(s3, bucket, "smoke"))
+
+
+def note_of(url):
+    return zarr.open_group(where(url).readonly().store, mode="r").attrs.get("run_in_progress")
+
+
+def test_a_second_writer_is_refused_while_a_run_holds_the_store(s3, client):
+    """The first run's start is committed (its note) before it computes: a second run that
+    opens the store afterwards is refused before it writes, naming the first."""
+    bucket = s3.bucket("busy-early")
+    url = f"s3://{bucket}/smoke"
+    run_spec(parse_spec(SMALL), url, client=client, progress=False)
+    first = where(url)
+    with first.writing():
+        cube, _ = prepare(first, parse_spec(SMALL))
+        cube.begin_run({"spec": "small", "command": "pcskm run small (the first)",
+                        "started": "2026-01-01T00:00:00+00:00",
+                        "client_host": os.uname().nodename, "client_pid": os.getpid()})
+        tip = first.version()
+        with pytest.raises(StoreBusy, match=r"being written by the run `pcskm run small "
+                                            r"\(the first\)`"):
+            run_spec(parse_spec(GROWN), url, client=client, progress=False)
+        assert where(url).version() == tip  # the second wrote nothing
+        cube.record_run(None)
+    assert note_of(url) is None
+
+
+def test_a_second_writer_that_opened_the_store_first_is_refused_at_its_first_commit(s3):
+    """Two runs open the store at one snapshot; the first to commit its start wins, the
+    other's commit conflicts (Icechunk) and it stops naming the first; nothing the first
+    writes is lost."""
+    bucket = s3.bucket("busy-race")
+    url = f"s3://{bucket}/smoke"
+    small = parse_spec(SMALL)
+    with where(url).writing() as created:
+        prepare(created, small)
+    first, second = where(url), where(url)
+    with first.writing(), second.writing():
+        cube_a, _ = prepare(first, small)
+        cube_b, _ = prepare(second, small)
+        note = {"spec": "small", "command": "pcskm run small (A)", "client_pid": 1,
+                "client_host": "elsewhere", "started": "2026-01-01T00:00:00+00:00"}
+        cube_a.begin_run(note)
+        with pytest.raises(StoreBusy, match=r"written by the run `pcskm run small \(A\)`"):
+            cube_b.begin_run({**note, "command": "pcskm run small (B)"})
+        cube_a.arrays["iris"]["n_constraints"][...] = 7
+        cube_a.commit()
+        cube_a.record_run({"spec": "small", "cells": 0})
+    root = zarr.open_group(where(url).readonly().store, mode="r")
+    assert root.attrs["runs"][-1] == {"spec": "small", "cells": 0}
+    assert (root["iris"]["n_constraints"][...] == 7).all()
+    where(url).check_free()  # the note is gone: a third run may write
+    assert note_of(url) is None
+    assert np.all(np.asarray(root["iris"]["done"][...]) == 0)
+
+
+def test_without_icechunk_an_s3_store_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "icechunk", None)  # import icechunk raises ImportError
+    with pytest.raises(UnsupportedStore, match=r'Icechunk is not installed: pip install '
+                                               r'"pcskm\[s3\]"'):
+        where("s3://bucket/smoke").exists()
+
+
+def test_a_transaction_merges_forks_written_elsewhere_into_one_commit(s3):
+    """What the workers-write design needs of the run's transaction: forks of its session,
+    written apart (pickled, as a worker receives one), merged and committed once."""
+    import pickle
+
+    bucket = s3.bucket("forks-of-a-run")
+    url = f"s3://{bucket}/smoke"
+    with where(url).writing() as created:
+        prepare(created, parse_spec(SMALL))
+    with where(url).writing() as location:
+        transaction = location.transaction
+        forks = [pickle.dumps(transaction.fork()) for _ in range(2)]
+        written = []
+        for variable, sent in zip(("n_constraints", "n_iter"), forks, strict=True):
+            fork = pickle.loads(sent)
+            array = zarr.open_group(fork.store, mode="r+")["iris"][variable]
+            array[...] = 7  # a worker's whole chunk (one (kind, percent) in SMALL)
+            written.append(pickle.dumps(fork))
+        transaction.merge(*(pickle.loads(sent) for sent in written))
+        snapshot = location.commit("two forks", "flushed")
+    assert where(url).version() == snapshot
+    group = zarr.open_group(where(url).readonly().store, mode="r")["iris"]
+    assert (group["n_constraints"][...] == 7).all() and (group["n_iter"][...] == 7).all()
+
+
+def test_a_repository_is_written_only_by_a_run_holding_it(s3):
+    bucket = s3.bucket("not-held")
+    with pytest.raises(StoreNotWritable, match="written only by a run holding it"):
+        prepare(f"s3://{bucket}/smoke", parse_spec(SMALL))
+    assert objects(s3, bucket) == {}
