@@ -14,7 +14,7 @@ import zarr
 from pcskm.experiments.report.document import _run_lines
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
-from pcskm.runner.store import RUNNING, CubeWriter
+from pcskm.runner.store import RUNNING, DoneMarks
 
 TINY = """
 name = "tiny-record"
@@ -44,16 +44,16 @@ def done_cells(store):
 
 
 def test_an_interrupt_after_the_last_write_keeps_the_record(client, tmp_path, monkeypatch):
-    """SIGINT while the writer flushes the last results (held until they are on disk, then
-    delivered): the run is complete, and says so, and its record is kept. It used to escape
-    as a KeyboardInterrupt ("interrupted", exit code 130) and lose the record."""
-    close = CubeWriter.close
+    """SIGINT while the client marks done the last receipts (held until the markers are on
+    disk, then delivered): the run is complete, and says so, and its record is kept. It used
+    to escape as a KeyboardInterrupt ("interrupted", exit code 130) and lose the record."""
+    write = DoneMarks.write
 
-    def close_then_interrupt(writer):
-        close(writer)
+    def write_then_interrupt(marks):
+        write(marks)
         signal.raise_signal(signal.SIGINT)
 
-    monkeypatch.setattr(CubeWriter, "close", close_then_interrupt)
+    monkeypatch.setattr(DoneMarks, "write", write_then_interrupt)
     store = tmp_path / "late.zarr"
     try:
         summary = run_spec(SPEC, store, client=client, progress=False)
@@ -70,14 +70,14 @@ def test_an_interrupt_after_the_last_write_keeps_the_record(client, tmp_path, mo
 def test_an_interrupted_run_records_the_cells_it_wrote(client, tmp_path):
     store = tmp_path / "interrupted.zarr"
 
-    def interrupt(result, summary):
-        if summary.n_written == 2:
+    def interrupt(result, summary):  # one of the plan's two tasks, one per chunk
+        if summary.n_written == 1:
             raise KeyboardInterrupt
 
     summary = run_spec(SPEC, store, client=client, progress=False, on_result=interrupt)
     assert summary.interrupted and not summary.complete
     [record] = root_attrs(store)["runs"]
-    assert record["interrupted"] and record["tasks"] == 2
+    assert record["interrupted"] and record["tasks"] == 1
     assert record["cells"] == summary.n_cells == done_cells(store) > 0
 
 
@@ -86,12 +86,12 @@ KILLED_RUN = textwrap.dedent("""
     from distributed import Client
     from pcskm.experiments.spec import parse_spec
     from pcskm.runner import run_spec
-    from pcskm.runner.store import CubeWriter
+    from pcskm.runner.store import DoneMarks
 
-    CubeWriter.__init__.__kwdefaults__["flush_seconds"] = 0.0  # every result on disk at once
+    DoneMarks.__init__.__kwdefaults__["flush_seconds"] = 0.0  # every receipt marked at once
 
-    def kill(result, summary):
-        if summary.n_written == 2:
+    def kill(result, summary):  # one of the plan's two tasks
+        if summary.n_written == 1:
             os.kill(os.getpid(), signal.SIGKILL)
 
     with Client(processes=False, n_workers=1, threads_per_worker=1,
@@ -102,7 +102,7 @@ KILLED_RUN = textwrap.dedent("""
 
 
 def test_a_killed_run_is_recorded_by_the_next_run(client, tmp_path, caplog):
-    """SIGKILL after two tasks were written: the store keeps their cells and the note the
+    """SIGKILL after one of the two tasks was written: the store keeps their cells and the note the
     run left when it began; the next run records it ("wrote N cells and left no record")."""
     store = tmp_path / "killed.zarr"
     killed = subprocess.run([sys.executable, "-c", KILLED_RUN, TINY, str(store)],

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .access import check_store, half_created, holds_done_markers, open_root, read_layout
+from .access import (
+    check_runnable,
+    check_store,
+    half_created,
+    holds_done_markers,
+    open_root,
+    read_layout,
+)
 from .create import build_beside, create_score_arrays, root_attrs, stored_preregistration
 from .digests import consolidate, record_metadata
 from .errors import IncompatibleStore
@@ -132,7 +139,8 @@ def _recreate_half_created(path):
 
 def prepare(path, spec, data_dir=None):
     """Open the store for ``spec``: create it, or check that it is a writable pcskm cube,
-    repair it (:func:`pcskm.runner.store.integrity.repair`: damaged chunks deleted, their done
+    refuse a store of schema version 1 (:func:`.access.check_runnable`), repair it
+    (:func:`pcskm.runner.store.integrity.repair`: damaged chunks deleted, their done
     markers cleared), record a run that was killed before recording itself, check that it is
     compatible and extend it to cover the spec (raises :class:`IncompatibleStore`). Returns
     ``(cube, action)`` with action "created", "extended" or "opened"."""
@@ -150,6 +158,7 @@ def prepare(path, spec, data_dir=None):
     else:
         repair_metadata(path, new.groups)
         check_store(path)
+        check_runnable(path)
         check_preregistration(path, spec)
         check_writable(path)
         found = verify(path)

@@ -9,7 +9,7 @@ import numpy as np
 
 from pcskm.experiments.protocol import pct10
 
-from .access import open_root, read_layout
+from .access import check_runnable, open_root, read_layout
 from .digests import consolidate
 from .integrity import verify
 from .layout import done_shape, json_copy, merge_layouts, positions, spec_layout
@@ -56,6 +56,7 @@ class CubeView:
         if not path.exists():
             return cls(new, {n: np.zeros(done_shape(g), np.uint8)
                              for n, g in new.groups.items()})
+        check_runnable(path)
         found = verify(path)
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
