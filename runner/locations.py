@@ -5,7 +5,7 @@ mounts); ``file://`` URLs name such a folder. Any other URL (``s3://``, ``gs://`
 ``abfs://``, ``http(s)://``, ``memory://``, an fsspec chain such as ``simplecache::s3://``)
 is refused with one message instead of being taken for a relative path (``s3://b/x.zarr``
 would otherwise be a local folder named ``s3:``). Object storage is planned
-(docs/guide/hpc.md, "How the client writes").
+(docs/guide/hpc.md, "How the workers write").
 """
 
 import argparse
@@ -31,4 +31,4 @@ def store_path(text):
     raise argparse.ArgumentTypeError(
         f"{text}: object-store URLs are not supported yet; a store is a folder on a local or "
         "network file system (a path, or file:///path). Writing to object storage (S3, GCS, "
-        "Azure) is planned (docs/guide/hpc.md, \"How the client writes\")")
+        "Azure) is planned (docs/guide/hpc.md, \"How the workers write\")")
