@@ -70,7 +70,7 @@ def test_an_interrupt_after_the_last_write_keeps_the_record(client, tmp_path, mo
 def test_an_interrupted_run_records_the_cells_it_wrote(client, tmp_path):
     store = tmp_path / "interrupted.zarr"
 
-    def interrupt(result, summary):  # one of the plan's two tasks, one per chunk
+    def interrupt(result, summary):
         if summary.n_written == 1:
             raise KeyboardInterrupt
 
@@ -90,7 +90,7 @@ KILLED_RUN = textwrap.dedent("""
 
     DoneMarks.__init__.__kwdefaults__["flush_seconds"] = 0.0  # every receipt marked at once
 
-    def kill(result, summary):  # one of the plan's two tasks
+    def kill(result, summary):
         if summary.n_written == 1:
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -102,7 +102,7 @@ KILLED_RUN = textwrap.dedent("""
 
 
 def test_a_killed_run_is_recorded_by_the_next_run(client, tmp_path, caplog):
-    """SIGKILL after one of the two tasks was written: the store keeps their cells and the note the
+    """SIGKILL after the first of the two tasks (one per chunk) was written: the store keeps their cells and the note the
     run left when it began; the next run records it ("wrote N cells and left no record")."""
     store = tmp_path / "killed.zarr"
     killed = subprocess.run([sys.executable, "-c", KILLED_RUN, TINY, str(store)],
