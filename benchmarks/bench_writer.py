@@ -150,7 +150,7 @@ class RegionDesign:
         target = task_target(self.cube, task)  # the client's, when it submits the task
 
         def worker():
-            group = zarr.open_group(str(self.cube.path), mode="r+")[task.dataset]
+            group = zarr.open_group(str(self.cube.path), mode="r+", path=task.dataset)
             return write_task(group, result, target)
 
         return _cpu(worker)

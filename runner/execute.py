@@ -238,8 +238,8 @@ def compute_and_write(task, target, path):
     if problem:
         raise WorkersLackStore(problem)
     result = evaluate_on_worker(task)
-    group = zarr.open_group(str(path), mode="r+")[task.dataset]
-    return write_task(group, result, target)
+    group = zarr.open_group(str(path), mode="r+", path=task.dataset)  # not the whole store's
+    return write_task(group, result, target)  # metadata, read by opening its root
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,

@@ -37,10 +37,10 @@ from .schema import (
     NOT_APPLICABLE,
     SCORE_VARIABLES,
     WEIGHTS_PER_S,
+    WRITE_CONFIG,
     block_chunk,
     chunk_region,
     in_chunk,
-    writable_arrays,
 )
 
 FLUSH_SECONDS = 60.0
@@ -196,7 +196,8 @@ def write_task(group, result, target):
     task, version = result.task, target.version
     if len(task.fold_list) != group["fold"].shape[0]:
         raise ValueError(f"a task writes every fold; this one has folds {task.fold_list}")
-    arrays = writable_arrays(group)
+    names = chunk_variables(group)
+    arrays = {name: group[name].with_config(WRITE_CONFIG) for name in (*names, "n_constraints")}
     n_sparsity = group["sparsity"].shape[0]
     scores, per_s = score_names(group), WEIGHTS_PER_S in group
     regions = []
@@ -204,7 +205,7 @@ def write_task(group, result, target):
         chunk = block_chunk(version, target.places[0][b])
         region, keep = chunk_region(version, chunk), target.keep[b]
         values = {name: _chunk(arrays[name], region, keep or name == "status")
-                  for name in chunk_variables(group)}
+                  for name in names}
         counts_region = region[2:4]
         counts = _chunk(arrays["n_constraints"], counts_region, keep)
         for index, setting in enumerate(task.settings):
