@@ -42,8 +42,8 @@ def test_defaults_are_the_quick_spec_and_its_store():
 
 def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path):
     """Ctrl-C (SIGINT to the whole process group, workers included, as a terminal sends it)
-    once the progress bar shows computed cells: the results received so far are written and
-    marked done (the writer holds them in memory until then), no process prints a traceback,
+    once the progress bar shows computed cells: the tasks whose receipts were received so far
+    are marked done (the client holds them in memory until then), no process prints a traceback,
     and the rest is computed by the next run. The smoke grid with 25 runs instead of 2 (12.5
     times its compute, a few seconds): the smoke spec itself can end on a fast machine before
     the signal arrives."""

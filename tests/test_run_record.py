@@ -102,8 +102,9 @@ KILLED_RUN = textwrap.dedent("""
 
 
 def test_a_killed_run_is_recorded_by_the_next_run(client, tmp_path, caplog):
-    """SIGKILL after the first of the two tasks (one per chunk) was written: the store keeps their cells and the note the
-    run left when it began; the next run records it ("wrote N cells and left no record")."""
+    """SIGKILL after the first of the two tasks (one per chunk) was written: the store keeps
+    its cells and the note the run left when it began; the next run records it ("wrote N
+    cells and left no record")."""
     store = tmp_path / "killed.zarr"
     killed = subprocess.run([sys.executable, "-c", KILLED_RUN, TINY, str(store)],
                             capture_output=True, text=True, timeout=300,

@@ -1,5 +1,5 @@
 """The store opened: :class:`CubeView` (a layout with its ``done`` and ``scored`` markers,
-read only, for planning), :class:`Cube` (open for the writer: its arrays, the markers it
+read only, for planning), :class:`Cube` (open for the client: its arrays, the markers it
 writes and the run record) and :func:`open_cube` (the cube as an ``xarray.DataTree``).
 """
 
@@ -98,7 +98,7 @@ class CubeView:
 
 
 class Cube(CubeView):
-    """An open store, for the writer: its layout, arrays and in-memory ``done`` markers."""
+    """An open store, for the client: its layout, arrays and in-memory ``done`` markers."""
 
     def __init__(self, path):
         self.path = Path(path)
