@@ -32,9 +32,8 @@ from .schema import (
 from .writer import chunks_of
 
 # The writing of the chunks, now the workers' (each its tasks'), measured when the client was
-# the one writer, which wrote each chunk of a plan once, as the workers do: a cost per task
-# written (opening the chunks of its result, its done markers) and a cost per MiB
-# (uncompressed) of the chunks the plan fills. Per task: the quick
+# the one writer of the same chunks: a cost per task written (opening the chunks of its
+# result, its done markers) and a cost per MiB (uncompressed) of the chunks the plan fills. Per task: the quick
 # and smoke specs, whose chunks are a few KiB, wrote for 3.9 s over 53 tasks and 0.6 s over 8
 # tasks (0.074 s and 0.075 s per task; docs/guide/paper-study.md, Small specs). Per MiB: the
 # paper run of docs/results/paper/runs.csv wrote for 119.9 s over 1,115 tasks and 9,590 MiB of
