@@ -106,8 +106,9 @@ def check_runnable(path):
     a store of schema version 1, whose chunks hold one (algorithm, init, kind) and are shared
     between tasks, while the workers write whole chunks of one (kind, percent)
     (docs/reference/cube-schema.md, Chunks and size). Reading it still works."""
-    version = read_layout(path).schema_version
-    if CHUNKED_BY[version] != CHUNKED_BY[SCHEMA_VERSION]:
+    version = open_root(path).attrs.get("schema_version")  # not the layout: its coordinates
+    # may be damaged, which the verification names; an unknown version is read_layout's
+    if version in CHUNKED_BY and CHUNKED_BY[version] != CHUNKED_BY[SCHEMA_VERSION]:
         raise IncompatibleStore(
             f"{path} is a store of schema version {version} (one chunk per "
             f"{', '.join(CHUNKED_BY[version])}), which pcskm run no longer writes: its workers "
