@@ -115,8 +115,6 @@ def optional_names(group):
     return (WEIGHTS_PER_S,) if WEIGHTS_PER_S in group else ()
 
 
-
-
 def chunks_of(task, cube):
     """The chunks ``task`` writes to: (data set, place of the chunk along the block dims,
     :func:`pcskm.runner.store.schema.block_chunk`)."""
@@ -206,7 +204,7 @@ def write_task(group, result, target):
         region, keep = chunk_region(version, chunk), target.keep[b]
         values = {name: _chunk(arrays[name], region, keep or name == "status")
                   for name in names}
-        counts_region = region[2:4]
+        counts_region = region[2:4]  # n_constraints: (kind, percent, run, fold)
         counts = _chunk(arrays["n_constraints"], counts_region, keep)
         for index, setting in enumerate(task.settings):
             rows = [r for r, run in enumerate(block.runs) if (index, b, run) not in task.skip]
