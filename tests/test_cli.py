@@ -265,3 +265,82 @@ def test_a_failed_worker_start_is_reported_not_raised(tmp_path):
     with pytest.raises(WorkerStartFailed, match="not on this worker"):
         worker_start_seconds([], preload=[broken])
     assert worker_start_seconds([]) > 0
+
+
+@pytest.fixture(scope="module")
+def longer_smoke(tmp_path_factory):
+    """The smoke grid with 25 runs (a few seconds of compute, so that a signal arrives
+    mid-run) and its cube, uninterrupted, on 2 local workers: ``(spec, cube)``."""
+    folder = tmp_path_factory.mktemp("longer")
+    spec = folder / "longer.toml"
+    spec.write_text((REPO / "experiments" / "specs" / "smoke.toml").read_text()
+                    .replace("n_runs = 2\n", "n_runs = 25\n"))
+    reference = folder / "reference.zarr"
+    done = pcskm("run", spec, "--store", reference, "--workers", 2, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    return spec, reference
+
+
+def test_sigterm_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
+    """SIGTERM to the client and its workers (a batch system ending the job) once results
+    arrive: the run stops with the resume command, the store is readable, and the rerun gives
+    the cube of the uninterrupted run."""
+    spec, reference = longer_smoke
+    store = tmp_path / "terminated.zarr"
+    returncode, stderr = signal_mid_run(["run", spec, "--store", store, "--workers", 2],
+                                        signal.SIGTERM, cwd=REPO)
+    assert returncode == 130, stderr
+    assert f"Resume with: pcskm run {spec} --store" in stderr and "Traceback" not in stderr
+    done = done_cells(store)
+    assert done < SMOKE_CELLS // SMOKE.n_runs * 25
+    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} already done" in resumed.stderr
+    assert_same_cube(reference, store)
+
+
+def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
+    """A real scheduler and two workers in their own processes; the scheduler killed
+    (SIGKILL) once results reach the client: the run stops (exit code 1) with the resume
+    command, and the rerun (here on a local cluster) gives the cube of the uninterrupted
+    run."""
+    import contextlib
+    import os
+    import subprocess
+    import sys
+
+    from cubes import Progress
+    from test_reliability import free_port, wait_for
+
+    spec, reference = longer_smoke
+    address = f"tcp://127.0.0.1:{free_port()}"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                  "--dashboard-address", ":0"], stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+    workers = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                "--nworkers", "2", "--nthreads", "1", "--dashboard-address",
+                                ":0"], stderr=subprocess.DEVNULL, start_new_session=True)
+    store = tmp_path / "lost.zarr"
+    try:
+        run = subprocess.Popen([sys.executable, "-m", "pcskm.runner.cli", "run", spec,
+                                "--store", store, "--scheduler", address], cwd=REPO,
+                               stderr=subprocess.PIPE)
+        progress = Progress(run)
+        wait_for(lambda: progress.cells() > 0 or run.poll() is not None, seconds=300)
+        os.killpg(scheduler.pid, signal.SIGKILL)
+        run.wait(timeout=300)
+        stderr = progress.join()
+    finally:
+        for process in (workers, scheduler):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+    assert run.returncode == 1, stderr
+    assert f"Resume with: pcskm run {spec} --store {store} --scheduler {address}" in stderr
+    done = done_cells(store)
+    assert done < SMOKE_CELLS // SMOKE.n_runs * 25
+    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} already done" in resumed.stderr
+    assert_same_cube(reference, store)
