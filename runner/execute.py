@@ -238,8 +238,9 @@ def compute_and_write(task, target, path):
     if problem:
         raise WorkersLackStore(problem)
     result = evaluate_on_worker(task)
-    group = zarr.open_group(str(path), mode="r+", path=task.dataset)  # not the whole store's
-    return write_task(group, result, target)  # metadata, read by opening its root
+    # its data set's group alone: opening the root would read every group's metadata
+    group = zarr.open_group(str(path), mode="r+", path=task.dataset)
+    return write_task(group, result, target)
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
