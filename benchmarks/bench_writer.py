@@ -21,8 +21,8 @@ share) plus its worker's writing, so that results arrive at the measured per-wor
 * ``icechunk``: the prototype of benchmarks/_writer_designs.py, the same way.
 
 The design it replaced, in which the client wrote every chunk, is measured in
-docs/guide/hpc.md, "How the workers write" (its "before" rows, from this benchmark as of
-commit 91cd553).
+docs/guide/hpc.md, "How the workers write" (its "client (before)" rows, from the versions of
+this benchmark before the workers wrote).
 
 The CPU time of the client's side of every result is measured (``process_time``, so the
 load of the machine does not count), and the client is modelled as one queue: it takes a
