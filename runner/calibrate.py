@@ -102,15 +102,20 @@ def mean_constraints(n_points, spec):
 
 def _parts(task, view, spec):
     """The groups of ``task``: ``(key, n_samples)`` for its constraint samples in runs with
-    CV scores and in runs without."""
+    CV scores and in runs without. A run of a block that some settings skip (``Task.skip``:
+    the done cells of a partly done chunk) counts for the share of the settings that compute
+    it, since a group's cost per sample is that of all its settings."""
     attrs = view.layout.groups[task.dataset].attrs
     settings = tuple(_setting_key(setting) for setting in task.settings)
-    runs = [run for block in task.blocks for run in block.runs]
-    with_cv = sum(_has_cv(task.settings, run) for run in runs) * len(task.fold_list)
+    samples = {True: 0.0, False: 0.0}
+    for b, block in enumerate(task.blocks):
+        for run in block.runs:
+            share = sum(run in task.runs_of(index, b) for index in range(len(settings)))
+            samples[_has_cv(task.settings, run)] += share / len(settings) * len(task.fold_list)
     n = attrs["n_samples"]
     return [(_GroupKey(n, attrs["n_features"], attrs["n_clusters"], mean_constraints(n, spec),
                        task.blocks[0].kind, settings, cv), count)
-            for cv, count in ((True, with_cv), (False, task.n_samples - with_cv)) if count]
+            for cv, count in samples.items() if count]
 
 
 def _seconds(function, *args):

@@ -84,3 +84,28 @@ def test_a_short_budget_times_the_group_of_most_work_and_says_what_it_priced(mon
              if task.dataset == "iris"]
     assert found.extrapolated_seconds == pytest.approx(sum(other))
     assert 0 < found.extrapolated_seconds < found.core_seconds
+
+
+def test_the_skipped_cells_of_a_resumed_task_are_not_counted(monkeypatch, tmp_path):
+    """A task whose second setting skips every run of its first block (done cells of a
+    partly done chunk, ``Task.skip``) costs, at 2 s per sample and setting group, 2 s x the
+    samples its settings compute over their number: counted by hand from the blocks."""
+    from dataclasses import replace
+
+    from cubes import tiny_spec
+
+    from pcskm.experiments.spec import parse_spec
+
+    spec = parse_spec(tiny_spec("resumed").replace('["LKM"]', '["LKM", "PCKM"]')
+                      .replace("n_runs = 1", "n_runs = 2"))
+    view = CubeView.planned(tmp_path / "never.zarr", spec)
+    [task, *_] = [t for t in plan(spec, view).tasks if len(t.settings) == 2]
+    first = task.blocks[0]
+    skip = frozenset((1, 0, run) for run in first.runs)
+    resumed = replace(task, skip=skip)
+    monkeypatch.setattr(calibrate, "_probe", lambda *args, **kw: calibrate._Cost(2.0, 0.0))
+    folds = len(task.fold_list)
+    whole = sum(len(block.runs) for block in task.blocks) * folds
+    assert calibrate.estimate([task], view, spec).core_seconds == pytest.approx(2.0 * whole)
+    expected = 2.0 * (whole - len(first.runs) * folds / 2)
+    assert calibrate.estimate([resumed], view, spec).core_seconds == pytest.approx(expected)
