@@ -1,22 +1,14 @@
-"""Prototypes of the two designs in which the workers write the cube (issue 32), for
-bench_writer.py: not the runner's code.
+"""The prototype of the Icechunk design, in which the workers write the cube into forks of
+one session (issue 32), for bench_writer.py: not the runner's code (the region design it was
+measured against is now the runner's own, :func:`pcskm.runner.store.writer.write_task`).
 
-Both need a chunk layout aligned to the tasks: a task writes whole chunks that no other task of
-the run writes, because two writers of one chunk lose one's update (Zarr region writes read,
-change and rewrite a chunk; Icechunk merges forks chunk by chunk, the last merged winning,
-without a conflict). Today's chunks hold one (algorithm, init, kind), every percent, and a
-task holds a few percents of every (algorithm, init) of its kinds, so the prototypes chunk the
-fit variables by (kind, percent): one chunk per (kind, percent) holding every algorithm,
-init, run, fold and s (:func:`aligned_layout`), written by the one task of the plan that holds
-that (kind, percent). (A chunk per block, (algorithm, init, kind, percent), is aligned too,
-but has 24 times more chunks, and Zarr's CPU per chunk is mostly a fixed cost.) The plan must
-then never give one (data set, kind, percent) to two tasks; the paper spec's plan does so where
-it splits a block's runs between tasks, so the prototypes are not correct there (two forks or
-regions write one chunk), which does not change what they cost (docs/guide/hpc.md, "How the
-client writes").
+It needs a chunk layout aligned to the tasks: a task writes whole chunks that no other task
+of the run writes, because Icechunk merges forks chunk by chunk, the last merged winning,
+without a conflict. The prototype chunks the fit variables by (kind, percent), as schema
+version 2 does: one chunk per (kind, percent) holding every algorithm, init, run, fold and s
+(:func:`aligned_layout`), written by the one task of the plan that holds that (kind,
+percent) (docs/guide/hpc.md, "How the workers write").
 
-* ``region``: each worker writes its blocks into a plain Zarr store (region writes, whole
-  chunks); the client only records the done markers and constraint counts of each result.
 * ``icechunk``: the client forks one clean Icechunk session per task; each worker writes its
   blocks into its fork and sends the fork back; the client merges it into its session and
   commits every ``flush_seconds`` of (virtual) time, the done markers and constraint counts of
@@ -165,33 +157,6 @@ def replay_markers(arrivals, cube, flush_seconds, take, save):
     costs = [_cpu(one, *arrival)[0] for arrival in arrivals]
     end, _ = _cpu(save, markers, arrivals[-1][0] if arrivals else 0.0)
     return costs, end
-
-
-class RegionDesign:
-    """Workers write regions of a plain Zarr store; the client writes the markers every
-    ``flush_seconds`` (a chunk's data are on disk before its marker, as today)."""
-
-    name = "region"
-
-    def __init__(self, folder, cube):
-        self.cube, self.path = cube, folder / "region.zarr"
-        aligned_layout(zarr.open_group(str(self.path), mode="w"), cube)
-        self.root = zarr.open_group(str(self.path), mode="r+")
-        self.client_seconds_per_task = 0.0
-
-    def work(self, result):
-        """The worker's side of one task: ``(worker CPU, what it returns to the client)``."""
-        return _cpu(write_blocks, self.root, self.cube, result)
-
-    def replay(self, arrivals, flush_seconds):
-        """The client's side (see :func:`replay_markers`)."""
-        self.commits = 0
-
-        def save(markers, now):
-            markers.write(self.root)
-            self.commits += 1
-
-        return replay_markers(arrivals, self.cube, flush_seconds, lambda sent: None, save)
 
 
 class IcechunkDesign:

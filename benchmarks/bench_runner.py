@@ -124,8 +124,10 @@ def main():
             rates[n].append(summary.n_cells / summary.wall_seconds)
             print(f"round {round_ + 1}: runner, {n} worker(s): {summary.wall_seconds:.1f} s, "
                   f"{rates[n][-1]:.0f} cells/s; worker time in compute "
-                  f"{100 * summary.efficiency:.1f} %; writing "
-                  f"{1000 * summary.write_seconds / summary.n_written:.0f} ms per task; "
+                  f"{100 * summary.efficiency:.1f} %; the workers' writing "
+                  f"{1000 * summary.write_seconds / summary.n_written:.0f} ms per task, the "
+                  f"client's marking {1000 * summary.mark_seconds / summary.n_written:.1f} "
+                  "ms per task; "
                   f"client CPU {100 * client_cpu / summary.wall_seconds:.0f} % of a core",
                   flush=True)
         pooled, seconds = process_pool(spec, n_pool, args.only)

@@ -1,39 +1,43 @@
-"""The client's writing over a spec's plan at 2 to 512 virtual workers: the current design
-(the client writes every chunk) and two designs in which the workers write (issue 32).
+"""The client's and the workers' writing over a spec's plan at 2 to 512 virtual workers: the
+runner's design, in which each worker writes its tasks' chunks and the client marks done
+(issue 32), and the prototype of an Icechunk one.
 
     python benchmarks/bench_writer.py [SPEC] [--only SELECTION] [--workers 2,8,32,128,512]
-                                      [--designs client,region,icechunk] [--flush-seconds 60]
+                                      [--designs region,icechunk] [--flush-seconds 60]
 
 Replays the plan of a fresh store without computing anything: every task gets a result of
 the right shapes (values drawn from the task's place in the plan, on a grid of a thousand
 levels, so that they compress about as much as real scores). ``W`` virtual workers take the
 tasks in plan order, each task taking its share of the spec's compute (the CPU seconds of
 its committed run in docs/results/paper/runs.csv: workers x compute wall x their compute
-share), so that results arrive at the measured per-worker rate.
+share) plus its worker's writing, so that results arrive at the measured per-worker rate.
 
-* ``client``: every result goes through :class:`pcskm.runner.store.writer.CubeWriter`, the real
-  write path, whose clock is the virtual one (its periodic flushes happen as in a real run
-  of that length).
-* ``region``, ``icechunk``: the prototypes of benchmarks/_writer_designs.py; the worker's
-  side of each task is run once (its CPU added to the task's compute), the client's side is
-  replayed for each ``W``.
+* ``region``: the runner's code: the worker's side of each task is
+  :func:`pcskm.runner.store.writer.write_task` into the store (run once, in this process, its
+  CPU added to the task's compute); the client's side is
+  :class:`pcskm.runner.store.writer.DoneMarks` taking each receipt, on the virtual clock (its
+  marking every ``--flush-seconds`` happens as in a real run of that length), replayed for
+  each ``W``.
+* ``icechunk``: the prototype of benchmarks/_writer_designs.py, the same way.
+
+The design it replaced, in which the client wrote every chunk, is measured in
+docs/guide/hpc.md, "How the workers write" (its "client (before)" rows, from the versions of
+this benchmark before the workers wrote).
 
 The CPU time of the client's side of every result is measured (``process_time``, so the
 load of the machine does not count), and the client is modelled as one queue: it takes a
 result when it arrives and when it has finished the previous one. Printed per design and
-``W``: the client's CPU in total and per task, the predicted wall (the last write's end),
+``W``: the client's CPU in total and per task, the predicted wall (the last marking's end),
 its ratio to the compute per worker, and the client's share of one core per 100 workers
 (100 x client CPU / compute; issue 32's goal is below 5 %). What is not counted, in every
-design: the client's receiving of the results from Dask (today the arrays, in the new
-designs a fork or a few bytes), scheduling, the progress bar.
+design: the client's receiving of the receipts (or forks) from Dask, scheduling, the
+progress bar.
 
 ``--only`` replays the tasks of the whole plan whose data set, kinds and percents it selects
-(default: the eight largest data sets of the paper spec after ionosphere, 271 of its 1,115
-tasks and a quarter of its compute: the table of docs/guide/hpc.md, "How the client
-writes"); ``--only ""`` replays all of it (the client design at 2 workers alone took 39
-minutes at a load of 17 on 2 cores). "without writing" is the wall of the same workers if
-nothing were written (the plan's granularity: its largest tasks end last), over the compute
-per worker.
+(default: the eight largest data sets of the paper spec after ionosphere, a quarter of its
+compute: the table of docs/guide/hpc.md, "How the workers write"); ``--only ""`` replays all
+of it. "without writing" is the wall of the same workers if nothing were written (the plan's
+granularity: its largest tasks end last), over the compute per worker.
 """
 
 import argparse
@@ -47,12 +51,13 @@ from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
+import zarr
 from _common import REPO, machine
-from _writer_designs import IcechunkDesign, RegionDesign
+from _writer_designs import IcechunkDesign, _cpu
 
 from pcskm.experiments.cells import BlockResult, TaskResult
 from pcskm.experiments.spec import load_spec
-from pcskm.runner.store import CubeWriter, prepare
+from pcskm.runner.store import DoneMarks, prepare, task_target, write_task
 from pcskm.runner.store import writer as writer_module
 from pcskm.runner.tasks import matches, parse_only, plan, work
 
@@ -119,32 +124,60 @@ def compute_seconds(spec_name):
 
 def summary_of(result):
     """What the client needs of a result once the worker has written it: the task and the
-    constraint counts of its blocks."""
+    constraint counts of its blocks (for the Icechunk prototype)."""
     return types.SimpleNamespace(task=result.task, blocks=[
         [types.SimpleNamespace(n_constraints=block.n_constraints) for block in row]
         for row in result.blocks])
 
 
-def replay_client(cube, tasks, result, order, flush_seconds):
-    """The current design: the CPU seconds of :class:`CubeWriter` on each result, in the
-    order of ``order``, on the virtual clock, and of its close."""
-    for name in cube.done:  # a fresh store for the writer: nothing done
-        cube.done[name][...] = 0
-        if cube.scored[name] is not None:
-            cube.scored[name][...] = 0
-        cube.write_markers(name)
-    clock = [0.0]  # the writer's clock only (asyncio and Zarr keep the real one)
-    writer_module.time = types.SimpleNamespace(monotonic=lambda: clock[0])
-    costs = []
-    with CubeWriter(cube, tasks, flush_seconds=flush_seconds) as writer:
-        for end, position in order:
-            task_result = result(position)
-            clock[0] = end
-            start = time.process_time()
-            writer.write(task_result)
-            costs.append(time.process_time() - start)
-        start = time.process_time()
-    return costs, time.process_time() - start
+class RegionDesign:
+    """The runner's design on the benchmark's store: the worker writes the task's chunks
+    (:func:`write_task`), the client marks done its receipts (:class:`DoneMarks`)."""
+
+    name = "region"
+
+    def __init__(self, folder, cube):
+        self.cube = cube
+        self.client_seconds_per_task = 0.0
+        self.clock = [0.0]  # the marking's clock only (asyncio and Zarr keep the real one)
+        writer_module.time = types.SimpleNamespace(monotonic=lambda: self.clock[0],
+                                                   perf_counter=time.perf_counter)
+
+    def work(self, result):
+        """The worker's side of one task, opening the store as a worker does: ``(worker CPU,
+        its receipt)``."""
+        task = result.task
+        target = task_target(self.cube, task)  # the client's, when it submits the task
+
+        def worker():
+            group = zarr.open_group(str(self.cube.path), mode="r+", path=task.dataset)
+            return write_task(group, result, target)
+
+        return _cpu(worker)
+
+    def replay(self, arrivals, flush_seconds):
+        """The client's side: :class:`DoneMarks` takes each receipt at its virtual time; the
+        CPU of each and of the final marking."""
+        for name in self.cube.done:  # nothing marked done before the replay
+            self.cube.done[name][...] = 0
+            if self.cube.scored[name] is not None:
+                self.cube.scored[name][...] = 0
+            self.cube.write_markers(name)
+        marks = DoneMarks(self.cube, flush_seconds=flush_seconds)
+        self.commits = 0
+        write = marks.write
+
+        def counted():
+            self.commits += 1
+            write()
+
+        marks.write = counted
+        costs = []
+        for now, receipt, _ in arrivals:
+            self.clock[0] = now
+            costs.append(_cpu(marks.take, receipt)[0])
+        end, _ = _cpu(marks.write)
+        return costs, end
 
 
 def main():
@@ -153,10 +186,9 @@ def main():
     parser.add_argument("--only", default=ONLY)
     parser.add_argument("--workers", default="2,8,32,128,512",
                         help="virtual worker counts, comma-separated")
-    parser.add_argument("--designs", default="client,region,icechunk")
+    parser.add_argument("--designs", default="region,icechunk")
     parser.add_argument("--flush-seconds", type=float, default=writer_module.FLUSH_SECONDS,
-                        help="the current writer's flush period; the new designs' commit "
-                             "period")
+                        help="the client's period of marking done (or committing)")
     args = parser.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
     designs = args.designs.split(",")
@@ -189,33 +221,26 @@ def main():
               "wall / (compute/W) | without writing | client % of a core per 100 workers | "
               "commits")
         for design_name in designs:
-            if design_name == "client":
-                durations, design = compute_of, None
-            else:
-                design = {"region": RegionDesign,
-                          "icechunk": IcechunkDesign}[design_name](folder, cube)
-                returns, durations, summaries = [], [], []
-                worker_seconds = 0.0
-                for position, seconds in enumerate(compute_of):
-                    task_result = result(position)
-                    cpu, sent = design.work(task_result)
-                    worker_seconds += cpu
-                    returns.append(sent)
-                    summaries.append(summary_of(task_result))
-                    durations.append(seconds + cpu)
-                print(f"{design_name}: workers' writing {worker_seconds:.1f} CPU-s in all "
-                      f"({1000 * worker_seconds / len(tasks):.0f} ms per task, "
-                      f"{100 * worker_seconds / share:.2f} % of the compute)")
+            design = {"region": RegionDesign,
+                      "icechunk": IcechunkDesign}[design_name](folder, cube)
+            returns, durations, summaries = [], [], []
+            worker_seconds = 0.0
+            for position, seconds in enumerate(compute_of):
+                task_result = result(position)
+                cpu, sent = design.work(task_result)
+                worker_seconds += cpu
+                returns.append(sent)
+                summaries.append(summary_of(task_result))
+                durations.append(seconds + cpu)
+            print(f"{design_name}: workers' writing {worker_seconds:.1f} CPU-s in all "
+                  f"({1000 * worker_seconds / len(tasks):.0f} ms per task, "
+                  f"{100 * worker_seconds / share:.2f} % of the compute)")
             for workers in counts:
                 order = finish_order(durations, workers)
-                if design is None:
-                    costs, end = replay_client(cube, tasks, result, order, args.flush_seconds)
-                    commits = "-"
-                else:
-                    costs, end = design.replay(
-                        [(t, returns[p], summaries[p]) for t, p in order], args.flush_seconds)
-                    costs = [c + design.client_seconds_per_task for c in costs]
-                    commits = design.commits
+                costs, end = design.replay(
+                    [(t, returns[p], summaries[p]) for t, p in order], args.flush_seconds)
+                costs = [c + design.client_seconds_per_task for c in costs]
+                commits = design.commits
                 client = sum(costs) + end
                 wall = client_queue([t for t, _ in order], costs, end)
                 alone = finish_order(compute_of, workers)[-1][0]  # the plan's own granularity

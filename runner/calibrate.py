@@ -276,17 +276,17 @@ def cluster_start_seconds(n_workers):
 @dataclass(frozen=True)
 class RunTime:
     """The dry run's estimated run time (docs/guide/paper-study.md, Small specs): what the
-    run pays once before the workers compute, then the compute or the client's writing,
-    whichever is longer (they overlap). Every part in seconds of wall time: the compute and
-    the writing on an otherwise idle machine, the starts as timed by the dry run, at the load
-    of its moment."""
+    run pays once before the workers compute, then the compute and the writing, both done by
+    the workers, each its tasks' (the client only marks done). Every part in seconds of wall
+    time: the compute and the writing on an otherwise idle machine, the starts as timed by
+    the dry run, at the load of its moment."""
 
     process: float  # starting Python and importing pcskm's command line
     kernels: float  # the client loading the kernels from the cache and evaluating a cell
     cluster: float  # starting (and closing) the Dask cluster; 0 when not timed
     worker: float  # a fresh worker's start before its first result (side by side: once)
     compute: float  # calibrated compute / workers / ratio
-    writing: float  # the client's writing (sizes.write_seconds)
+    writing: float  # the workers' writing (sizes.write_seconds) / workers
 
     @property
     def fixed(self):
@@ -295,4 +295,4 @@ class RunTime:
 
     @property
     def seconds(self):
-        return self.fixed + max(self.compute, self.writing)
+        return self.fixed + self.compute + self.writing

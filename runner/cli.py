@@ -151,9 +151,9 @@ def _dry_run(args, spec, store, selection):
     # its share of the cores. Remote workers do not share their cores with the client, so
     # there the estimate errs on the long side.
     ratio = 0.92
+    writing = write_seconds(view, the_plan.tasks)
     timed = RunTime(process=process, kernels=kernels, cluster=cluster, worker=start,
-                    compute=result.core_seconds / workers / ratio,
-                    writing=write_seconds(view, the_plan.tasks))
+                    compute=result.core_seconds / workers / ratio, writing=writing / workers)
     if failed is None:
         print(f"estimated start of a worker: {duration(start)} before its first result (a "
               "fresh process importing pcskm and loading the kernels, timed now; not in the "
@@ -166,20 +166,14 @@ def _dry_run(args, spec, store, selection):
           + (f"the local cluster {duration(cluster)}, " if is_local(**options) else
              "the cluster's start not timed, ")
           + f"a worker's start {duration(start)})")
-    print(f"estimated writing: {duration(timed.writing)} in the client, the one writer "
-          f"({len(the_plan.tasks)} tasks at {WRITE_SECONDS_PER_TASK} s and "
+    print(f"estimated writing: {duration(writing)} in all, by the workers, each its tasks' "
+          f"chunks ({len(the_plan.tasks)} tasks at {WRITE_SECONDS_PER_TASK} s and "
           f"{binary(written_bytes(view, the_plan.tasks))} of chunks, uncompressed, at "
-          f"{WRITE_SECONDS_PER_MIB:.4f} s per MiB)")
-    if timed.writing > timed.compute:  # the workers compute while the client writes
-        print(f"estimated run time on {workers} workers: {duration(timed.seconds)}: the "
-              f"start and {duration(timed.writing)} bound by the client's writer (compute "
-              f"alone {duration(timed.compute)}; more than "
-              f"{math.ceil(result.core_seconds / ratio / timed.writing)} workers do not "
-              "shorten it)")
-    else:
-        print(f"estimated run time on {workers} workers: {duration(timed.seconds)}: the "
-              f"start and {duration(timed.compute)} of compute (calibrated compute / worker "
-              f"time = {ratio:.2f}, measured on paper runs)")
+          f"{WRITE_SECONDS_PER_MIB:.4f} s per MiB): {duration(timed.writing)} on {workers} "
+          "workers; the client only marks done")
+    print(f"estimated run time on {workers} workers: {duration(timed.seconds)}: the start and "
+          f"{duration(timed.compute + timed.writing)} of compute and writing (calibrated "
+          f"compute / worker time = {ratio:.2f}, measured on paper runs)")
     if timed.seconds < SMALL_RUN_SECONDS:
         low, high = SMALL_RUN_RANGE
         print(f"a short run, mostly its start: expect {duration(low * timed.seconds)} to "

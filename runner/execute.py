@@ -1,12 +1,16 @@
-"""Running tasks on a Dask cluster and writing the results as they arrive.
+"""Running tasks on a Dask cluster: the workers compute and write, the client marks done.
 
 The client submits every task in the plan's order (data set by data set,
-:func:`pcskm.runner.tasks.in_writing_order`), then hands results to the writer in completion
-order; the client is the only writer (:mod:`pcskm.runner.store.writer`, which writes each
-chunk of the cube once it is complete, and everything it holds when the run ends). SIGINT
-and SIGTERM received during a write are held until the write and its completion markers are
-on disk. The summary measures the scheduling overhead as 1 - (compute time reported by the
-tasks) / (worker time available).
+:func:`pcskm.runner.tasks.in_writing_order`), each with where its results go
+(:class:`pcskm.runner.store.writer.TaskTarget`). The worker computes the task, writes its
+chunks into the store and returns a small receipt (:func:`compute_and_write`); the client
+marks done the blocks of the receipts it has received every minute and when the run ends,
+however it ends (:class:`pcskm.runner.store.writer.DoneMarks`; docs/guide/hpc.md, How the
+workers write). The store must be on a file system every worker mounts at the path the
+client gives: the workers connected when the run starts are checked before any task is
+submitted, and every task checks it before computing. SIGINT and SIGTERM received while the
+client takes a receipt or marks done are held until it is done. The summary measures the
+scheduling overhead as 1 - (compute time reported by the tasks) / (worker time available).
 """
 
 import contextlib
@@ -29,7 +33,7 @@ from pathlib import Path
 from pcskm.experiments import DataNotFoundError, cells
 
 from .progress import Progress
-from .store import CubeWriter
+from .store import DoneMarks, StoreNotWritable, task_target, write_error, write_task
 from .tasks import fits, format_only, task_key
 
 log = logging.getLogger("pcskm")
@@ -44,7 +48,8 @@ class RunSummary:
     wall_seconds: float = 0.0
     compute_seconds: float = 0.0
     worker_seconds: float = 0.0  # integral of the number of connected workers over time
-    write_seconds: float = 0.0  # time the client spent writing results
+    write_seconds: float = 0.0  # time the workers spent writing their tasks' chunks
+    mark_seconds: float = 0.0  # time the client spent marking done
     max_workers: int = 0  # most workers connected at once
     errors: list = field(default_factory=list)  # (task key, message)
     interrupted: bool = False  # stopped (SIGINT, SIGTERM) before every task was written
@@ -57,7 +62,7 @@ class RunSummary:
     @property
     def efficiency(self):
         """Compute time over worker time: 1 minus the overhead of scheduling, transfer,
-        writing and idle workers."""
+        the workers' writing and idle workers."""
         return self.compute_seconds / self.worker_seconds if self.worker_seconds else float("nan")
 
     def describe(self):
@@ -66,7 +71,8 @@ class RunSummary:
                 if math.isfinite(self.efficiency) else "no worker started")
         return (f"{self.n_written} of {self.n_tasks} tasks written ({self.n_cells} cells, "
                 f"{self.n_fits} fits) in {self.wall_seconds:.1f} s: {rate:.1f} cells/s; "
-                f"{busy}; writing took {self.write_seconds:.1f} s")
+                f"{busy}; the workers' writing took {self.write_seconds:.1f} s, the "
+                f"client's marking done {self.mark_seconds:.1f} s")
 
 
 @contextlib.contextmanager
@@ -192,14 +198,61 @@ def evaluate_on_worker(task):
             "or set PCSKM_DATA in the workers' environment (docs/guide/hpc.md)") from None
 
 
+class WorkersLackStore(StoreNotWritable):
+    """A Dask worker cannot write the store at the path the client gave: raised before any
+    compute (docs/guide/hpc.md, How the workers write)."""
+
+
+def store_problem(path):
+    """Why this process cannot write the store at ``path`` (a message naming this host and
+    the path), or None if it can: the store's folder must exist here and take a new file."""
+    path = Path(path)
+    if not path.is_dir():
+        problem = "does not exist"
+    else:
+        error = write_error(path)
+        if error is None:
+            return None
+        problem = f"cannot be written ({error.strerror})"
+    return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
+            f"{path} {problem}, while the client opened it there. Put the store on a file "
+            "system that every worker mounts at the same path (docs/guide/hpc.md, How the "
+            "workers write)")
+
+
+def check_workers_reach(client, path):
+    """Raise :class:`WorkersLackStore` unless every worker connected to ``client`` can write
+    the store at ``path`` (:func:`store_problem`, run on each)."""
+    problems = [p for p in client.run(store_problem, str(path)).values() if p]
+    if problems:
+        raise WorkersLackStore(problems[0])
+
+
+def compute_and_write(task, target, path):
+    """On a worker: check that the store at ``path`` can be written here, compute ``task``
+    (:func:`evaluate_on_worker`), write its chunks into the store at ``target``
+    (:func:`pcskm.runner.store.writer.write_task`) and return the receipt."""
+    import zarr
+
+    problem = store_problem(path)
+    if problem:
+        raise WorkersLackStore(problem)
+    result = evaluate_on_worker(task)
+    # its data set's group alone: opening the root would read every group's metadata
+    group = zarr.open_group(str(path), mode="r+", path=task.dataset)
+    return write_task(group, result, target)
+
+
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
               worker_timeout=WORKER_TIMEOUT, queued=False):
-    """Compute ``tasks`` on ``client``'s cluster and write every result into ``cube``
-    (:class:`pcskm.runner.store.writer.CubeWriter`). ``on_result(result, summary)`` is called
-    after each result is handed to the writer. With no worker connected for
+    """Compute ``tasks`` on ``client``'s cluster, each worker writing its tasks' chunks into
+    ``cube`` (:func:`compute_and_write`), and mark done the blocks of every receipt
+    (:class:`pcskm.runner.store.writer.DoneMarks`). ``on_result(receipt, summary)`` is called
+    after each receipt is taken. A worker that cannot write the store stops the run with
+    :class:`WorkersLackStore` before it computes anything. With no worker connected for
     ``worker_timeout`` seconds (``math.inf``: no limit; ``queued``: batch jobs, which may wait
     in a queue), it stops with :class:`NoWorkers` (:class:`WorkerWatch`). Returns the
-    :class:`RunSummary` (``summary`` if given, filled as results arrive, so that the caller
+    :class:`RunSummary` (``summary`` if given, filled as receipts arrive, so that the caller
     knows what was written however this ends); a KeyboardInterrupt (SIGINT, or SIGTERM turned
     into one by the CLI) cancels the remaining tasks and returns with ``interrupted`` set."""
     from distributed import as_completed
@@ -209,15 +262,18 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     summary = summary if summary is not None else RunSummary(n_tasks=len(tasks))
     if not tasks:
         return summary
-    writer = CubeWriter(cube, tasks)
+    path = cube.path.resolve()
+    if client.nthreads():
+        check_workers_reach(client, path)
+    marks = DoneMarks(cube)
     compiling = WorkersCompiling(client).start()  # before a worker can start a task
     token = uuid.uuid4().hex[:8]
     by_key, futures = {}, []
     for i, task in enumerate(tasks):
         key = task_key(task, i, token)
         by_key[key] = task
-        futures.append(client.submit(evaluate_on_worker, task, key=key, pure=False,
-                                     priority=len(tasks) - i))
+        futures.append(client.submit(compute_and_write, task, task_target(cube, task),
+                                     str(path), key=key, pure=False, priority=len(tasks) - i))
     watch = WorkerWatch(client, worker_timeout, queued=queued)
     try:
         _wait_for_a_worker(client, watch)
@@ -243,28 +299,30 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 continue
             if future.status == "finished":
                 try:
-                    result = future.result()
+                    receipt = future.result()
                 except Exception:
                     if future.status not in ("lost", "pending"):
                         raise
                     completed.add(future)  # lost while being fetched: wait for the rerun
                     continue
                 began = time.perf_counter()
-                with held_signals():  # a result shown as finished is one the writer holds
+                with held_signals():  # a task shown as finished is one marked done
                     shown.finished(task.n_cells)
-                    summary.n_cells += writer.write(result)
-                summary.write_seconds += time.perf_counter() - began
+                    marks.take(receipt)
+                    summary.n_cells += receipt.n_cells
+                summary.mark_seconds += time.perf_counter() - began
                 shown.written(cube.done_cells() - done_before)
                 summary.n_written += 1
                 summary.n_fits += fits(task)
-                summary.compute_seconds += result.seconds
+                summary.compute_seconds += receipt.seconds
+                summary.write_seconds += receipt.write_seconds
                 if on_result is not None:
-                    on_result(result, summary)
+                    on_result(receipt, summary)
             elif future.status == "error":
                 error = future.exception()
-                if isinstance(error, WorkersLackData):  # every task would fail alike
-                    client.cancel(futures)
-                    raise WorkersLackData(str(error)) from None
+                if isinstance(error, (WorkersLackData, WorkersLackStore)):  # every task
+                    client.cancel(futures)  # would fail alike
+                    raise type(error)(str(error)) from None
                 message = "".join(traceback.format_exception_only(type(error), error)).strip()
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
@@ -279,11 +337,11 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     finally:
         compiling.stop()
         shown.close()
-        with held_signals():  # every result taken reaches the disk, however the run ends
+        with held_signals():  # every receipt taken is marked done, however the run ends
             began = time.perf_counter()
-            writer.close()
+            marks.write()
             now = time.perf_counter()
-            summary.write_seconds += now - began
+            summary.mark_seconds += now - began
             summary.worker_seconds += workers * (now - last)
             summary.wall_seconds = now - start
     return summary
@@ -491,6 +549,7 @@ def run_entry(spec, summary, started, wall_seconds, cluster_options, error=None,
         "max_workers": summary.max_workers,
         "worker_compute_share": (round(summary.efficiency, 4)
                                  if math.isfinite(summary.efficiency) else None),
-        "write_seconds": round(summary.write_seconds, 1),
+        "write_seconds": round(summary.write_seconds, 1),  # the workers' writing, summed
+        "mark_seconds": round(summary.mark_seconds, 1),  # the client's marking done
         "error": error,
     }

@@ -1,9 +1,9 @@
 """What a run shows while it computes: the cells of the tasks finished so far, and of them
 the cells written to the store.
 
-A task's cells count as soon as its result reaches the client, before the writer takes it;
-the writer holds results in memory until their chunks are complete (:mod:`.writer`), so the
-cells written (marked done in the store) follow behind and are shown apart. The display is a
+A task's cells count as soon as its receipt reaches the client (its worker has written its
+chunks); the client marks them done every minute (:mod:`.store.writer`), so the cells
+written (marked done in the store) follow behind and are shown apart. The display is a
 progress bar redrawn every second (so that its clock moves while a long task computes), or,
 without a bar (``pcskm run --no-progress``), a log line every ``log_every`` seconds.
 """

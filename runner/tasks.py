@@ -270,11 +270,8 @@ def in_writing_order(tasks, cube, kinds):
     """``tasks`` ordered so that the cube's chunks fill one after the other: data set by
     data set, the one with the most work first, then constraint kind by kind (a chunk holds
     one kind of one data set, :mod:`pcskm.runner.store.writer`), the largest task first within a
-    kind. In a store of schema version 1, whose chunks a task fills in part, the writer then
-    writes each chunk about once, when it is complete, instead of holding the chunks of
-    every data set open for the whole run and rewriting them at every periodic flush. The
-    last tasks are those of the data set with the least work, so the workers still finish
-    close together."""
+    kind. The last tasks are those of the data set with the least work, so the workers
+    finish close together."""
     units = [work(task, cube) for task in tasks]
     dataset_work = Counter()
     for task, unit in zip(tasks, units, strict=True):

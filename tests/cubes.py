@@ -58,7 +58,7 @@ def results_attrs(tree):
 class Progress:
     """Reads a ``pcskm run`` subprocess's stderr (``stderr=subprocess.PIPE``) in a thread:
     ``cells()`` is the largest cell count its progress bar has shown so far, which tells that
-    results have reached the client (the writer may hold them in memory, unmarked, until the
+    results have reached the client (it may hold their receipts in memory, unmarked, until the
     run ends)."""
 
     def __init__(self, process):

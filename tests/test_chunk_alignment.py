@@ -1,8 +1,8 @@
 """Chunks aligned to tasks (docs/reference/cube-schema.md, Chunks and size): every per-cell
 variable has one chunk per (kind, percent); every chunk that a run computes is in exactly one
 task of its plan (fresh, resumed, ``--only``, ``--force``, an extended store), which computes
-exactly its missing cells; a store of schema version 1 is read, verified, reported and run in
-its own layout, with the values of a new store."""
+exactly its missing cells; a store of schema version 1 is read, verified and reported, refused
+by ``pcskm run`` before anything is computed, and moved into a new store with ``--from``."""
 
 import dataclasses
 import shutil
@@ -221,32 +221,40 @@ def test_scattered_missing_cells_are_computed_alone_in_their_chunks_task(referen
     assert_same_values(store, reference)
 
 
-def test_a_version_1_store_is_run_resumed_read_and_verified_in_its_own_layout(reference, client,
-                                                                              tmp_path):
-    """The smoke spec run into a version 1 store (interrupted after two tasks, then resumed):
-    the values of a new store; the old store keeps its chunks and schema version, and status,
-    verify and report read it."""
+def test_a_version_1_store_is_read_refused_by_run_and_moved_with_from(reference, client,
+                                                                     tmp_path, capsys):
+    """The smoke spec's cells in a version 1 store (copied there from the reference, half of
+    them): status, verify and report read it; ``pcskm run`` (and its dry run) stops before
+    computing anything with the message that says how to move it; ``--from`` moves it into a
+    new store, which then computes the rest and equals the reference."""
+    from pcskm.runner.reuse import copy_done_blocks
+    from pcskm.runner.store import Cube, IncompatibleStore
+
     old = version_1_store(tmp_path / "old.zarr", SMOKE)
-
-    def interrupt(result, summary):
-        if summary.n_written == 2:
-            raise KeyboardInterrupt
-
-    first = run_spec(SMOKE, old, client=client, progress=False, on_result=interrupt)
-    assert first.interrupted and 0 < first.n_cells
-    second = run_spec(SMOKE, old, client=client, progress=False)
-    assert second.n_cells + first.n_cells == plan(SMOKE, CubeView.planned(
-        tmp_path / "none.zarr", SMOKE)).n_cells
-    root = zarr.open_group(str(old), mode="r")
-    assert root.attrs["schema_version"] == 1
-    assert root[SMOKE.datasets[0]]["f_score"].chunks[:4] == (1, 1, 1, len(SMOKE.percentages))
-    assert_same_values(old, reference)
+    copy_done_blocks(Cube(old), reference)
+    half = zarr.open_group(str(old), mode="r+")[SMOKE.datasets[0]]
+    half["done"][...] = 0  # the other data set's cells only
+    before = sorted(p.relative_to(old) for p in old.rglob("*"))
     assert verify(old).ok
     assert main(["status", str(old)]) == 0
     assert main(["verify", str(old)]) == 0
     write_report(old, tmp_path / "report")
     assert any((tmp_path / "report").iterdir())
+    capsys.readouterr()
+    for dry in ([], ["--dry-run"]):
+        assert main(["run", "smoke", "--store", str(old), "--workers", "1", *dry]) == 2
+        error = capsys.readouterr().err
+        assert f"{old} is a store of schema version 1" in error, error
+        assert f"pcskm run SPEC --store NEW --from {old}" in error
+        assert "Traceback" not in error and len(error.strip().splitlines()) == 1
+    with pytest.raises(IncompatibleStore, match="schema version 1"):
+        run_spec(SMOKE, old, client=client, progress=False)
+    assert sorted(p.relative_to(old) for p in old.rglob("*")) == before  # nothing written
+    root = zarr.open_group(str(old), mode="r")
+    assert root.attrs["schema_version"] == 1 and root.attrs["runs"] == []
     moved = tmp_path / "moved.zarr"  # to the new layout: a new store, the cells copied
-    assert run_spec(SMOKE, moved, client=client, progress=False, reuse_from=old) is None
+    summary = run_spec(SMOKE, moved, client=client, progress=False, reuse_from=old)
+    assert 0 < summary.n_cells < plan(SMOKE, CubeView.planned(tmp_path / "none.zarr",
+                                                               SMOKE)).n_cells
     assert zarr.open_group(str(moved), mode="r").attrs["schema_version"] == 2
     assert_same_values(moved, reference)

@@ -42,8 +42,8 @@ def test_defaults_are_the_quick_spec_and_its_store():
 
 def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path):
     """Ctrl-C (SIGINT to the whole process group, workers included, as a terminal sends it)
-    once the progress bar shows computed cells: the results received so far are written and
-    marked done (the writer holds them in memory until then), no process prints a traceback,
+    once the progress bar shows computed cells: the tasks whose receipts were received so far
+    are marked done (the client holds them in memory until then), no process prints a traceback,
     and the rest is computed by the next run. The smoke grid with 25 runs instead of 2 (12.5
     times its compute, a few seconds): the smoke spec itself can end on a fast machine before
     the signal arrives."""
@@ -77,14 +77,14 @@ def test_dry_run_counts_cells_and_tasks_and_writes_nothing(tmp_path):
     assert "estimated run time on" in out.stdout
     assert not store.exists()
     # issue 33, point 7: the run time counts the run's start (pcskm's own, the client's
-    # kernels, the local cluster, a worker's), which the probes do not time, then the compute
-    # or the client's writing, whichever is longer
+    # kernels, the local cluster, a worker's), which the probes do not time, then the
+    # workers' compute and writing
     worker = re.search(r"estimated start of a worker: (\d+) s before its first result", out.stdout)
     start = re.search(r"estimated start of the run: (\d+) s before the workers compute "
                       r"\(pcskm's start (\d+) s, the client's kernels (\d+) s, the local "
                       r"cluster (\d+) s, a worker's start (\d+) s\)", out.stdout)
     total = re.search(r"estimated run time on \d+ workers: (\d+) s: the start and (\d+) s "
-                      r"(of compute|bound by the client's writer)", out.stdout)
+                      r"of compute and writing", out.stdout)
     assert worker and start and total, out.stdout
     assert int(worker.group(1)) > 0 and int(start.group(5)) == int(worker.group(1))
     parts = [int(start.group(i)) for i in range(2, 6)]
@@ -265,3 +265,82 @@ def test_a_failed_worker_start_is_reported_not_raised(tmp_path):
     with pytest.raises(WorkerStartFailed, match="not on this worker"):
         worker_start_seconds([], preload=[broken])
     assert worker_start_seconds([]) > 0
+
+
+@pytest.fixture(scope="module")
+def longer_smoke(tmp_path_factory):
+    """The smoke grid with 25 runs (a few seconds of compute, so that a signal arrives
+    mid-run) and its cube, uninterrupted, on 2 local workers: ``(spec, cube)``."""
+    folder = tmp_path_factory.mktemp("longer")
+    spec = folder / "longer.toml"
+    spec.write_text((REPO / "experiments" / "specs" / "smoke.toml").read_text()
+                    .replace("n_runs = 2\n", "n_runs = 25\n"))
+    reference = folder / "reference.zarr"
+    done = pcskm("run", spec, "--store", reference, "--workers", 2, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    return spec, reference
+
+
+def test_sigterm_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
+    """SIGTERM to the client and its workers (a batch system ending the job) once results
+    arrive: the run stops with the resume command, the store is readable, and the rerun gives
+    the cube of the uninterrupted run."""
+    spec, reference = longer_smoke
+    store = tmp_path / "terminated.zarr"
+    returncode, stderr = signal_mid_run(["run", spec, "--store", store, "--workers", 2],
+                                        signal.SIGTERM, cwd=REPO)
+    assert returncode == 130, stderr
+    assert f"Resume with: pcskm run {spec} --store" in stderr and "Traceback" not in stderr
+    done = done_cells(store)
+    assert done < SMOKE_CELLS // SMOKE.n_runs * 25
+    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} already done" in resumed.stderr
+    assert_same_cube(reference, store)
+
+
+def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
+    """A real scheduler and two workers in their own processes; the scheduler killed
+    (SIGKILL) once results reach the client: the run stops (exit code 1) with the resume
+    command, and the rerun (here on a local cluster) gives the cube of the uninterrupted
+    run."""
+    import contextlib
+    import os
+    import subprocess
+    import sys
+
+    from cubes import Progress
+    from test_reliability import free_port, wait_for
+
+    spec, reference = longer_smoke
+    address = f"tcp://127.0.0.1:{free_port()}"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                  "--dashboard-address", ":0"], stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+    workers = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                "--nworkers", "2", "--nthreads", "1", "--dashboard-address",
+                                ":0"], stderr=subprocess.DEVNULL, start_new_session=True)
+    store = tmp_path / "lost.zarr"
+    try:
+        run = subprocess.Popen([sys.executable, "-m", "pcskm.runner.cli", "run", spec,
+                                "--store", store, "--scheduler", address], cwd=REPO,
+                               stderr=subprocess.PIPE)
+        progress = Progress(run)
+        wait_for(lambda: progress.cells() > 0 or run.poll() is not None, seconds=300)
+        os.killpg(scheduler.pid, signal.SIGKILL)
+        run.wait(timeout=300)
+        stderr = progress.join()
+    finally:
+        for process in (workers, scheduler):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+    assert run.returncode == 1, stderr
+    assert f"Resume with: pcskm run {spec} --store {store} --scheduler {address}" in stderr
+    done = done_cells(store)
+    assert done < SMOKE_CELLS // SMOKE.n_runs * 25
+    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} already done" in resumed.stderr
+    assert_same_cube(reference, store)

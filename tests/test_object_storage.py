@@ -48,7 +48,7 @@ def test_a_second_writer_is_refused_at_commit(s3):
 
 def test_forks_of_one_session_merge_across_commits_and_one_chunk_keeps_the_last_fork(s3):
     """The properties of Icechunk's forks that the workers-write design relies on
-    (docs/guide/hpc.md, "How the client writes"): forks made once from a clean session
+    (docs/guide/hpc.md, "How the workers write"): forks made once from a clean session
     are merged by the client over several commits, each fork's chunks kept; but two forks
     that write parts of one chunk do not conflict, the last merged replaces the other's
     whole chunk, so no two tasks of a run may write one chunk."""

@@ -1,5 +1,5 @@
 """What ``pcskm run`` shows while it computes (issue 13, item 3): cells counted as their task
-finishes, not when the writer gets to them; the cells written shown apart; a bar whose clock
+finishes, not when the client marks them done; the cells marked done shown apart; a bar whose clock
 moves while no task ends; without a bar, a log line every minute with the rate and the time
 left."""
 
@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from pcskm.experiments import cells
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import execute
 from pcskm.runner.progress import Progress
@@ -36,9 +35,20 @@ def bar_counts(text):
     return [int(n) for n in re.findall(r"(\d+)/\d+ \[", text)]
 
 
-def slow_evaluate(task):
+def slow_task(task, target, path):
+    """A task's worker side (computed and written) taking TASK_SECONDS; its receipt."""
     time.sleep(TASK_SECONDS)
-    return SimpleNamespace(task=task, seconds=TASK_SECONDS)
+    return SimpleNamespace(dataset=task.dataset, regions=(), n_cells=task.n_cells,
+                           seconds=TASK_SECONDS, write_seconds=0.0)
+
+
+def without_store(monkeypatch, tmp_path, marks):
+    """Tasks that take TASK_SECONDS and write nothing, a store of nothing marked done, and
+    the client's marking done by ``marks``; returns the cube to give ``run_tasks``."""
+    monkeypatch.setattr(execute, "compute_and_write", slow_task)
+    monkeypatch.setattr(execute, "task_target", lambda cube, task: None)
+    monkeypatch.setattr(execute, "DoneMarks", marks)
+    return SimpleNamespace(done_cells=lambda: 0, path=tmp_path)
 
 
 IN_PROCESS_CLIENT = True  # conftest's client: one worker thread in this process
@@ -46,29 +56,26 @@ IN_PROCESS_CLIENT = True  # conftest's client: one worker thread in this process
 
 def test_cells_count_when_their_task_ends_not_when_they_are_written(client, tmp_path,
                                                                     monkeypatch, capsys):
-    """A slow writer that holds every result (writes nothing before the run ends): when it
-    receives a task's result, the bar already counts that task's cells, and shows that none
-    is written yet."""
+    """A slow client that marks nothing done before the run ends: when it takes a task's
+    receipt, the bar already counts that task's cells, and shows that none is written
+    yet."""
     tasks = plan(SMALL, CubeView.planned(tmp_path / "never.zarr", SMALL)).tasks
     assert len(tasks) >= 4
-    handed, seen = [], []  # cells handed to the writer; what the bar showed at each hand-over
+    handed, seen = [], []  # cells of each receipt taken; what the bar showed at each
 
-    class HoldingWriter:
-        def __init__(self, cube, tasks):
+    class HoldingMarks:
+        def __init__(self, cube):
             pass
 
-        def write(self, result):
-            handed.append(result.task.n_cells)
+        def take(self, receipt):
+            handed.append(receipt.n_cells)
             seen.append(capsys.readouterr().err)
             time.sleep(WRITE_SECONDS)
-            return result.task.n_cells
 
-        def close(self):
+        def write(self):
             pass
 
-    monkeypatch.setattr(cells, "evaluate", slow_evaluate)
-    monkeypatch.setattr(execute, "CubeWriter", HoldingWriter)
-    nothing_written = SimpleNamespace(done_cells=lambda: 0)
+    nothing_written = without_store(monkeypatch, tmp_path, HoldingMarks)
     summary = execute.run_tasks(client, nothing_written, tasks, progress=True)
     assert summary.n_written == len(tasks)
     shown = 0
@@ -81,36 +88,33 @@ def test_cells_count_when_their_task_ends_not_when_they_are_written(client, tmp_
 def test_a_ctrl_c_as_the_bar_counts_a_task_still_writes_that_task(client, tmp_path,
                                                                  monkeypatch):
     """SIGINT delivered at the moment the bar counts a finished task's cells: the run stops
-    (interrupted, the other tasks cancelled) and that task's result has reached the writer,
-    so what the bar showed as finished is what the store keeps."""
+    (interrupted, the other tasks cancelled) and that task's receipt has been taken and
+    marked done, so what the bar showed as finished is what the store keeps."""
     import signal
 
     tasks = plan(SMALL, CubeView.planned(tmp_path / "never.zarr", SMALL)).tasks
-    handed = []
+    handed, marked = [], []
 
-    class HoldingWriter:
-        def __init__(self, cube, tasks):
+    class HoldingMarks:
+        def __init__(self, cube):
             pass
 
-        def write(self, result):
-            handed.append(result.task.n_cells)
-            return result.task.n_cells
+        def take(self, receipt):
+            handed.append(receipt.n_cells)
 
-        def close(self):
-            pass
+        def write(self):
+            marked.extend(handed)
 
     class InterruptedProgress(Progress):
         def finished(self, n_cells, *, failed=False):
             super().finished(n_cells, failed=failed)
             signal.raise_signal(signal.SIGINT)
 
-    monkeypatch.setattr(cells, "evaluate", slow_evaluate)
-    monkeypatch.setattr(execute, "CubeWriter", HoldingWriter)
     monkeypatch.setattr(execute, "Progress", InterruptedProgress)
-    nothing_written = SimpleNamespace(done_cells=lambda: 0)
+    nothing_written = without_store(monkeypatch, tmp_path, HoldingMarks)
     summary = execute.run_tasks(client, nothing_written, tasks, progress=False)
     assert summary.interrupted
-    assert handed == [tasks[0].n_cells] and summary.n_cells == tasks[0].n_cells
+    assert handed == marked == [tasks[0].n_cells] and summary.n_cells == tasks[0].n_cells
 
 
 def test_the_bar_clock_moves_while_no_task_ends(capsys):

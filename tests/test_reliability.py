@@ -289,19 +289,37 @@ def test_a_report_while_another_run_swaps_an_extension_in(reference, tmp_path, m
             (tmp_path / "after" / name).read_text(), name
 
 
-def test_the_dry_run_on_many_workers_is_bound_by_the_writer(data_dir):
-    """Issue 35: ``pcskm run paper --dry-run --workers 256`` estimated 32 s while the
-    committed run spent 120 s writing alone: the client is the one writer."""
+def seconds(text):
+    """``"42 s"``, ``"12.5 min"``, ``"3.1 h"`` -> seconds."""
+    value, unit = text.split()
+    return float(value) * {"s": 1, "min": 60, "h": 3600}[unit]
+
+
+def test_the_dry_run_spreads_the_writing_over_the_workers(data_dir):
+    """Issue 35 found ``pcskm run paper --dry-run --workers 256`` blind to the 120 s the
+    client spent writing; the workers now write their tasks' chunks (issue 32), so the
+    estimate adds the writing, over the workers, to their compute: no writer bounds it."""
     out = pcskm("run", "paper", "--dry-run", "--workers", 256, "--calibration-seconds", 5,
                 "--data-dir", data_dir, "--store", "never/paper.zarr", timeout=600)
     assert out.returncode == 0, out.stderr
-    writing = re.search(r"estimated writing: (.+) in the client, the one writer \(\d+ tasks at "
-                        r"[\d.]+ s and ([\d.]+) GiB", out.stdout)
-    bound = re.search(r"estimated run time on 256 workers: .+: the start and (.+) bound by the "
-                      r"client's writer \(compute alone (.+); more than (\d+) workers", out.stdout)
-    assert writing and bound, out.stdout
-    assert bound.group(1) == writing.group(1)
-    assert int(bound.group(3)) < 256
+    writing = re.search(r"estimated writing: (.+) in all, by the workers, each its tasks' "
+                        r"chunks \((\d+) tasks at ([\d.]+) s and ([\d.]+) GiB of chunks, "
+                        r"uncompressed, at ([\d.]+) s per MiB\): (.+) on 256 workers; the "
+                        r"client only marks done", out.stdout)
+    start = re.search(r"estimated start of the run: (.+) before the workers compute", out.stdout)
+    compute = re.search(r"estimated compute: (.+) on one core", out.stdout)
+    total = re.search(r"estimated run time on 256 workers: (.+): the start and (.+) of compute "
+                      r"and writing", out.stdout)
+    assert writing and start and compute and total, out.stdout
+    assert "bound by" not in out.stdout
+    tasks, per_task, gib, per_mib = (float(writing.group(i)) for i in range(2, 6))
+    in_all = tasks * per_task + gib * 1024 * per_mib  # rounded to 0.1 GiB
+    assert seconds(writing.group(1)) == pytest.approx(in_all, rel=0.02, abs=1)
+    assert seconds(writing.group(6)) == pytest.approx(in_all / 256, abs=1)
+    spread = seconds(compute.group(1)) / 256 / 0.92 + in_all / 256
+    assert seconds(total.group(2)) == pytest.approx(spread, rel=0.05, abs=1)
+    assert seconds(total.group(1)) == pytest.approx(seconds(start.group(1)) + spread,
+                                                   rel=0.05, abs=2)
 
 
 @pytest.mark.parametrize("step", ["array done created", "built"])

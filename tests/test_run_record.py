@@ -14,7 +14,7 @@ import zarr
 from pcskm.experiments.report.document import _run_lines
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
-from pcskm.runner.store import RUNNING, CubeWriter
+from pcskm.runner.store import RUNNING, DoneMarks
 
 TINY = """
 name = "tiny-record"
@@ -44,16 +44,16 @@ def done_cells(store):
 
 
 def test_an_interrupt_after_the_last_write_keeps_the_record(client, tmp_path, monkeypatch):
-    """SIGINT while the writer flushes the last results (held until they are on disk, then
-    delivered): the run is complete, and says so, and its record is kept. It used to escape
-    as a KeyboardInterrupt ("interrupted", exit code 130) and lose the record."""
-    close = CubeWriter.close
+    """SIGINT while the client marks done the last receipts (held until the markers are on
+    disk, then delivered): the run is complete, and says so, and its record is kept. It used
+    to escape as a KeyboardInterrupt ("interrupted", exit code 130) and lose the record."""
+    write = DoneMarks.write
 
-    def close_then_interrupt(writer):
-        close(writer)
+    def write_then_interrupt(marks):
+        write(marks)
         signal.raise_signal(signal.SIGINT)
 
-    monkeypatch.setattr(CubeWriter, "close", close_then_interrupt)
+    monkeypatch.setattr(DoneMarks, "write", write_then_interrupt)
     store = tmp_path / "late.zarr"
     try:
         summary = run_spec(SPEC, store, client=client, progress=False)
@@ -86,9 +86,9 @@ KILLED_RUN = textwrap.dedent("""
     from distributed import Client
     from pcskm.experiments.spec import parse_spec
     from pcskm.runner import run_spec
-    from pcskm.runner.store import CubeWriter
+    from pcskm.runner.store import DoneMarks
 
-    CubeWriter.__init__.__kwdefaults__["flush_seconds"] = 0.0  # every result on disk at once
+    DoneMarks.__init__.__kwdefaults__["flush_seconds"] = 0.0  # every receipt marked at once
 
     def kill(result, summary):
         if summary.n_written == 1:

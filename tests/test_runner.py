@@ -1,6 +1,6 @@
 """The runner end to end on a LocalCluster: the cube's content, reproducibility across
-worker counts, killed workers and clients, interruptions, the writer's buffering, spec
-extensions and refusals."""
+worker counts, killed workers (between tasks and while writing) and clients, interruptions,
+the order in which tasks are written and marked done, spec extensions and refusals."""
 
 import os
 import signal
@@ -17,7 +17,15 @@ from pcskm.experiments import cells
 from pcskm.experiments.protocol import Protocol
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import IncompatibleStore, open_cube, run_spec
-from pcskm.runner.store import CubeView, CubeWriter, chunks_of, prepare
+from pcskm.runner.store import (
+    CubeView,
+    DoneMarks,
+    chunks_of,
+    prepare,
+    task_target,
+    write_task,
+)
+from pcskm.runner.store.writer import chunk_variables
 from pcskm.runner.tasks import plan, work
 
 SMOKE = load_spec("smoke")
@@ -258,8 +266,8 @@ def test_not_applicable_cells_become_missing_when_the_spec_runs_them(client, tmp
 
 def test_plan_fills_the_chunks_one_after_the_other(tmp_path):
     """Data set by data set (most work first), kind by kind in spec order, largest task first
-    within a kind: the tasks touching any one chunk are consecutive in the plan, so the
-    writer completes each chunk soon after its first task arrives."""
+    within a kind: the tasks touching any one chunk are consecutive in the plan (one task
+    per chunk: docs/reference/cube-schema.md, Chunks and size)."""
     spec = parse_spec(EXTENDED.replace("percentages = [1, 5.5]", "percentages = [1, 2, 5.5, 10]")
                       .replace("n_runs = 2", "n_runs = 6"))
     view = CubeView.planned(tmp_path / "never.zarr", spec)
@@ -287,55 +295,166 @@ def smoke_results(tmp_path_factory):
     return [results[i] for i in order]
 
 
-@pytest.mark.parametrize("flush_seconds, max_bytes", [
-    (float("inf"), float("inf")),  # each chunk written once, when complete
-    (0.0, float("inf")),  # every chunk touched written after every task
-    (float("inf"), 0),  # every chunk written and released after every task
-])
-def test_writer_buffering_does_not_change_the_cube(reference, smoke_results, tmp_path,
-                                                   flush_seconds, max_bytes):
+def worker_writes(cube, result):
+    """What a worker does with ``result`` once computed: write its chunks into ``cube``'s
+    store (opened anew, as a worker opens it), return the receipt."""
+    group = zarr.open_group(str(cube.path), mode="r+")[result.task.dataset]
+    return write_task(group, result, task_target(cube, result.task))
+
+
+@pytest.mark.parametrize("flush_seconds", [float("inf"), 0.0])
+def test_tasks_written_in_any_order_give_the_reference_cube(reference, smoke_results, tmp_path,
+                                                            flush_seconds):
+    """Every task's chunks written by its worker, in a shuffled order, and the receipts marked
+    done at the end (``inf``) or one by one (0): the reference cube."""
     cube, _ = prepare(tmp_path / "written.zarr", SMOKE)
-    with CubeWriter(cube, [r.task for r in smoke_results], flush_seconds=flush_seconds,
-                    max_bytes=max_bytes) as writer:
-        for result in smoke_results:
-            writer.write(result)
+    marks = DoneMarks(cube, flush_seconds=flush_seconds)
+    for result in smoke_results:
+        marks.take(worker_writes(cube, result))
+    marks.write()
     assert_same_cube(reference, tmp_path / "written.zarr")
 
 
-def test_killed_client_keeps_the_complete_chunks_and_the_rerun_fills_the_rest(
-        reference, client, smoke_results, tmp_path):
-    """A client that dies (its writer never closed) after the results of one data set and
-    one more has written exactly the chunks whose every task had arrived, marked done and
-    equal to the reference; the next run computes every other cell and gives the reference
-    cube."""
-    store = tmp_path / "killed-client.zarr"
-    cube, _ = prepare(store, SMOKE)
-    tasks = [r.task for r in smoke_results]
-    first = [r for r in smoke_results if r.task.dataset == SMOKE.datasets[0]]
-    arrived = first + [r for r in smoke_results if r.task.dataset != SMOKE.datasets[0]][:1]
-    writer = CubeWriter(cube, tasks, flush_seconds=float("inf"), max_bytes=float("inf"))
-    for result in arrived:
-        writer.write(result)
-    del writer  # killed: no flush, no close
-
-    def chunks(task):  # one per (kind, percent) (docs/reference/cube-schema.md)
-        return {(task.dataset, b.kind, b.percent) for b in task.blocks}
-
-    taken = {id(r) for r in arrived}
-    pending = set().union(*(chunks(r.task) for r in smoke_results if id(r) not in taken))
-    complete = set().union(*(chunks(r.task) for r in arrived)) - pending
-    assert complete and pending
-    expected = sum(len(b.runs) * SMOKE.n_folds for r in arrived for s in r.task.settings
-                   for b in r.task.blocks if (r.task.dataset, b.kind, b.percent) in complete)
-    assert done_cells(store) == expected
+def assert_done_cells_are_the_references(store, reference):
+    """Every cell marked done in ``store`` holds the reference's values, in every
+    variable."""
     for name in SMOKE.datasets:
         done = xr.open_zarr(store, group=name).done.load() == 1
         got, want = (xr.open_zarr(s, group=name).load().where(done)
                      for s in (store, reference))
         xr.testing.assert_identical(got.drop_vars("done"), want.drop_vars("done"))
+
+
+def test_killed_client_keeps_the_marked_tasks_and_the_rerun_fills_the_rest(
+        reference, client, smoke_results, tmp_path):
+    """A client that dies after marking done the receipts of the first data set's tasks,
+    while the workers have written the chunks of one more task (its receipt taken, not yet
+    marked): exactly the cells of the marked receipts are done, equal to the reference; the
+    next run computes every other cell and gives the reference cube."""
+    store = tmp_path / "killed-client.zarr"
+    cube, _ = prepare(store, SMOKE)
+    first = [r for r in smoke_results if r.task.dataset == SMOKE.datasets[0]]
+    later = [r for r in smoke_results if r.task.dataset != SMOKE.datasets[0]][:1]
+    marks = DoneMarks(cube, flush_seconds=float("inf"))
+    for result in first:
+        marks.take(worker_writes(cube, result))
+    marks.write()
+    for result in later:
+        marks.take(worker_writes(cube, result))
+    del marks  # killed: its last receipts never marked
+    expected = sum(r.task.n_cells for r in first)
+    assert 0 < expected and done_cells(store) == expected
+    assert_done_cells_are_the_references(store, reference)
     rerun = run_spec(SMOKE, store, client=client, progress=False)
     assert rerun.n_cells == spec_cells(SMOKE) - expected
     assert_same_cube(reference, store)
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL of the worker: nothing after it runs."""
+
+
+def test_a_worker_killed_while_writing_leaves_every_done_cell_intact(
+        reference, client, tmp_path, monkeypatch):
+    """A store with done cells scattered through every chunk (the others' values spoilt),
+    and a worker killed while writing a task's chunks (one per variable), after some of them
+    and before its receipt: every cell marked done still holds the reference's values (the worker
+    rewrote the done cells of the chunks it wrote with their stored values), the spoilt cells
+    it wrote are not marked done, and the rerun gives the reference cube."""
+    import shutil
+
+    store = tmp_path / "killed-writer.zarr"
+    shutil.copytree(reference, store)
+    rng = np.random.default_rng(11)
+    for name in SMOKE.datasets:
+        group = zarr.open_group(str(store), mode="r+")[name]
+        marks = group["done"][...]
+        clear = (rng.random(marks.shape) < 0.5) & (marks == 1)
+        marks[clear] = 0
+        group["done"][...] = marks
+        f_score = group["f_score"][...]
+        f_score[clear] = -1  # what a run must compute again
+        group["f_score"][...] = f_score
+    cube, _ = prepare(store, SMOKE)
+    task = max(plan(SMOKE, cube).tasks, key=lambda t: len(t.skip))
+    assert task.skip  # done cells kept in the chunks it writes
+    result = cells.evaluate(task)
+    variables = len(chunk_variables(cube.arrays[task.dataset])) + 1  # and n_constraints
+    writes = []
+    setitem = zarr.Array.__setitem__
+
+    def dies_half_way(array, selection, value):
+        writes.append(array.path)
+        if len(writes) > variables // 2:
+            raise Killed
+        setitem(array, selection, value)
+
+    monkeypatch.setattr(zarr.Array, "__setitem__", dies_half_way)
+    with pytest.raises(Killed):
+        worker_writes(cube, result)
+    monkeypatch.undo()
+    assert variables > 6 and len(writes) == variables // 2 + 1
+    assert_done_cells_are_the_references(store, reference)
+    missing = spec_cells(SMOKE) - done_cells(store)
+    rerun = run_spec(SMOKE, store, client=client, progress=False)
+    assert rerun.n_cells == missing
+    assert_same_cube(reference, store)
+
+
+def die_while_writing(marker, after):
+    """In a worker process: the first chunk write after the ``after``-th ends the process at
+    once (``os._exit``, no cleanup, as a SIGKILL), in the first process to create ``marker``
+    only."""
+    setitem = zarr.Array.__setitem__
+    count = [0]
+
+    def dying(array, selection, value):
+        count[0] += 1
+        if count[0] > after:
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:
+                os._exit(9)
+        setitem(array, selection, value)
+
+    zarr.Array._setitem_before_the_test = setitem
+    zarr.Array.__setitem__ = dying
+
+
+def write_as_before():
+    if hasattr(zarr.Array, "_setitem_before_the_test"):
+        zarr.Array.__setitem__ = zarr.Array._setitem_before_the_test
+        del zarr.Array._setitem_before_the_test
+
+
+def test_a_worker_process_killed_while_writing_is_replaced_and_the_cube_is_the_same(
+        reference, client, tmp_path):
+    """A worker process dies in the middle of writing a task's chunks (after a few of them,
+    before its receipt): Dask computes the task again on another worker, which writes the
+    chunks whole; the run completes with the reference cube."""
+    marker = tmp_path / "died"
+    client.run(die_while_writing, str(marker), 5)
+    try:
+        summary = run_spec(SMOKE, tmp_path / "died.zarr", client=client, progress=False)
+    finally:
+        client.run(write_as_before)
+    assert marker.exists() and summary.complete and not summary.errors
+    assert_same_cube(reference, tmp_path / "died.zarr")
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_eight_workers_give_the_same_cube_as_two(reference, tmp_path):
+    """The smoke spec on eight worker processes (each writing its tasks' chunks) gives the
+    cube of two."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=8, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as eight:
+        summary = run_spec(SMOKE, tmp_path / "eight.zarr", client=eight, progress=False)
+    assert summary.max_workers == 8 and not summary.errors
+    assert_same_cube(reference, tmp_path / "eight.zarr")
 
 
 def test_batch_jobs_export_the_quiet_worker_settings():

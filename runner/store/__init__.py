@@ -14,11 +14,13 @@ code), each importing only those listed before it.
 * :mod:`.digests`: the record of the metadata's digests (:func:`record_metadata`).
 * :mod:`.create`: creating a store, built beside its path and moved into place.
 * :mod:`.metadata`: checking the metadata against its record, and repairing it.
-* :mod:`.access`: opening an existing store (:func:`check_store`, :func:`read_layout`).
+* :mod:`.access`: opening an existing store (:func:`check_store`, :func:`read_layout`,
+  :func:`check_runnable`: the schema versions ``pcskm run`` writes).
 * :mod:`.integrity`: checking every chunk under a done marker, and repairing what fails
   (:func:`verify`, :func:`repair`).
-* :mod:`.writer`: where a cell is written (:class:`CubeWriter`).
-* :mod:`.sizes`: the size of a store and of what its writer holds.
+* :mod:`.writer`: where a cell is written: a task's chunks by the worker that computed it
+  (:func:`write_task`), then their ``done`` markers by the client (:class:`DoneMarks`).
+* :mod:`.sizes`: the size of a store and of what a worker holds to write a task.
 * :mod:`.views`: the store opened: :class:`CubeView`, :class:`Cube`, :func:`open_cube`.
 * :mod:`.preparation`: preparing a store for a run (:func:`prepare`).
 
@@ -41,11 +43,12 @@ _EXPORTS = {
                      "merge_layouts", "spec_layout"], ".layout"),
     "record_metadata": ".digests",
     **dict.fromkeys(["versions", "write_layout"], ".create"),
-    **dict.fromkeys(["check_store", "open_root", "read_consistently", "read_layout"],
-                    ".access"),
+    **dict.fromkeys(["check_runnable", "check_store", "open_root", "read_consistently",
+                     "read_layout"], ".access"),
     **dict.fromkeys(["Verification", "repair", "verify"], ".integrity"),
-    **dict.fromkeys(["CubeWriter", "block_records", "carried_scores", "chunks_of",
-                     "score_names"], ".writer"),
+    **dict.fromkeys(["DoneMarks", "TaskReceipt", "TaskTarget", "block_records",
+                     "carried_scores", "chunks_of", "score_names", "task_target", "write_task"],
+                    ".writer"),
     **dict.fromkeys(["WRITE_SECONDS_PER_MIB", "WRITE_SECONDS_PER_TASK", "Sizes", "TooLarge",
                      "available_memory", "binary", "check_sizes", "free_disk", "store_sizes",
                      "write_seconds", "written_bytes"], ".sizes"),

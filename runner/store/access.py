@@ -1,6 +1,7 @@
 """Opening an existing store: checking that a path holds a whole pcskm cube whose metadata
 pcskm wrote (:func:`check_store`), opening it (:func:`open_root`), reading its layout
-(:func:`read_layout`), and reading it on one version while another run may swap it
+(:func:`read_layout`), checking that ``pcskm run`` can write it (:func:`check_runnable`),
+and reading it on one version while another run may swap it
 (:func:`read_consistently`).
 """
 
@@ -11,10 +12,11 @@ from pathlib import Path
 
 import zarr
 
-from .errors import DamagedStore, NotAStore, StoreChanged
+from .errors import DamagedStore, IncompatibleStore, NotAStore, StoreChanged
 from .layout import layout_of
 from .location import where
 from .metadata import checked_metadata
+from .schema import CHUNKED_BY, SCHEMA_VERSION
 
 
 def metadata_problem(path):
@@ -106,6 +108,22 @@ def open_root(store, mode="r"):
 def read_layout(store):
     """The layout of an existing store."""
     return layout_of(open_root(store), store)
+
+
+def check_runnable(path):
+    """Raise :class:`IncompatibleStore` if ``pcskm run`` cannot write the store at ``path``:
+    a store of schema version 1, whose chunks hold one (algorithm, init, kind) and are shared
+    between tasks, while the workers write whole chunks of one (kind, percent)
+    (docs/reference/cube-schema.md, Chunks and size). Reading it still works."""
+    version = open_root(path).attrs.get("schema_version")  # not the layout: its coordinates
+    # may be damaged, which the verification names; an unknown version is read_layout's
+    if version in CHUNKED_BY and CHUNKED_BY[version] != CHUNKED_BY[SCHEMA_VERSION]:
+        raise IncompatibleStore(
+            f"{path} is a store of schema version {version} (one chunk per "
+            f"{', '.join(CHUNKED_BY[version])}), which pcskm run no longer writes: its workers "
+            f"write whole chunks of one {' and '.join(CHUNKED_BY[SCHEMA_VERSION])}. Move its "
+            f"cells into a new store with pcskm run SPEC --store NEW --from {path} (nothing "
+            "is computed again); status, report and verify still read it")
 
 
 def store_version(path, wait_seconds=10.0):

@@ -3,7 +3,7 @@
 A block (algorithm, init, kind, percent, run) marked done promises that every chunk holding
 its values is intact (:mod:`pcskm.runner.store.writer`). :func:`verify` checks that promise:
 
-* every chunk a done block needs exists (the writer keeps chunks that hold only fill values,
+* every chunk a done block needs exists (a worker keeps chunks that hold only fill values,
   so an absent one was deleted; stores made before this did not keep them, and there such a
   chunk, one whose every fit failed, is reported missing and recomputed, with the same
   values);

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .access import check_store, half_created, holds_done_markers, open_root, read_layout
+from .access import (
+    check_runnable,
+    check_store,
+    half_created,
+    holds_done_markers,
+    open_root,
+    read_layout,
+)
 from .create import create_score_arrays, root_attrs, stored_preregistration
 from .errors import IncompatibleStore
 from .integrity import repair, verify
@@ -133,7 +140,8 @@ def _recreate_half_created(path):
 
 def prepare(path, spec, data_dir=None):
     """Open the store for ``spec`` (a path or URL, or a place of :mod:`.location` being
-    written): create it, or check that it is a writable pcskm cube, repair it
+    written): create it, or check that it is a writable pcskm cube, refuse a store of schema
+    version 1 (:func:`.access.check_runnable`), repair it
     (:func:`pcskm.runner.store.integrity.repair`: damaged chunks deleted, their done markers
     cleared), record a run that was killed before recording itself, check that it is
     compatible and extend it to cover the spec (raises :class:`IncompatibleStore`). What it
@@ -149,6 +157,7 @@ def prepare(path, spec, data_dir=None):
     else:
         location.repair_metadata(new.groups)
         check_store(location)
+        check_runnable(location)
         check_preregistration(location, spec)
         location.check_writable()
         found = verify(location)

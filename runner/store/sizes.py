@@ -1,14 +1,12 @@
-"""The size of a spec's store and of what the client holds while it writes it, computed from
-the layout before anything is created, and the refusal of what cannot fit
+"""The size of a spec's store and of what a worker holds while it writes a task, computed
+from the layout before anything is created, and the refusal of what cannot fit
 (docs/reference/cli.md, Size check); the writing time a dry run estimates from them.
 
 The store: every array of every group, uncompressed, and of it the values a complete store
 holds (the entries of each algorithm's s grid, or its no-s entry; the rest are fill values,
-which compress to almost nothing). The client: the ``done`` (and ``scored``) markers of every
-group, the constraint counts of every data set, the writer's chunks (it holds up to
-:data:`pcskm.runner.store.writer.MAX_BYTES` of them, and at least one chunk of every variable
-of a chunk: one (kind, percent), or in a store of schema version 1 one (algorithm, init,
-kind)) and a copy of the largest for encoding it.
+which compress to almost nothing). A worker writing a task (:mod:`.writer`): one chunk of
+every variable (one (kind, percent)) and the task's results for it, as much again. The
+client holds the ``done`` (and ``scored``) markers of every group.
 """
 
 import os
@@ -32,15 +30,16 @@ from .schema import (
     score_variables,
     wanted_scores,
 )
-from .writer import MAX_BYTES, chunks_of
+from .writer import chunks_of
 
-# The client's writing: a cost per task written (opening the chunks of its result, its done
-# markers) and a cost per MiB (uncompressed) of the chunks the plan fills. Per task: the quick
-# and smoke specs, whose chunks are a few KiB, wrote for 3.9 s over 53 tasks and 0.6 s over 8
-# tasks (0.074 s and 0.075 s per task; docs/guide/paper-study.md, Small specs). Per MiB: the
-# paper run of docs/results/paper/runs.csv wrote for 119.9 s over 1,115 tasks and 9,590 MiB of
-# chunks; less its 1,115 x 0.07 s per task, 0.0044 s per MiB (that run, on 2 workers, also
-# rewrote chunks every minute, which a short run on many workers does less).
+# The writing of the chunks, now the workers' (each its tasks'), measured when the client was
+# the one writer of the same chunks: a cost per task written (opening the chunks of its
+# result, its done markers) and a cost per MiB (uncompressed) of the chunks the plan fills.
+# Per task: the quick and smoke specs, whose chunks are a few KiB, wrote for 3.9 s over 53
+# tasks and 0.6 s over 8 tasks (0.074 s and 0.075 s per task; docs/guide/paper-study.md,
+# Small specs). Per MiB: the paper run of docs/results/paper/runs.csv wrote for 119.9 s over
+# 1,115 tasks and 9,590 MiB of chunks; less its 1,115 x 0.07 s per task, 0.0044 s per MiB
+# (that run, on 2 workers, also rewrote chunks every minute, which the workers do not).
 # `python benchmarks/bench_writer.py paper --workers 256 --hours 0.0156` (the benchmark as of
 # commit 41e76b3: its default slice of 271 tasks, replayed at the pace of 256 workers)
 # measured 71.4 s of CPU for 1,611 MiB, with 990 writes and 366 reads back of its 624 chunks
@@ -51,7 +50,8 @@ WRITE_SECONDS_PER_MIB = (119.9 - 1115 * WRITE_SECONDS_PER_TASK) / 9590
 
 
 class TooLarge(ValueError):
-    """The spec's store, or what the client holds while writing it, does not fit."""
+    """The spec's store, or what a worker or the client holds while writing it, does not
+    fit."""
 
 
 def _itemsize(dtype):
@@ -71,14 +71,16 @@ def binary(size):
 class Sizes:
     store_bytes: int  # every array, uncompressed
     values_bytes: int  # the values of a complete store (its non-fill entries), uncompressed
-    chunk_bytes: int  # the writer's largest chunk of every variable
-    client_bytes: int  # the most the client holds for the results
+    chunk_bytes: int  # the largest chunk of every variable
+    worker_bytes: int  # the most a worker holds to write a task's chunk
+    client_bytes: int  # the client's done markers
 
     def describe(self):
         return (f"store: {binary(self.values_bytes)} of values when complete "
-                f"({binary(self.store_bytes)} uncompressed with its fill values); client "
-                f"memory for the results: up to {binary(self.client_bytes)} (largest chunk "
-                f"{binary(self.chunk_bytes)})")
+                f"({binary(self.store_bytes)} uncompressed with its fill values); memory for "
+                f"the results: up to {binary(self.worker_bytes)} in a worker (largest chunk "
+                f"{binary(self.chunk_bytes)}), {binary(self.client_bytes)} of done markers in "
+                "the client")
 
 
 def store_sizes(layout):
@@ -95,7 +97,7 @@ def store_sizes(layout):
 
     per_s, per_cell = fit_item + score_bytes(~0, True), score_bytes(~0, False)
     markers = 1 + bool(scores)  # done, and scored with the selection scores
-    store = values = markers_bytes = counts = chunk = all_chunks = 0
+    store = values = markers_bytes = counts = chunk = 0
     for group in layout.groups.values():
         shape = group.fit_shape()
         n_alg, n_init, n_kind, n_pct, n_run, n_fold, n_s = shape
@@ -105,7 +107,6 @@ def store_sizes(layout):
         one = cell_runs * (n_s * (per_s + per_s_weights) + per_cell + weights)
         blocks = n_alg * n_init * n_kind
         store += blocks * one
-        all_chunks += blocks * one
         per_chunk = np.prod(chunk_shape(layout.schema_version, BLOCK_DIMS, shape[:4]))
         chunk = max(chunk, int(per_chunk) * one // n_pct)
         wanted = wanted_scores(layout.fixed, layout.algorithms, group.algorithms)
@@ -119,13 +120,12 @@ def store_sizes(layout):
         counts += 4 * n_kind * cell_runs
     store += markers_bytes + counts
     values += markers_bytes + counts
-    client = markers_bytes + counts + min(all_chunks, MAX_BYTES + chunk) + chunk
     return Sizes(store_bytes=store, values_bytes=values, chunk_bytes=chunk,
-                 client_bytes=client)
+                 worker_bytes=2 * chunk, client_bytes=markers_bytes)
 
 
 def chunks_bytes(layout, chunks):
-    """Uncompressed bytes of the writer's ``chunks`` (:func:`pcskm.runner.store.writer.chunks_of`):
+    """Uncompressed bytes of the ``chunks`` (:func:`pcskm.runner.store.writer.chunks_of`):
     one chunk of every variable each."""
     counts = Counter(chunk[0] for chunk in chunks)
     return sum(store_sizes(Layout(groups={name: layout.groups[name]}, fixed=layout.fixed,
@@ -143,7 +143,7 @@ def written_bytes(view, tasks):
 
 
 def write_seconds(view, tasks):
-    """The client's estimated time to write the results of ``tasks`` (its one writer):
+    """The estimated time to write the chunks of ``tasks``, all workers together:
     :data:`WRITE_SECONDS_PER_TASK` per task and :data:`WRITE_SECONDS_PER_MIB` per MiB of the
     chunks they fill."""
     return (WRITE_SECONDS_PER_TASK * len(tasks)
@@ -191,8 +191,8 @@ def disk_used(path):
 def check_sizes(layout, path, *, copies=False):
     """Raise :class:`TooLarge`, with the numbers, if the store of ``layout`` at ``path``
     cannot fit on its disk (its values, less what the store holds now; all of them when the
-    store is ``copies``: rebuilt beside the old one) or the client's memory; returns the
-    :class:`Sizes`."""
+    store is ``copies``: rebuilt beside the old one) or what a worker or the client holds
+    cannot fit in this machine's memory; returns the :class:`Sizes`."""
     found = store_sizes(layout)
     space = where(path).space()  # None: object storage, no disk to fill
     problems = []
@@ -203,10 +203,11 @@ def check_sizes(layout, path, *, copies=False):
         problems.append(f"its values need {binary(needed)} on disk and {folder} has "
                         f"{binary(free)} free")
     memory = available_memory()
-    if found.client_bytes > memory:
-        problems.append(f"the client would hold up to {binary(found.client_bytes)} of results "
+    if max(found.worker_bytes, found.client_bytes) > memory:
+        problems.append(f"a worker would hold up to {binary(found.worker_bytes)} of results "
                         f"in memory (the largest chunk of every variable is "
-                        f"{binary(found.chunk_bytes)}) and this machine has "
+                        f"{binary(found.chunk_bytes)}; the client's done markers "
+                        f"{binary(found.client_bytes)}) and this machine has "
                         f"{binary(memory)} available")
     if problems:
         raise TooLarge(f"the store {path} of this spec cannot be written: "

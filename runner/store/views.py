@@ -1,5 +1,5 @@
 """The store opened: :class:`CubeView` (a layout with its ``done`` and ``scored`` markers,
-read only, for planning), :class:`Cube` (open for the writer: its arrays, the markers it
+read only, for planning), :class:`Cube` (open for the client: its arrays, the markers it
 writes and the run record) and :func:`open_cube` (the cube as an ``xarray.DataTree``).
 """
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from pcskm.experiments.protocol import pct10
 
-from .access import open_root, read_layout
+from .access import check_runnable, open_root, read_layout
 from .integrity import verify
 from .layout import done_shape, json_copy, merge_layouts, positions, spec_layout
 from .location import FLUSHED, RECORDED, RUN_TAG, STARTED, where
@@ -55,6 +55,7 @@ class CubeView:
         if path.is_new():
             return cls(new, {n: np.zeros(done_shape(g), np.uint8)
                              for n, g in new.groups.items()})
+        check_runnable(path)
         found = verify(path)
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
@@ -96,7 +97,7 @@ class CubeView:
 
 
 class Cube(CubeView):
-    """An open store, for the writer: its layout, arrays and in-memory ``done`` markers;
+    """An open store, for the client: its layout, arrays and in-memory ``done`` markers;
     ``path``: where it lives (:func:`.location.where`; a repository in a transaction)."""
 
     def __init__(self, path):

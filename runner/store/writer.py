@@ -1,36 +1,35 @@
-"""Where a cell is written: task results into the cube's chunks, then the ``done`` markers of
-the blocks they complete (:meth:`CubeWriter.write`; the client is the only writer).
+"""Where a cell is written (docs/guide/hpc.md, How the workers write): the worker that
+computed a task writes the task's chunks whole (:func:`write_task`), then returns a
+:class:`TaskReceipt`; the client marks done the blocks of the receipts it has received
+(:class:`DoneMarks`), every ``flush_seconds`` and when the run ends.
 
-The cube's per-cell variables are cut into chunks along the block dims that its schema
-version says (:data:`pcskm.runner.store.schema.CHUNKED_BY`): in version 2 one chunk per
-(kind, percent), holding every algorithm, init, run, fold and s, and a task of the planner
-holds whole chunks (:mod:`pcskm.runner.tasks`); in version 1 one chunk per (algorithm, init,
-kind), of which a task fills a rectangle of kinds x percents. Writing each task through Zarr
-would read, change and rewrite every chunk it touches, once per task. Instead the writer
-keeps the chunks a run is filling in memory and writes each one whole:
+The cube's per-cell variables are cut into one chunk per (kind, percent) (schema version 2,
+:data:`pcskm.runner.store.schema.CHUNKED_BY`), holding every algorithm, init, run, fold and
+s, and the planner gives each chunk a run computes to one task (:mod:`pcskm.runner.tasks`):
+no two tasks of a run write one chunk, so a worker writes its chunks without reading or
+locking anything but the chunk itself. Stores of schema version 1 (one chunk per
+(algorithm, init, kind), shared between tasks) are not written: ``pcskm run`` refuses them
+before computing anything.
 
-* as soon as the last task of the plan that touches it has arrived (its normal end; in
-  version 2, when its one task has);
-* every ``flush_seconds`` (default one minute), every chunk changed since the last write;
-* when the chunks held exceed ``max_bytes``, after which they are released (and read again
-  if touched again);
-* on :meth:`CubeWriter.close`, which the runner calls however the run ends (finished,
-  interrupted, scheduler lost).
-
-A chunk's data are written before the ``done`` markers of the blocks it received, and Zarr
-replaces files atomically; so a client killed at any moment (even by SIGKILL) leaves a
-readable store in which every cell marked done is intact. What it loses is at most the last
-``flush_seconds`` of results, recomputed with the same values by the next run.
+A receipt reaches the client only after its worker has written every chunk of the task,
+and the client writes the ``done`` markers of a block only after it has the receipt; Zarr
+replaces each chunk file atomically. So a kill of the client, of a worker or of the
+scheduler at any moment leaves a readable store whose every cell marked done is intact: a
+worker killed while writing leaves chunks whose new cells are not marked done (the next run
+computes them again, with the same values) and whose done cells were rewritten with their
+stored values; a client killed outright loses at most the last ``flush_seconds`` of
+markers.
 """
 
 import time
-from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
 from pcskm.algorithms._result import FIT_FAILED
 
 from .schema import (
+    CHUNKED_BY,
     CV_SCORES,
     FIT_DIMS,
     FIT_STATUS_CODES,
@@ -38,13 +37,13 @@ from .schema import (
     NOT_APPLICABLE,
     SCORE_VARIABLES,
     WEIGHTS_PER_S,
+    WRITE_CONFIG,
     block_chunk,
     chunk_region,
     in_chunk,
 )
 
 FLUSH_SECONDS = 60.0
-MAX_BYTES = 512 * 2**20
 _FILLS = {"f_score": np.nan, "precision": np.nan, "recall": np.nan, "satisfied": np.nan,
           "status": NOT_APPLICABLE, "n_iter": -1}
 
@@ -106,7 +105,7 @@ def score_names(group):
 
 
 def block_names(group):
-    """The group's per-block variables the writer fills besides the fit records: the user
+    """The group's per-block variables a task fills besides the fit records: the user
     estimators' ``fit_error``, where the store has it."""
     return ("fit_error",) if "fit_error" in group else ()
 
@@ -125,148 +124,132 @@ def chunks_of(task, cube):
         for s in task.settings for block in task.blocks}
 
 
-class _Chunk:
-    """One chunk of every per-cell variable (``region``: its slices along the block dims),
-    held in memory; ``done`` lists the (algorithm, init, kind, percent, runs, score bits)
-    blocks received since it was last written. A chunk with no block marked done holds
-    nothing to keep (at most cells to recompute): it starts from the fill values, and the
-    status as stored (the ``not_applicable`` entries of the (init, kind) pairs the spec does
-    not run)."""
-
-    def __init__(self, group, region, has_done):
-        self.values = {}
-        for name in (*_FILLS, "weights", *optional_names(group), *score_names(group),
-                     *block_names(group)):
-            array = group[name]
-            if has_done or name == "status":
-                self.values[name] = array[region]
-            else:
-                shape = tuple(len(range(*r.indices(n))) for r, n in
-                              zip(region, array.shape, strict=False)) + array.shape[4:]
-                self.values[name] = np.full(shape, array.fill_value, array.dtype)
-        self.done = []
-        self.dirty = False
-
-    @property
-    def nbytes(self):
-        return sum(v.nbytes for v in self.values.values())
+def chunk_variables(group):
+    """Every per-cell variable of a group that a task writes, chunk by chunk (the constraint
+    counts aside)."""
+    return (*_FILLS, "weights", *optional_names(group), *score_names(group),
+            *block_names(group))
 
 
-class CubeWriter:
-    """Writes :class:`pcskm.experiments.cells.TaskResult` objects into an open :class:`Cube`;
-    ``tasks`` is the run's plan, which tells when a chunk has received all its results. Use
-    as a context manager (or call :meth:`close`) so that every result reaches the disk."""
+@dataclass(frozen=True)
+class TaskTarget:
+    """Where a task's results go in its data set's group, from the client's open store (the
+    worker reads nothing else): ``places[index][b]``, the positions (algorithm, init, kind,
+    percent) of block ``b`` of setting ``index``; ``keep[b]``, whether the chunk of block
+    ``b`` holds done cells, whose stored values the task keeps (it reads the chunk before
+    writing it); ``version``, the store's schema version."""
 
-    def __init__(self, cube, tasks=(), *, flush_seconds=FLUSH_SECONDS, max_bytes=MAX_BYTES):
-        self.cube = cube
-        self.version = cube.layout.schema_version
-        self.flush_seconds, self.max_bytes = flush_seconds, max_bytes
-        self.expected = Counter(chunk for task in tasks for chunk in chunks_of(task, cube))
-        self.chunks = {}  # (data set, place along the block dims) -> _Chunk
-        self.n_constraints = {}  # data set -> its (kind, percent, run, fold) array
-        self.last_flush = time.monotonic()
+    places: tuple
+    keep: tuple
+    version: int
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
+def task_target(cube, task):
+    """The :class:`TaskTarget` of ``task`` in ``cube`` (an open
+    :class:`pcskm.runner.store.views.Cube`, whose done markers say which chunks hold done
+    cells). A task writes whole chunks only where each chunk holds one (kind, percent):
+    schema version 2 and later."""
+    version, name = cube.layout.schema_version, task.dataset
+    if CHUNKED_BY[version] != ("kind", "percent"):
+        raise ValueError(f"a store of schema version {version} is not written by tasks")
+    places = tuple(tuple(cube.block_index(name, s.algorithm, s.init, block.kind, block.percent)
+                         for block in task.blocks) for s in task.settings)
+    keep = tuple(bool(cube.done[name][chunk_region(version, block_chunk(version, place))].any())
+                 for place in places[0])
+    return TaskTarget(places=places, keep=keep, version=version)
 
-    def write(self, task_result):
-        """Take every block of ``task_result`` (written now or later, see the module
-        docstring); returns the cells taken."""
-        task, cube = task_result.task, self.cube
-        name = task.dataset
-        if len(task.fold_list) != cube.layout.groups[name].n_folds:
-            raise ValueError("the writer takes tasks of every fold; this one has folds "
-                             f"{task.fold_list}")
-        group = cube.arrays[name]
-        n_sparsity = 1 + len(cube.layout.groups[name].sparsity)
-        scores = score_names(group)
-        per_s = WEIGHTS_PER_S in group
-        if name not in self.n_constraints:
-            self.n_constraints[name] = group["n_constraints"][...]
-        finished = set()
+
+@dataclass(frozen=True)
+class TaskReceipt:
+    """What a worker returns once it has written a task's chunks: the ``regions`` of the
+    blocks it completed, as :meth:`pcskm.runner.store.views.Cube.mark_done` takes them, the
+    task's cells, its compute seconds and the seconds its writing took."""
+
+    dataset: str
+    regions: tuple
+    n_cells: int
+    seconds: float
+    write_seconds: float
+
+
+def _chunk(array, region, stored):
+    """The chunk of ``array`` at ``region``: as stored, or (``stored`` False) its fill
+    values."""
+    if stored:
+        return array[region]
+    shape = tuple(len(range(*r.indices(n))) for r, n in
+                  zip(region, array.shape, strict=False)) + array.shape[len(region):]
+    return np.full(shape, array.fill_value, array.dtype)
+
+
+def write_task(group, result, target):
+    """Write every chunk of ``result`` (a :class:`pcskm.experiments.cells.TaskResult`) whole
+    into ``group``, its data set's Zarr group, opened to write, at ``target`` (a
+    :class:`TaskTarget`), then the chunks of its constraint counts; returns the
+    :class:`TaskReceipt`. A chunk starts from the stored values where it holds done cells
+    (``target.keep``) and from the fill values otherwise, but for the status, read as
+    stored (the ``not_applicable`` entries of the (init, kind) pairs the spec does not run);
+    the cells in ``task.skip`` keep their stored values."""
+    start = time.perf_counter()
+    task, version = result.task, target.version
+    if len(task.fold_list) != group["fold"].shape[0]:
+        raise ValueError(f"a task writes every fold; this one has folds {task.fold_list}")
+    names = chunk_variables(group)
+    arrays = {name: group[name].with_config(WRITE_CONFIG) for name in (*names, "n_constraints")}
+    n_sparsity = group["sparsity"].shape[0]
+    scores, per_s = score_names(group), WEIGHTS_PER_S in group
+    regions = []
+    for b, block in enumerate(task.blocks):
+        chunk = block_chunk(version, target.places[0][b])
+        region, keep = chunk_region(version, chunk), target.keep[b]
+        values = {name: _chunk(arrays[name], region, keep or name == "status")
+                  for name in names}
+        counts_region = region[2:4]  # n_constraints: (kind, percent, run, fold)
+        counts = _chunk(arrays["n_constraints"], counts_region, keep)
         for index, setting in enumerate(task.settings):
-            for b, (block, result) in enumerate(zip(task.blocks, task_result.blocks[index],
-                                                    strict=True)):
-                rows = [r for r, run in enumerate(block.runs) if (index, b, run) not in task.skip]
-                if not rows:
-                    continue
-                place = cube.block_index(name, setting.algorithm, setting.init, block.kind,
-                                         block.percent)
-                key = block_chunk(self.version, place)
-                position = (name, *key)
-                finished.add(position)
-                chunk = self.chunks.get(position)
-                if chunk is None:
-                    region = chunk_region(self.version, key)
-                    chunk = self.chunks[position] = _Chunk(
-                        group, region, bool(cube.done[name][region].any()))
-                runs = [block.runs[r] for r in rows]  # the skipped runs keep their values
-                where = (*in_chunk(self.version, place), runs)
-                for variable, values in block_records(result, setting, n_sparsity, scores,
-                                                      per_s).items():
-                    chunk.values[variable][where] = values[rows]
-                if "fit_error" in chunk.values:
-                    chunk.values["fit_error"][where] = result.fit_error[rows]
-                chunk.done.append((*place, runs, carried_scores(setting)))
-                chunk.dirty = True
-                _, _, k, p = place
-                self.n_constraints[name][k, p, runs] = result.n_constraints[rows]
-        self.expected.subtract(finished)
-        complete = [c for c in finished if self.expected[c] <= 0]
-        if time.monotonic() - self.last_flush > self.flush_seconds:
-            self.flush()
-        elif sum(c.nbytes for c in self.chunks.values()) > self.max_bytes:
-            self.flush()
-            self.chunks.clear()
-        else:
-            self._write(complete)
-        for position in complete:
-            self.chunks.pop(position, None)
-        return task.n_cells
+            rows = [r for r, run in enumerate(block.runs) if (index, b, run) not in task.skip]
+            if not rows:
+                continue
+            place = target.places[index][b]
+            runs = [block.runs[r] for r in rows]  # the skipped runs keep their values
+            where = (*in_chunk(version, place), runs)
+            block_result = result.blocks[index][b]
+            for name, records in block_records(block_result, setting, n_sparsity, scores,
+                                               per_s).items():
+                values[name][where] = records[rows]
+            if "fit_error" in values:
+                values["fit_error"][where] = block_result.fit_error[rows]
+            counts[0, 0, runs] = block_result.n_constraints[rows]
+            a, i, k, p = place
+            regions.append((a, i, [k], [p], runs, carried_scores(setting)))
+        for name, chunk_values in values.items():
+            arrays[name][region] = chunk_values
+        arrays["n_constraints"][counts_region] = counts
+    return TaskReceipt(dataset=task.dataset, regions=tuple(regions), n_cells=task.n_cells,
+                       seconds=result.seconds, write_seconds=time.perf_counter() - start)
 
-    def flush(self):
-        """Write every chunk changed since it was last written, and commit what was written
-        since the last flush (:meth:`pcskm.runner.store.views.Cube.commit`: one commit of a
-        repository; nothing to do in a folder)."""
-        self._write(list(self.chunks))
-        self.cube.commit()
-        self.last_flush = time.monotonic()
 
-    def close(self):
-        self.flush()
-        self.chunks.clear()
+class DoneMarks:
+    """The client's side: the regions of the receipts it has received, marked done in
+    ``cube`` (:meth:`pcskm.runner.store.views.Cube.mark_done`) by :meth:`write`, every
+    ``flush_seconds`` (:meth:`take` says when) and by the runner however the run ends."""
 
-    def _write(self, positions):
-        """Write the changed chunks of ``positions`` whole, then the chunks of the constraint
-        counts they changed, then their done markers."""
-        dirty = [p for p in positions if p in self.chunks and self.chunks[p].dirty]
-        datasets = sorted({p[0] for p in dirty})
-        for position in dirty:
-            group = self.cube.arrays[position[0]]
-            region = chunk_region(self.version, position[1:])
-            for variable, values in self.chunks[position].values.items():
-                group[variable][region] = values
-        for name in datasets:
-            self._write_counts(name, [self.chunks[p] for p in dirty if p[0] == name])
-        for name in datasets:
-            regions = []
-            for position in (p for p in dirty if p[0] == name):
-                chunk = self.chunks[position]
-                regions.extend((a, i, [k], [p], runs, bits)
-                               for a, i, k, p, runs, bits in chunk.done)
-                chunk.done, chunk.dirty = [], False
+    def __init__(self, cube, *, flush_seconds=FLUSH_SECONDS):
+        self.cube, self.flush_seconds = cube, flush_seconds
+        self.pending = {}  # data set -> regions received since the last write
+        self.last_write = time.monotonic()
+
+    def take(self, receipt):
+        """Hold the regions of ``receipt``; write every region held when ``flush_seconds``
+        have passed since the last write."""
+        self.pending.setdefault(receipt.dataset, []).extend(receipt.regions)
+        if time.monotonic() - self.last_write >= self.flush_seconds:
+            self.write()
+
+    def write(self):
+        """Mark done every region held (the chunks they vouch for are on disk: each came
+        with its receipt)."""
+        for name, regions in self.pending.items():
             self.cube.mark_done(name, regions)
-
-    def _write_counts(self, name, chunks):
-        """Write whole the chunks of ``name``'s constraint counts that the blocks received
-        by ``chunks`` changed (one chunk per (kind, percent) in schema version 2, one in
-        all in version 1)."""
-        array, counts = self.cube.arrays[name]["n_constraints"], self.n_constraints[name]
-        size_k, size_p = array.chunks[:2]
-        for ck, cp in sorted({(k // size_k, p // size_p)
-                              for chunk in chunks for _, _, k, p, _, _ in chunk.done}):
-            region = (slice(ck * size_k, (ck + 1) * size_k), slice(cp * size_p, (cp + 1) * size_p))
-            array[region] = counts[region]
+        self.pending = {}
+        self.last_write = time.monotonic()
