@@ -6,11 +6,14 @@ The client submits every task in the plan's order (data set by data set,
 chunks into the store and returns a small receipt (:func:`compute_and_write`); the client
 marks done the blocks of the receipts it has received every minute and when the run ends,
 however it ends (:class:`pcskm.runner.store.writer.DoneMarks`; docs/guide/hpc.md, How the
-workers write). The store must be on a file system every worker mounts at the path the
-client gives: the workers connected when the run starts are checked before any task is
-submitted, and every task checks it before computing. SIGINT and SIGTERM received while the
-client takes a receipt or marks done are held until it is done. The summary measures the
-scheduling overhead as 1 - (compute time reported by the tasks) / (worker time available).
+workers write). What a worker writes into is the location's
+(:meth:`pcskm.runner.store.location.Folder.for_workers`): a folder every worker mounts at the
+path the client gives, or a fork of the run's Icechunk session that the worker writes with
+its own credentials and hands back in the receipt. The workers connected when the run starts
+are checked before any task is submitted, and every task checks it before computing. SIGINT
+and SIGTERM received while the client takes a receipt or marks done are held until it is
+done. The summary measures the scheduling overhead as 1 - (compute time reported by the
+tasks) / (worker time available).
 """
 
 import contextlib
@@ -26,14 +29,14 @@ import threading
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pcskm.experiments import DataNotFoundError, cells
 
 from .progress import Progress
-from .store import DoneMarks, StoreNotWritable, task_target, write_error, write_task
+from .store import DoneMarks, StoreNotWritable, task_target, where, write_task
 from .tasks import fits, format_only, task_key
 
 log = logging.getLogger("pcskm")
@@ -199,48 +202,35 @@ def evaluate_on_worker(task):
 
 
 class WorkersLackStore(StoreNotWritable):
-    """A Dask worker cannot write the store at the path the client gave: raised before any
-    compute (docs/guide/hpc.md, How the workers write)."""
+    """A Dask worker cannot write the store (a folder not mounted at the client's path, a
+    repository without the credentials): raised before any compute where it can be seen then
+    (docs/guide/hpc.md, How the workers write; "The store on object storage")."""
 
 
-def store_problem(path):
-    """Why this process cannot write the store at ``path`` (a message naming this host and
-    the path), or None if it can: the store's folder must exist here and take a new file."""
-    path = Path(path)
-    if not path.is_dir():
-        problem = "does not exist"
-    else:
-        error = write_error(path)
-        if error is None:
-            return None
-        problem = f"cannot be written ({error.strerror})"
-    return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
-            f"{path} {problem}, while the client opened it there. Put the store on a file "
-            "system that every worker mounts at the same path (docs/guide/hpc.md, How the "
-            "workers write)")
-
-
-def check_workers_reach(client, path):
+def check_workers_reach(client, place):
     """Raise :class:`WorkersLackStore` unless every worker connected to ``client`` can write
-    the store at ``path`` (:func:`store_problem`, run on each)."""
-    problems = [p for p in client.run(store_problem, str(path)).values() if p]
+    ``place`` (what the location gives the workers: its ``problem()``, run on each)."""
+    problems = [p for p in client.run(place.problem).values() if p]
     if problems:
         raise WorkersLackStore(problems[0])
 
 
-def compute_and_write(task, target, path):
-    """On a worker: check that the store at ``path`` can be written here, compute ``task``
-    (:func:`evaluate_on_worker`), write its chunks into the store at ``target``
-    (:func:`pcskm.runner.store.writer.write_task`) and return the receipt."""
-    import zarr
-
-    problem = store_problem(path)
+def compute_and_write(task, target, place):
+    """On a worker: check that ``place`` (what the store's location gives the workers,
+    :meth:`pcskm.runner.store.location.Folder.for_workers`) can be written here, compute
+    ``task`` (:func:`evaluate_on_worker`), write its chunks into it at ``target``
+    (:func:`pcskm.runner.store.writer.write_task`) and return the receipt, with what the
+    client merges (``place.written()``)."""
+    problem = place.problem()
     if problem:
         raise WorkersLackStore(problem)
     result = evaluate_on_worker(task)
-    # its data set's group alone: opening the root would read every group's metadata
-    group = zarr.open_group(str(path), mode="r+", path=task.dataset)
-    return write_task(group, result, target)
+    try:
+        with place.writing(task.dataset) as group:
+            receipt = write_task(group, result, target)
+    except StoreNotWritable as error:
+        raise WorkersLackStore(str(error)) from None
+    return replace(receipt, written=place.written())
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
@@ -262,9 +252,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     summary = summary if summary is not None else RunSummary(n_tasks=len(tasks))
     if not tasks:
         return summary
-    path = cube.path.resolve()
+    place = where(cube.path).for_workers()  # after the last commit: a repository forks here
     if client.nthreads():
-        check_workers_reach(client, path)
+        check_workers_reach(client, place)
     marks = DoneMarks(cube)
     compiling = WorkersCompiling(client).start()  # before a worker can start a task
     token = uuid.uuid4().hex[:8]
@@ -273,7 +263,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         key = task_key(task, i, token)
         by_key[key] = task
         futures.append(client.submit(compute_and_write, task, task_target(cube, task),
-                                     str(path), key=key, pure=False, priority=len(tasks) - i))
+                                     place, key=key, pure=False, priority=len(tasks) - i))
     watch = WorkerWatch(client, worker_timeout, queued=queued)
     try:
         _wait_for_a_worker(client, watch)
@@ -371,8 +361,6 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     :data:`WORKER_TIMEOUT`, no limit for batch jobs (``cluster`` in ``cluster_options``),
     which may wait in their queue for hours.
     """
-    from .store import where
-
     location = where(store)  # a folder (locked) or a repository (a transaction)
     with location.writing():
         return _run_locked(spec, location, client, cluster_options, selection, force, data_dir,
@@ -401,8 +389,6 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
 def _is_new(store):
     """Whether ``store`` is yet to be created (no such path, or an empty folder; no
     committed cube in a repository)."""
-    from .store import where
-
     return where(store).is_new()
 
 

@@ -16,7 +16,7 @@ from test_reliability import free_port, wait_for
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import execute
-from pcskm.runner.store import CubeView, prepare, task_target
+from pcskm.runner.store import CubeView, prepare, task_target, where
 from pcskm.runner.tasks import plan
 
 SPEC = tiny_spec("worker-store")
@@ -97,4 +97,5 @@ def test_a_task_on_a_worker_that_cannot_reach_the_store_computes_nothing(tmp_pat
     monkeypatch.setattr(execute, "evaluate_on_worker", computes)
     elsewhere = tmp_path / "not-mounted" / "s.zarr"
     with pytest.raises(execute.WorkersLackStore, match=f"{elsewhere} does not exist"):
-        execute.compute_and_write(task, task_target(cube, task), str(elsewhere))
+        execute.compute_and_write(task, task_target(cube, task),
+                                  where(elsewhere).for_workers())

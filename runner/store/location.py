@@ -8,8 +8,10 @@ Both give the other modules of the store what differs between them: the Zarr sto
 while it writes (:meth:`writing`: the folder's lock file, or an Icechunk transaction), how a
 whole new store replaces the one there (:meth:`build`: built beside the folder and swapped in,
 or written in the transaction and committed at once), how writes become durable
-(:meth:`commit`: in place for a folder, an Icechunk commit for a repository), and what changes
-when another run writes (:meth:`version`).
+(:meth:`commit`: in place for a folder, an Icechunk commit for a repository), what changes
+when another run writes (:meth:`version`), and what the Dask workers write their tasks'
+chunks into (:meth:`for_workers`: the folder at its path, or a fork of the run's Icechunk
+session, which the client merges back, :meth:`absorb`, before its next commit).
 
 A ``file://`` URL names a folder of this machine and ``s3://bucket/prefix`` an Icechunk
 repository; any other URL is refused (:class:`.errors.UnsupportedStore`) before anything is
@@ -205,6 +207,52 @@ class Folder:
         """The versions of the store (none in a folder)."""
         return []
 
+    def for_workers(self):
+        """What the workers write their tasks' chunks into: the folder at its absolute path
+        (:class:`FolderForWorkers`)."""
+        return FolderForWorkers(str(self.resolve()))
+
+    def absorb(self, written):
+        """Nothing: the workers wrote into the folder itself."""
+
+
+class FolderForWorkers:
+    """A folder as a worker writes it: at the path the client gave, which every worker must
+    mount (docs/guide/hpc.md, "How the workers write")."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def problem(self):
+        """Why this process cannot write the store (a message naming this host and the
+        path), or None if it can: the folder must exist here and take a new file."""
+        from .lock import write_error
+
+        path = Path(self.path)
+        if not path.is_dir():
+            problem = "does not exist"
+        else:
+            error = write_error(path)
+            if error is None:
+                return None
+            problem = f"cannot be written ({error.strerror})"
+        return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
+                f"{path} {problem}, while the client opened it there. Put the store on a file "
+                "system that every worker mounts at the same path (docs/guide/hpc.md, How the "
+                "workers write)")
+
+    @contextlib.contextmanager
+    def writing(self, dataset):
+        """The Zarr group of ``dataset``, opened to write (its group alone: opening the root
+        would read every group's metadata)."""
+        import zarr
+
+        yield zarr.open_group(self.path, mode="r+", path=dataset)
+
+    def written(self):
+        """Nothing to hand back: the chunks are in the folder."""
+        return None
+
 
 class SnapshotCheck:
     """What :func:`.access.check_store` reports of a repository's metadata: Icechunk's
@@ -274,6 +322,8 @@ class Transaction:
         return self.session.has_uncommitted_changes
 
     def fork(self):
+        """A fork of the session, for another process to write into (picklable); only a
+        session without uncommitted changes forks."""
         return self.session.fork()
 
     def merge(self, *forks):
@@ -582,6 +632,21 @@ class Repository:
                              f"{', '.join(sorted(self.tags())) or 'none'}")
         return xr.open_datatree(self.readonly(run).store, engine="zarr", consolidated=False)
 
+    def for_workers(self):
+        """What the workers write their tasks' chunks into: one fork of the run's session
+        (:class:`ForkForWorkers`), made now, when the session holds no uncommitted change (a
+        commit just made), and shipped to every task; forks of one base merge into later
+        sessions too (tests/test_object_storage.py)."""
+        return ForkForWorkers(str(self), self._writing().fork())
+
+    def absorb(self, written):
+        """Merge the forks ``written`` (each a task's, returned in its receipt) into the
+        run's session: the next :meth:`commit` holds their chunks. A worker in this process
+        (a threaded Dask client) writes the fork it was given itself: it is merged once."""
+        forks = list({id(fork): fork for fork in written}.values())
+        if forks:
+            self._writing().merge(*forks)
+
     def runs(self):
         """``[(tag, time, record, snapshot id)]`` of the runs recorded (oldest first)."""
         found = []
@@ -591,6 +656,56 @@ class Repository:
             found.append((tag, info.written_at, (info.metadata or {}).get("run") or {},
                           snapshot))
         return sorted(found)
+
+
+CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+               "AWS_REGION", "AWS_ENDPOINT_URL")
+
+
+class ForkForWorkers:
+    """A repository as a worker writes it: a fork of the run's Icechunk session, pickled to
+    the worker, written there with the worker's own credentials and handed back in the
+    task's receipt (docs/guide/hpc.md, "The store on object storage")."""
+
+    def __init__(self, url, fork):
+        self.url, self.fork = url, fork
+
+    def _cannot(self, error):
+        first = next((line.strip(" x|") for line in str(error).splitlines()
+                      if line.strip(" x|")), type(error).__name__)
+        return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
+                f"the Icechunk repository {self.url} cannot be read or written ({first}). "
+                f"Give every worker the credentials of the client in its environment "
+                f"({', '.join(CREDENTIALS)}) (docs/guide/hpc.md, \"The store on object "
+                "storage\")")
+
+    def problem(self):
+        """Why this process cannot reach the repository (its root group read through the
+        fork: the credentials and the endpoint of this process), or None."""
+        import zarr
+
+        icechunk = _icechunk()
+        try:
+            zarr.open_group(self.fork.store, mode="r")
+        except (icechunk.IcechunkError, FileNotFoundError) as error:
+            return self._cannot(error)
+        return None
+
+    @contextlib.contextmanager
+    def writing(self, dataset):
+        """The Zarr group of ``dataset`` in the fork, opened to write; a write the bucket
+        refuses is a :class:`StoreNotWritable` naming the credentials."""
+        import zarr
+
+        icechunk = _icechunk()
+        try:
+            yield zarr.open_group(self.fork.store, mode="r+", path=dataset)
+        except (icechunk.IcechunkError, FileNotFoundError) as error:
+            raise StoreNotWritable(self._cannot(error)) from None
+
+    def written(self):
+        """The fork, for the client to merge (:meth:`Repository.absorb`)."""
+        return self.fork
 
 
 def _gone(note):

@@ -116,9 +116,9 @@ class Cube(CubeView):
     def commit(self, message="results of the run", kind=FLUSHED, run=None, tag=None):
         """Make everything written since the last commit durable at once: a commit of a
         repository (its arrays opened again on the next transaction), nothing in a folder
-        (written in place). Called by the writer at each flush
-        (:meth:`.writer.CubeWriter.flush`); the data and the done markers written since the
-        last flush land in one commit."""
+        (written in place). Called by the client each time it marks done
+        (:meth:`.writer.DoneMarks.write`): the workers' chunks it merged and their done
+        markers land in one commit."""
         if self.path.commit(message, kind, run, tag) is not None:
             self.arrays = self._open(self.layout)
 

@@ -1,7 +1,10 @@
 """Where a cell is written (docs/guide/hpc.md, How the workers write): the worker that
 computed a task writes the task's chunks whole (:func:`write_task`), then returns a
 :class:`TaskReceipt`; the client marks done the blocks of the receipts it has received
-(:class:`DoneMarks`), every ``flush_seconds`` and when the run ends.
+(:class:`DoneMarks`), every ``flush_seconds`` and when the run ends. The worker writes into
+what :meth:`.location.Folder.for_workers` gives: the folder itself, or on object storage a
+fork of the run's Icechunk session, handed back in the receipt; the client merges the forks
+it holds before it marks their blocks done, and commits both at once.
 
 The cube's per-cell variables are cut into one chunk per (kind, percent) (schema version 2,
 :data:`pcskm.runner.store.schema.CHUNKED_BY`), holding every algorithm, init, run, fold and
@@ -13,7 +16,8 @@ before computing anything.
 
 A receipt reaches the client only after its worker has written every chunk of the task,
 and the client writes the ``done`` markers of a block only after it has the receipt; Zarr
-replaces each chunk file atomically. So a kill of the client, of a worker or of the
+replaces each chunk file atomically, and a repository's commit holds the merged chunks and
+their markers together. So a kill of the client, of a worker or of the
 scheduler at any moment leaves a readable store whose every cell marked done is intact: a
 worker killed while writing leaves chunks whose new cells are not marked done (the next run
 computes them again, with the same values) and whose done cells were rewritten with their
@@ -163,13 +167,15 @@ def task_target(cube, task):
 class TaskReceipt:
     """What a worker returns once it has written a task's chunks: the ``regions`` of the
     blocks it completed, as :meth:`pcskm.runner.store.views.Cube.mark_done` takes them, the
-    task's cells, its compute seconds and the seconds its writing took."""
+    task's cells, its compute seconds and the seconds its writing took; ``written``, what the
+    client merges before marking them done (a repository's fork; None for a folder)."""
 
     dataset: str
     regions: tuple
     n_cells: int
     seconds: float
     write_seconds: float
+    written: object = None
 
 
 def _chunk(array, region, stored):
@@ -237,19 +243,26 @@ class DoneMarks:
     def __init__(self, cube, *, flush_seconds=FLUSH_SECONDS):
         self.cube, self.flush_seconds = cube, flush_seconds
         self.pending = {}  # data set -> regions received since the last write
+        self.written = []  # the receipts' forks (a repository), merged at the next write
         self.last_write = time.monotonic()
 
     def take(self, receipt):
         """Hold the regions of ``receipt``; write every region held when ``flush_seconds``
         have passed since the last write."""
         self.pending.setdefault(receipt.dataset, []).extend(receipt.regions)
+        if receipt.written is not None:
+            self.written.append(receipt.written)
         if time.monotonic() - self.last_write >= self.flush_seconds:
             self.write()
 
     def write(self):
-        """Mark done every region held (the chunks they vouch for are on disk: each came
-        with its receipt)."""
+        """Merge the forks held into the store (:meth:`.location.Repository.absorb`), mark
+        done every region held (the chunks they vouch for are written: each came with its
+        receipt) and commit both at once (:meth:`pcskm.runner.store.views.Cube.commit`;
+        nothing to do in a folder)."""
+        self.cube.path.absorb(self.written)
         for name, regions in self.pending.items():
             self.cube.mark_done(name, regions)
-        self.pending = {}
+        self.cube.commit()
+        self.pending, self.written = {}, []
         self.last_write = time.monotonic()
