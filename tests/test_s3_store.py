@@ -350,3 +350,82 @@ def test_a_repository_is_written_only_by_a_run_holding_it(s3):
     with pytest.raises(StoreNotWritable, match="written only by a run holding it"):
         prepare(f"s3://{bucket}/smoke", parse_spec(SMALL))
     assert objects(s3, bucket) == {}
+
+
+@pytest.fixture(scope="module")
+def processes():
+    """Two worker processes (one thread each): every task's fork of the run's session is
+    pickled to its worker and back in the receipt."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def test_two_worker_processes_write_forks_that_give_the_cube_of_the_folder_run(
+        s3, local_smoke, processes):
+    """The workers write their tasks' chunks into forks of the run's Icechunk session in
+    their own processes; the client merges them, marks done and commits: the cube of the
+    run into a folder (docs/guide/hpc.md, "The store on object storage")."""
+    bucket = s3.bucket("two-processes")
+    assert os.getpid() not in processes.run(os.getpid).values()
+    summary = run_spec(SMOKE, f"s3://{bucket}/smoke", client=processes, progress=False)
+    assert summary.complete and not summary.errors and summary.max_workers == 2
+    assert_same(read_local(local_smoke), read_s3(s3, bucket, "smoke"))
+
+
+def test_a_worker_process_killed_while_writing_its_fork_then_the_rerun_give_the_same_cube(
+        s3, local_smoke, processes, tmp_path):
+    """A worker process dies in the middle of writing a task's chunks into its fork: that
+    fork never reaches the client, Dask computes the task again on another worker, and every
+    commit holds whole merged forks with their done markers; the rerun changes nothing and
+    the cube is that of the run into a folder."""
+    from test_runner import die_while_writing, write_as_before
+
+    bucket = s3.bucket("killed-worker")
+    url = f"s3://{bucket}/smoke"
+    marker = tmp_path / "died"
+    processes.run(die_while_writing, str(marker), 5)
+    try:
+        summary = run_spec(SMOKE, url, client=processes, progress=False)
+    finally:
+        processes.run(write_as_before)
+    assert marker.exists() and summary.complete and not summary.errors
+    assert verify(url).ok
+    rerun = run_spec(SMOKE, url, client=processes, progress=False)
+    assert rerun is None  # nothing missing
+    assert_same(read_local(local_smoke), read_s3(s3, bucket, "smoke"))
+    processes.wait_for_workers(2, timeout=60)
+
+
+def test_a_worker_without_the_credentials_stops_before_computing(s3, monkeypatch):
+    """A worker whose environment lacks the credentials cannot read its fork: one message
+    naming the store and the credential variables, before the task computes."""
+    import pickle
+
+    from pcskm.runner import execute
+    from pcskm.runner.store import CubeView, task_target
+    from pcskm.runner.tasks import plan
+
+    bucket = s3.bucket("no-credentials")
+    url = f"s3://{bucket}/smoke"
+    spec = parse_spec(SMALL)
+    with where(url).writing() as location:
+        cube, _ = prepare(location, spec)
+        task = plan(spec, CubeView.planned(location, spec)).tasks[0]
+        sent = pickle.dumps(location.for_workers())
+        target = task_target(cube, task)
+
+    def computes(task):
+        raise AssertionError("the task computed")
+
+    monkeypatch.setattr(execute, "evaluate_on_worker", computes)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    with pytest.raises(execute.WorkersLackStore) as stopped:
+        execute.compute_and_write(task, target, pickle.loads(sent))
+    message = str(stopped.value)
+    assert f"the Icechunk repository {url} cannot be read or written" in message
+    assert "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" in message
+    assert '"The store on object storage"' in message
