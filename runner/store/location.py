@@ -658,26 +658,30 @@ class Repository:
         return sorted(found)
 
 
-CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-               "AWS_REGION", "AWS_ENDPOINT_URL")
+CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
 
 
 class ForkForWorkers:
     """A repository as a worker writes it: a fork of the run's Icechunk session, pickled to
-    the worker, written there with the worker's own credentials and handed back in the
-    task's receipt (docs/guide/hpc.md, "The store on object storage")."""
+    the worker with the repository's bucket, prefix, endpoint and region, written there with
+    the credentials of the worker's own environment and handed back in the task's receipt
+    (docs/guide/hpc.md, "The store on object storage")."""
 
     def __init__(self, url, fork):
         self.url, self.fork = url, fork
 
     def _cannot(self, error):
+        """The message of a worker that cannot read or write the fork (``error``)."""
         first = next((line.strip(" x|") for line in str(error).splitlines()
                       if line.strip(" x|")), type(error).__name__)
+        if isinstance(error, FileNotFoundError):  # Zarr's: Icechunk read nothing
+            first = "its root group cannot be read"
         return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
-                f"the Icechunk repository {self.url} cannot be read or written ({first}). "
-                f"Give every worker the credentials of the client in its environment "
-                f"({', '.join(CREDENTIALS)}) (docs/guide/hpc.md, \"The store on object "
-                "storage\")")
+                f"the Icechunk repository {self.url} cannot be read or written ({first}), "
+                "while the client writes it. Give every worker the client's credentials in "
+                f"its environment ({', '.join(CREDENTIALS[:2])}, and {CREDENTIALS[2]} for "
+                f"temporary ones, or {CREDENTIALS[3]}) (docs/guide/hpc.md, \"The store on "
+                "object storage\")")
 
     def problem(self):
         """Why this process cannot reach the repository (its root group read through the
