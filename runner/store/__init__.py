@@ -8,7 +8,9 @@ code), each importing only those listed before it.
 * :mod:`.lock`: who may write a store: one run at a time (:func:`store_lock`), where files
   can be written.
 * :mod:`.location`: where a store lives (:func:`where`): a folder, or an Icechunk repository
-  on object storage; the folder's operations of the modules below are imported when used.
+  on object storage, and what the workers write into (the folder, or a fork of the run's
+  session that the client merges back); the folder's operations of the modules below are
+  imported when used.
 * :mod:`.layout`: a store's groups and settings, for a spec or as stored, and their merging
   (:func:`merge_layouts`, which refuses a spec that would compute a cell differently).
 * :mod:`.digests`: the record of the metadata's digests (:func:`record_metadata`).
