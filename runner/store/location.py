@@ -270,6 +270,12 @@ class SnapshotCheck:
                 "not checked against digests)")
 
 
+def _first_line(error):
+    """The first line of an Icechunk error's message (its report's frame stripped)."""
+    return next((line.strip(" x|") for line in str(error).splitlines() if line.strip(" x|")),
+                type(error).__name__)
+
+
 def _icechunk():
     """The ``icechunk`` module, or :class:`UnsupportedStore` saying how to install it (an
     optional dependency: ``pip install "pcskm[s3]"``)."""
@@ -376,9 +382,7 @@ class Repository:
                                           "AWS_ENDPOINT_URL"):
         """:class:`StoreNotWritable` for an Icechunk ``error``: what was being done, the first
         line of Icechunk's message and ``cause``, what to check."""
-        first = next((line.strip(" x|") for line in str(error).splitlines()
-                      if line.strip(" x|")), type(error).__name__)
-        return StoreNotWritable(f"{self}: cannot {doing} ({first}); check {cause} "
+        return StoreNotWritable(f"{self}: cannot {doing} ({_first_line(error)}); check {cause} "
                                 "(docs/guide/hpc.md, \"The store on object storage\")")
 
     def exists(self):
@@ -672,8 +676,7 @@ class ForkForWorkers:
 
     def _cannot(self, error):
         """The message of a worker that cannot read or write the fork (``error``)."""
-        first = next((line.strip(" x|") for line in str(error).splitlines()
-                      if line.strip(" x|")), type(error).__name__)
+        first = _first_line(error)
         if isinstance(error, FileNotFoundError):  # Zarr's: Icechunk read nothing
             first = "its root group cannot be read"
         return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
