@@ -35,7 +35,7 @@ def bar_counts(text):
     return [int(n) for n in re.findall(r"(\d+)/\d+ \[", text)]
 
 
-def slow_task(task, target, path):
+def slow_task(task, target, place):
     """A task's worker side (computed and written) taking TASK_SECONDS; its receipt."""
     time.sleep(TASK_SECONDS)
     return SimpleNamespace(dataset=task.dataset, regions=(), n_cells=task.n_cells,
