@@ -209,8 +209,11 @@ class WorkersLackStore(StoreNotWritable):
 
 def check_workers_reach(client, place):
     """Raise :class:`WorkersLackStore` unless every worker connected to ``client`` can write
-    ``place`` (what the location gives the workers: its ``problem()``, run on each)."""
-    problems = [p for p in client.run(place.problem).values() if p]
+    ``place`` (what the location gives the workers: its ``problem()``, run on each). A
+    worker lost during the check is not a problem of the store: the run's worker watch
+    counts the workers (:class:`WorkerWatch`)."""
+    answers = client.run(place.problem, on_error="return").values()
+    problems = [p for p in answers if isinstance(p, str)]
     if problems:
         raise WorkersLackStore(problems[0])
 
