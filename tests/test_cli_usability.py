@@ -125,7 +125,8 @@ def test_store_commands_say_what_they_do_and_the_default_store(command, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args([command, "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "the Zarr store (default: results/quick.zarr)" in help_text
+    assert ("the Zarr store: a folder or s3://bucket/prefix (default: results/quick.zarr)"
+            in help_text)
     assert len(help_text.split("options:")[0]) > 120  # a description, not just the usage
 
 
