@@ -9,7 +9,7 @@ Replays the plan of a fresh store without computing anything: every task gets a 
 the right shapes (values drawn from the task's place in the plan, on a grid of a thousand
 levels, so that they compress about as much as real scores). ``W`` virtual workers take the
 tasks in plan order, each task taking its share of the spec's compute (the CPU seconds of
-its committed run in docs/results/paper/runs.csv: workers x compute wall x their compute
+its committed run in docs/results/paper/timed_run.csv: workers x compute wall x their compute
 share) plus its worker's writing, so that results arrive at the measured per-worker rate.
 
 * ``region``: the runner's code: the worker's side of each task is
@@ -114,9 +114,12 @@ def client_queue(arrivals, costs, end_cost):
 
 
 def compute_seconds(spec_name):
-    """CPU seconds of the spec's committed run (workers x compute wall x their compute share)
-    and its client's writing seconds, from docs/results/<spec>/runs.csv."""
-    with open(REPO / "docs" / "results" / spec_name / "runs.csv", newline="") as file:
+    """CPU seconds of the spec's committed timed run (workers x compute wall x their compute
+    share) and its client's writing seconds, from docs/results/<spec>/timed_run.csv (the run
+    record of a run from an empty store on an idle machine) or else runs.csv."""
+    folder = REPO / "docs" / "results" / spec_name
+    timed = folder / "timed_run.csv"
+    with open(timed if timed.exists() else folder / "runs.csv", newline="") as file:
         row = next(r for r in csv.DictReader(file) if not r["selection"])
     return (int(row["max_workers"]) * float(row["compute_wall_seconds"])
             * float(row["worker_compute_share"]), float(row["write_seconds"]))

@@ -37,7 +37,7 @@ from .writer import chunks_of
 # result, its done markers) and a cost per MiB (uncompressed) of the chunks the plan fills.
 # Per task: the quick and smoke specs, whose chunks are a few KiB, wrote for 3.9 s over 53
 # tasks and 0.6 s over 8 tasks (0.074 s and 0.075 s per task; docs/guide/paper-study.md,
-# Small specs). Per MiB: the paper run of docs/results/paper/runs.csv wrote for 119.9 s over
+# Small specs). Per MiB: the paper run of docs/results/paper/timed_run.csv wrote for 119.9 s over
 # 1,115 tasks and 9,590 MiB of chunks; less its 1,115 x 0.07 s per task, 0.0044 s per MiB
 # (that run, on 2 workers, also rewrote chunks every minute, which the workers do not).
 # `python benchmarks/bench_writer.py paper --workers 256 --hours 0.0156` (the benchmark as of
