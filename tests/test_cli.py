@@ -40,33 +40,23 @@ def test_defaults_are_the_quick_spec_and_its_store():
     assert args.spec == "quick" and args.store is None
 
 
-def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path):
+def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
     """Ctrl-C (SIGINT to the whole process group, workers included, as a terminal sends it)
     once the progress bar shows computed cells: the tasks whose receipts were received so far
     are marked done (the client holds them in memory until then), no process prints a traceback,
-    and the rest is computed by the next run. The smoke grid with 25 runs instead of 2 (12.5
-    times its compute, a few seconds): the smoke spec itself can end on a fast machine before
-    the signal arrives."""
-    spec = tmp_path / "longer.toml"
-    spec.write_text((REPO / "experiments" / "specs" / "smoke.toml").read_text()
-                    .replace("n_runs = 2\n", "n_runs = 25\n"))
-    n_cells = SMOKE_CELLS // SMOKE.n_runs * 25
-    reference = tmp_path / "reference.zarr"
-    assert pcskm("run", spec, "--store", reference, "--workers", 2, "--no-progress"
-                 ).returncode == 0
+    and the rest is computed by the next run. The smoke grid with 25 runs instead of 2
+    (``longer_smoke``): the smoke spec itself can end on a fast machine before the signal
+    arrives."""
+    spec, reference = longer_smoke
     store = tmp_path / "interrupted.zarr"
     returncode, stderr = signal_mid_run(["run", spec, "--store", store, "--workers", 2],
                                         signal.SIGINT, cwd=REPO)
     assert returncode == 130, stderr
     assert f"Resume with: pcskm run {spec} --store" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
-    done = done_cells(store)
-    assert 0 < done < n_cells
+    assert done_cells(store) > 0
     xr.open_datatree(store, engine="zarr").load()  # readable after the interruption
-    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"{done} already done; computing {n_cells - done} cells" in resumed.stderr
-    assert_same_cube(reference, store)
+    assert_the_rerun_completes(spec, store, reference)
 
 
 def test_dry_run_counts_cells_and_tasks_and_writes_nothing(tmp_path):
@@ -281,6 +271,19 @@ def longer_smoke(tmp_path_factory):
     return spec, reference
 
 
+def assert_the_rerun_completes(spec, store, reference):
+    """``store``, left by an interrupted run of the ``longer_smoke`` spec, holds fewer cells
+    than the spec; its rerun computes exactly the others and gives the uninterrupted cube
+    ``reference``."""
+    n_cells = SMOKE_CELLS // SMOKE.n_runs * 25
+    done = done_cells(store)
+    assert done < n_cells
+    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} already done; computing {n_cells - done} cells" in resumed.stderr
+    assert_same_cube(reference, store)
+
+
 def test_sigterm_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
     """SIGTERM to the client and its workers (a batch system ending the job) once results
     arrive: the run stops with the resume command, the store is readable, and the rerun gives
@@ -291,12 +294,7 @@ def test_sigterm_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
                                         signal.SIGTERM, cwd=REPO)
     assert returncode == 130, stderr
     assert f"Resume with: pcskm run {spec} --store" in stderr and "Traceback" not in stderr
-    done = done_cells(store)
-    assert done < SMOKE_CELLS // SMOKE.n_runs * 25
-    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"{done} already done" in resumed.stderr
-    assert_same_cube(reference, store)
+    assert_the_rerun_completes(spec, store, reference)
 
 
 def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
@@ -338,9 +336,4 @@ def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(tmp_path, longe
             process.wait(timeout=30)
     assert run.returncode == 1, stderr
     assert f"Resume with: pcskm run {spec} --store {store} --scheduler {address}" in stderr
-    done = done_cells(store)
-    assert done < SMOKE_CELLS // SMOKE.n_runs * 25
-    resumed = pcskm("run", spec, "--store", store, "--workers", 2, "--no-progress")
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"{done} already done" in resumed.stderr
-    assert_same_cube(reference, store)
+    assert_the_rerun_completes(spec, store, reference)
