@@ -24,7 +24,8 @@ def default_store(spec_name):
 
 # Options of `pcskm run` that a resume leaves out: a forced run cleared its done markers when
 # it began, so that its resume computes only what is left; a dry run computes nothing.
-NOT_RESUMED = ("force", "dry_run", "calibration_seconds")
+# A run that took over a store (--take-over) holds it: its resume needs no take-over.
+NOT_RESUMED = ("force", "dry_run", "calibration_seconds", "take_over")
 # A run estimated under two minutes is mostly its fixed start, which the machine's load
 # stretches: the smoke and quick specs' whole runs took SMALL_RUN_RANGE times their estimate
 # at the load averages of SMALL_RUN_LOADS on 2 cores (docs/guide/paper-study.md, Small specs)
@@ -213,7 +214,8 @@ def cmd_run(args):
                            data_dir=args.data_dir, progress=not args.no_progress,
                            reuse_from=args.reuse_from, preload=args.preload or (),
                            worker_timeout=(None if args.worker_timeout is None else
-                                           args.worker_timeout or math.inf))
+                                           args.worker_timeout or math.inf),
+                           take_over=args.take_over)
     except DataNotFoundError:
         raise  # a usage error (fetch the data), not a failed run: main() reports it
     except IncompatibleStore as error:
@@ -448,6 +450,10 @@ def build_parser():
                      help="copy the cells this spec shares with another store (one made with "
                           "the same seed, design, folds, max_iter, s grids, data and algorithm "
                           "parameters) instead of computing them")
+    run.add_argument("--take-over", action="store_true",
+                     help="on object storage (s3://): write the store although the note of "
+                          "a run of another host, killed, says that run writes it (if it "
+                          "is alive, its next commit is refused and it stops)")
     run.add_argument("--dry-run", action="store_true",
                      help="print cells, tasks and an estimated run time; compute nothing")
     run.add_argument("--calibration-seconds", type=float, default=60.0,

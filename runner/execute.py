@@ -346,7 +346,7 @@ class ClusterStartError(RuntimeError):
 
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
              data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None,
-             preload=(), worker_timeout=None):
+             preload=(), worker_timeout=None, take_over=False):
     """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
 
     ``preload``: Python files of user estimators (single modules) that every worker imports
@@ -362,10 +362,12 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     whenever it wrote cells, however it ends. ``worker_timeout``: the seconds without a
     worker after which the run stops (:class:`NoWorkers`); ``math.inf``: never; None:
     :data:`WORKER_TIMEOUT`, no limit for batch jobs (``cluster`` in ``cluster_options``),
-    which may wait in their queue for hours.
+    which may wait in their queue for hours. ``take_over``: write a repository whose note
+    names a run of another host, taken for killed (``pcskm run --take-over``,
+    :meth:`pcskm.runner.store.location.Repository.check_free`).
     """
     location = where(store)  # a folder (locked) or a repository (a transaction)
-    with location.writing():
+    with location.writing(take_over):
         return _run_locked(spec, location, client, cluster_options, selection, force, data_dir,
                            progress, on_result, min_work, reuse_from, preload, worker_timeout)
 

@@ -33,7 +33,8 @@ from pcskm._lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(["DamagedStore", "IncompatibleStore", "NotAStore", "StoreBusy",
-                     "StoreChanged", "StoreNotWritable", "UnsupportedStore"], ".errors"),
+                     "StoreChanged", "StoreNotWritable", "UncommittedWrites",
+                     "UnsupportedStore"], ".errors"),
     **dict.fromkeys(["CHUNKED_BY", "COMPRESSORS", "CV_SCORES", "ERROR", "FIT_DIMS",
                      "GAP_SCORES", "MISSING", "NOT_APPLICABLE", "RUNNING", "SCHEMA_VERSION",
                      "SCORE_SETTINGS", "SCORE_VARIABLES", "STATUS_FLAGS", "WEIGHTS_PER_S",

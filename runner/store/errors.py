@@ -14,6 +14,11 @@ class StoreNotWritable(ValueError):
     disk full, no file locks)."""
 
 
+class UncommittedWrites(RuntimeError):
+    """The workers' fork of a run's Icechunk session was asked for before the session's
+    writes were committed (a fault of the caller, not of the store)."""
+
+
 class UnsupportedStore(ValueError):
     """The store is named by a URL of a kind pcskm cannot write (docs/reference/cli.md)."""
 

@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 from pcskm.runner.locations import is_url
 
-from .errors import NotAStore, StoreBusy, StoreNotWritable, UnsupportedStore
+from .errors import NotAStore, StoreBusy, StoreNotWritable, UncommittedWrites, UnsupportedStore
 from .schema import RUNNING
 
 SUPPORTED = ("a folder on a local or network file system (a path, or file:///path) or an "
@@ -113,8 +113,10 @@ class Folder:
         return check_folder(self.path)
 
     @contextlib.contextmanager
-    def writing(self):
-        """Hold the store's lock file while a run writes (:func:`.lock.store_lock`)."""
+    def writing(self, take_over=False):
+        """Hold the store's lock file while a run writes (:func:`.lock.store_lock`).
+        ``take_over`` changes nothing: the kernel frees the lock of a killed run, so a lock
+        held is a live run's, never taken over."""
         from .lock import store_lock
 
         with store_lock(self.path):
@@ -471,10 +473,11 @@ class Repository:
         return SnapshotCheck(base)
 
     @contextlib.contextmanager
-    def writing(self):
+    def writing(self, take_over=False):
         """Write the store in a :class:`Transaction` on its branch (the repository created if
         there is none), refused (:class:`StoreBusy`) if another run is writing it
-        (:meth:`check_free`); whatever is not committed when the block ends is dropped."""
+        (:meth:`check_free`; ``take_over``: unless that run's note names another host);
+        whatever is not committed when the block ends is dropped."""
         icechunk = _icechunk()
         if not self.exists():
             try:
@@ -484,7 +487,7 @@ class Repository:
                     raise self._error(error, "create the repository") from None
         self.transaction = Transaction(self.repo)
         try:
-            self.check_free()
+            self.check_free(take_over)
             yield self
         except icechunk.IcechunkError as error:  # a write or commit the bucket refused
             raise self._error(error, "write the repository", "credentials that may only "
@@ -504,17 +507,31 @@ class Repository:
             return None
         return zarr.open_group(store, mode="r").attrs.get(RUNNING)
 
-    def check_free(self):
+    def check_free(self, take_over=False):
         """Raise :class:`StoreBusy` if the tip notes a run in progress that is not known to
         be gone: a process of another host, or a live one of this host (a note left by a
         killed process of this host is the previous run's, recorded by
-        :func:`.preparation.prepare`)."""
+        :func:`.preparation.prepare`). ``take_over`` (``pcskm run --take-over``): a note of
+        another host is taken for a killed run's too; a live process of this host is never
+        taken over (docs/guide/hpc.md, "The store on object storage")."""
         note = self.running()
         if note is None or _gone(note):
             return
-        raise StoreBusy(f"{self} is being written by {describe_run(note)}; wait for that run "
-                        "to end. If it was killed, run pcskm run on its host "
-                        f"{note.get('client_host')}, which finds the process gone and records it")
+        elsewhere = note.get("client_host") != platform.node()
+        if take_over and elsewhere:
+            return
+        advice = ("If it was killed, run pcskm run on its host "
+                  f"{note.get('client_host')}, which finds the process gone and records it, "
+                  "or, if that host cannot run it, pcskm run --take-over (if that run is in "
+                  "fact alive, its next commit is refused and it stops)") if elsewhere else (
+                  "Its process is alive on this host: it cannot be taken over")
+        raise StoreBusy(f"{self} is being written by {describe_run(note)}, whose last commit "
+                        f"was at {self.last_commit():%Y-%m-%dT%H:%M:%S%z}; wait for that run "
+                        f"to end. {advice}")
+
+    def last_commit(self):
+        """The time of the commit at the branch's tip."""
+        return next(iter(self.repo.ancestry(branch=BRANCH))).written_at
 
     def busy(self, error):
         """The :class:`StoreBusy` for a commit refused because another run committed."""
@@ -639,9 +656,16 @@ class Repository:
     def for_workers(self):
         """What the workers write their tasks' chunks into: one fork of the run's session
         (:class:`ForkForWorkers`), made now, when the session holds no uncommitted change (a
-        commit just made), and shipped to every task; forks of one base merge into later
-        sessions too (tests/test_object_storage.py)."""
-        return ForkForWorkers(str(self), self._writing().fork())
+        commit just made; :class:`.errors.UncommittedWrites` otherwise), and shipped to every
+        task; forks of one base merge into later sessions too
+        (tests/test_object_storage.py)."""
+        transaction = self._writing()
+        if transaction.changed:
+            raise UncommittedWrites(
+                f"{self}: the workers' fork of the run's session was asked for while the "
+                "session holds writes not yet committed, which the workers would not see and "
+                "Icechunk does not fork: commit them first (Repository.commit)")
+        return ForkForWorkers(str(self), transaction.fork())
 
     def absorb(self, written):
         """Merge the forks ``written`` (each a task's, returned in its receipt) into the
