@@ -429,3 +429,87 @@ def test_a_worker_without_the_credentials_stops_before_computing(s3, monkeypatch
     assert f"the Icechunk repository {url} cannot be read or written" in message
     assert "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" in message
     assert '"The store on object storage"' in message
+
+
+def test_a_fork_for_the_workers_is_refused_while_writes_are_uncommitted(s3):
+    """Icechunk forks only a session without uncommitted changes: asked for the workers'
+    fork with writes not yet committed, the repository says so (the workers would not see
+    them); after the commit the fork is made and holds them."""
+    from pcskm.runner.store import UncommittedWrites
+
+    bucket = s3.bucket("uncommitted")
+    url = f"s3://{bucket}/small"
+    with where(url).writing() as location:
+        prepare(location, parse_spec(SMALL))
+        zarr.open_group(location.zarr_store("r+"), mode="r+")["iris"]["n_constraints"][...] = 5
+        with pytest.raises(UncommittedWrites, match=f"{url}: the workers' fork .* writes not "
+                                                    "yet committed.*commit them first"):
+            location.for_workers()
+        location.commit("n_constraints", "flushed")
+        fork = location.for_workers().fork
+        assert (zarr.open_group(fork.store, mode="r")["iris"]["n_constraints"][...] == 5).all()
+
+
+def left_by_a_killed_client(url, host, pid):
+    """The store ``url`` as a client of ``host`` killed mid-run leaves it: its note committed
+    (:meth:`Cube.begin_run`), its record never written."""
+    with where(url).writing() as location:
+        cube, _ = prepare(location, parse_spec(SMALL))
+        cube.begin_run({"spec": "small", "command": f"pcskm run small (on {host})",
+                        "started": "2026-01-01T00:00:00+00:00", "client_host": host,
+                        "client_pid": pid})
+    return cube
+
+
+def test_a_note_of_a_killed_client_of_another_host_is_taken_over_only_when_asked(
+        s3, client, tmp_path):
+    """A note of another host cannot be told from a live run: a run is refused, naming
+    --take-over and the time of the last commit; with take_over the run records the killed
+    one and computes the cube of the run into a folder."""
+    bucket = s3.bucket("stale-note")
+    url = f"s3://{bucket}/small"
+    left_by_a_killed_client(url, "gone-host", 4242)
+    tip = where(url).version()
+    last = where(url).last_commit()
+    with pytest.raises(StoreBusy, match=r"pcskm run small \(on gone-host\)`.* process 4242 on "
+                                        r"gone-host\), whose last commit was at "
+                                        f"{last:%Y-%m-%dT%H:%M:%S}.*--take-over"):
+        run_spec(parse_spec(SMALL), url, client=client, progress=False)
+    assert where(url).version() == tip  # refused before any write
+    summary = run_spec(parse_spec(SMALL), url, client=client, progress=False, take_over=True)
+    assert summary.complete and note_of(url) is None
+    runs = zarr.open_group(where(url).readonly().store, mode="r").attrs["runs"]
+    assert [run.get("client_host") for run in runs] == [os.uname().nodename]
+    direct = tmp_path / "direct.zarr"
+    run_spec(parse_spec(SMALL), direct, client=client, progress=False)
+    assert_same(read_local(direct), read_s3(s3, bucket, "small"))
+
+
+def test_a_taken_over_run_that_was_alive_is_refused_at_its_next_commit(s3, client):
+    """--take-over of a run of another host that is in fact alive: the new run writes the
+    store, and the old one's next commit is refused (Icechunk's conflict), so the two never
+    mix writes. A live process of this host is never taken over."""
+    bucket = s3.bucket("taken-over")
+    url = f"s3://{bucket}/here"
+    left_by_a_killed_client(url, os.uname().nodename, os.getpid())  # this live process
+    with pytest.raises(StoreBusy, match="alive on this host: it cannot be taken over"):
+        run_spec(parse_spec(SMALL), url, client=client, progress=False, take_over=True)
+
+    url = f"s3://{bucket}/elsewhere"
+    with where(url).writing() as created:
+        prepare(created, parse_spec(SMALL))
+    alive = where(url)
+    with alive.writing():
+        cube, _ = prepare(alive, parse_spec(SMALL))
+        cube.begin_run({"spec": "small", "command": "pcskm run small (alive)",
+                        "started": "2026-01-01T00:00:00+00:00", "client_host": "other-host",
+                        "client_pid": 1})
+        zarr.open_group(alive.zarr_store("r+"), mode="r+")["iris"]["n_constraints"][...] = 9
+        summary = run_spec(parse_spec(SMALL), url, client=client, progress=False,
+                           take_over=True)
+        assert summary.complete
+        with pytest.raises(StoreBusy, match="refused this run's commit"):
+            cube.commit()
+    group = zarr.open_group(where(url).readonly().store, mode="r")["iris"]
+    assert (group["n_constraints"][...] != 9).all()  # the refused run's write is not there
+    assert verify(url).ok and note_of(url) is None
