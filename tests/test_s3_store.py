@@ -221,19 +221,32 @@ def keys_held_by(s3, bucket, prefix, name):
             if sync(store.get(key, default_buffer_prototype())).to_bytes() == wanted]
 
 
-def test_a_deleted_chunk_object_is_found_and_its_cells_recomputed(s3, client, local_smoke,
-                                                                 capsys):
-    """Chunks above Icechunk's inlining size are objects of their own in the bucket; one
-    deleted is found by verify (its key, its cells) and recomputed by the next run."""
-    bucket = s3.bucket("deleted")
+@pytest.mark.parametrize("mode", ["delete", "truncate", "scramble"])
+def test_a_damaged_chunk_object_is_found_and_its_cells_recomputed(s3, client, local_smoke,
+                                                                  capsys, tmp_path, mode):
+    """Chunks above Icechunk's inlining size are objects of their own in the bucket, named
+    at random (not by their content: Icechunk checks no checksum of its own). One deleted,
+    truncated or with bytes flipped (tests/test_integrity.py's damage) is found by verify
+    (its key, its cells; the chunks' CRC32C) and recomputed by the next run, exactly its
+    cells."""
+    from test_integrity import damage
+
+    bucket = s3.bucket(f"damaged-{mode}")
     url = f"s3://{bucket}/smoke"
     run_spec(SMOKE, url, client=client, progress=False)
     lost = sorted(key for key in objects(s3, bucket) if key.startswith("smoke/chunks/"))[0]
     keys = keys_held_by(s3, bucket, "smoke", lost)
     assert len(keys) == 1
-    s3.client().delete_object(Bucket=bucket, Key=lost)
+    copy = tmp_path / "object"
+    copy.write_bytes(s3.client().get_object(Bucket=bucket, Key=lost)["Body"].read())
+    damage(copy, mode)
+    if mode == "delete":
+        s3.client().delete_object(Bucket=bucket, Key=lost)
+    else:
+        s3.client().put_object(Bucket=bucket, Key=lost, Body=copy.read_bytes())
     found = verify(url)
-    assert [(str(d.file), d.kind) for d in found.damage] == [(keys[0], "missing")]
+    kind = "missing" if mode == "delete" else "corrupt"
+    assert [(str(d.file), d.kind) for d in found.damage] == [(keys[0], kind)]
     # a chunk holds one (kind, percent): every algorithm, init, run and fold of it
     assert found.lost_cells() == 5 * 2 * 2 * 10
     assert main(["verify", url]) == 1
