@@ -39,11 +39,14 @@ def pcskm(*args, env=None, timeout=300, cwd=REPO):
 
 
 def done_cells(store):
-    """Cells marked done in every group of ``store`` (0 before the store exists)."""
+    """Cells marked done in every group of ``store``, a folder or an ``s3://`` repository
+    (0 before the store exists)."""
+    from pcskm.runner.store import where
+
     try:
-        root = zarr.open_group(str(store), mode="r")
+        root = zarr.open_group(where(store).zarr_store(), mode="r")
         return sum(int(g["done"][:].sum()) * g["fold"].shape[0] for _, g in root.groups())
-    except (FileNotFoundError, KeyError, ValueError):  # not created yet
+    except (FileNotFoundError, KeyError, ValueError):  # not created yet (NotAStore too)
         return 0
 
 

@@ -4,6 +4,7 @@ dry run, status, report, datasets and refusals."""
 import re
 import shlex
 import signal
+import uuid
 
 import pytest
 import xarray as xr
@@ -11,6 +12,7 @@ from cubes import REPO, done_cells, pcskm, results_attrs, signal_mid_run
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner.cli import build_parser
+from pcskm.runner.store import where
 
 SMOKE = load_spec("smoke")
 SMOKE_CELLS = (len(SMOKE.datasets) * len(SMOKE.algorithms) * len(SMOKE.percentages)
@@ -20,7 +22,9 @@ SMOKE_CELLS = (len(SMOKE.datasets) * len(SMOKE.algorithms) * len(SMOKE.percentag
 
 
 def assert_same_cube(a, b):
-    ta, tb = xr.open_datatree(a, engine="zarr"), xr.open_datatree(b, engine="zarr")
+    """The cubes of ``a`` and ``b`` (folders or ``s3://`` repositories) hold the same
+    results."""
+    ta, tb = where(a).open_datatree(), where(b).open_datatree()
     assert set(ta.children) == set(tb.children) and results_attrs(ta) == results_attrs(tb)
     for name in ta.children:
         xr.testing.assert_identical(ta[name].to_dataset().load(), tb[name].to_dataset().load())
@@ -40,7 +44,18 @@ def test_defaults_are_the_quick_spec_and_its_store():
     assert args.spec == "quick" and args.store is None
 
 
-def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
+@pytest.fixture(params=["folder", "s3"])
+def interrupted(request, tmp_path):
+    """Where an interrupted run's store goes: a folder, or a repository on the test
+    session's S3 server (tests/s3_server.py; docs/guide/hpc.md, "The store on object
+    storage"), so that every interruption is tested on both kinds of store."""
+    if request.param == "folder":
+        return tmp_path / "interrupted.zarr"
+    s3 = request.getfixturevalue("s3")
+    return f"s3://{s3.bucket(f'interrupted-{uuid.uuid4().hex[:12]}')}/longer"
+
+
+def test_sigint_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smoke):
     """Ctrl-C (SIGINT to the whole process group, workers included, as a terminal sends it)
     once the progress bar shows computed cells: the tasks whose receipts were received so far
     are marked done (the client holds them in memory until then), no process prints a traceback,
@@ -48,14 +63,14 @@ def test_sigint_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
     (``longer_smoke``): the smoke spec itself can end on a fast machine before the signal
     arrives."""
     spec, reference = longer_smoke
-    store = tmp_path / "interrupted.zarr"
+    store = interrupted
     returncode, stderr = signal_mid_run(["run", spec, "--store", store, "--workers", 2],
                                         signal.SIGINT, cwd=REPO)
     assert returncode == 130, stderr
     assert f"Resume with: pcskm run {spec} --store" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert done_cells(store) > 0
-    xr.open_datatree(store, engine="zarr").load()  # readable after the interruption
+    where(store).open_datatree().load()  # readable after the interruption
     assert_the_rerun_completes(spec, store, reference)
 
 
@@ -284,12 +299,12 @@ def assert_the_rerun_completes(spec, store, reference):
     assert_same_cube(reference, store)
 
 
-def test_sigterm_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
+def test_sigterm_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smoke):
     """SIGTERM to the client and its workers (a batch system ending the job) once results
     arrive: the run stops with the resume command, the store is readable, and the rerun gives
     the cube of the uninterrupted run."""
     spec, reference = longer_smoke
-    store = tmp_path / "terminated.zarr"
+    store = interrupted
     returncode, stderr = signal_mid_run(["run", spec, "--store", store, "--workers", 2],
                                         signal.SIGTERM, cwd=REPO)
     assert returncode == 130, stderr
@@ -297,7 +312,7 @@ def test_sigterm_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
     assert_the_rerun_completes(spec, store, reference)
 
 
-def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(tmp_path, longer_smoke):
+def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smoke):
     """A real scheduler and two workers in their own processes; the scheduler killed
     (SIGKILL) once results reach the client: the run stops (exit code 1) with the resume
     command, and the rerun (here on a local cluster) gives the cube of the uninterrupted
@@ -319,7 +334,7 @@ def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(tmp_path, longe
     workers = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
                                 "--nworkers", "2", "--nthreads", "1", "--dashboard-address",
                                 ":0"], stderr=subprocess.DEVNULL, start_new_session=True)
-    store = tmp_path / "lost.zarr"
+    store = interrupted
     try:
         run = subprocess.Popen([sys.executable, "-m", "pcskm.runner.cli", "run", spec,
                                 "--store", store, "--scheduler", address], cwd=REPO,
