@@ -279,14 +279,57 @@ def test_a_report_while_another_run_swaps_an_extension_in(reference, tmp_path, m
     assert len(calls) == 2  # read again, once
     monkeypatch.undo()
     write_report(store, tmp_path / "after")
-    during = sorted(p.relative_to(tmp_path / "during") for p in (tmp_path / "during").rglob("*")
-                    if p.suffix in (".md", ".csv"))
-    assert during and during == sorted(p.relative_to(tmp_path / "after")
-                                       for p in (tmp_path / "after").rglob("*")
-                                       if p.suffix in (".md", ".csv"))
-    for name in during:
-        assert (tmp_path / "during" / name).read_text().replace("during", "after") == \
-            (tmp_path / "after" / name).read_text(), name
+    assert_same_reports(tmp_path / "during", tmp_path / "after")
+
+
+def assert_same_reports(during, after):
+    """The reports in the folders ``during`` and ``after`` hold the same tables and text
+    (their own folder's name aside)."""
+    texts = sorted(p.relative_to(during) for p in during.rglob("*")
+                   if p.suffix in (".md", ".csv"))
+    assert texts and texts == sorted(p.relative_to(after) for p in after.rglob("*")
+                                     if p.suffix in (".md", ".csv"))
+    for name in texts:
+        assert (during / name).read_text().replace(during.name, after.name) == \
+            (after / name).read_text(), name
+
+
+def test_a_report_on_object_storage_while_another_run_commits_an_extension(s3, client,
+                                                                           tmp_path,
+                                                                           monkeypatch):
+    """The same race on an s3:// store: the report reads the snapshot at the branch's tip
+    when it opened the store, so another run's extension, committed after the report opened
+    it and before it reads the values, changes nothing: the report is that of the version
+    before, read once (docs/guide/hpc.md, "The store on object storage")."""
+    from pcskm.experiments import report as report_module
+    from pcskm.experiments.report import write_report
+    from pcskm.runner.store import prepare, where
+
+    url = f"s3://{s3.bucket('report-race')}/tiny"
+    run_spec(SPEC, url, client=client, progress=False)
+    before = where(url).version()
+    extended = parse_spec(TINY.replace("n_runs = 1\n", "n_runs = 2\n")
+                          .replace('kinds = ["random"]', 'kinds = ["random", "must-link"]'))
+    collect, calls = report_module.collect, []
+
+    def collect_during_a_commit(opened, sidecar=None):
+        calls.append(opened.path)
+        if len(calls) == 1:
+            with where(url).writing() as location:  # the other run, committing
+                assert prepare(location, extended)[1] == "extended"
+        return collect(opened, sidecar=sidecar)
+
+    monkeypatch.setattr(report_module, "collect", collect_during_a_commit)
+    write_report(url, tmp_path / "during")
+    assert len(calls) == 1 and where(url).version() != before
+    monkeypatch.undo()
+    as_before = where(url)
+    as_before.snapshot = before
+    write_report(as_before, tmp_path / "after")
+    assert_same_reports(tmp_path / "during", tmp_path / "after")
+    write_report(url, tmp_path / "extended")  # the extension is there for the next reader
+    assert (tmp_path / "extended" / "report.md").read_text() != \
+        (tmp_path / "after" / "report.md").read_text().replace("after", "extended")
 
 
 def seconds(text):
