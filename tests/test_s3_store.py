@@ -2,7 +2,10 @@
 storage"): ``pcskm run --store s3://bucket/prefix`` writes an Icechunk repository on the moto
 S3 server of the test session (tests/s3_server.py, 127.0.0.1), equal value for value to the
 same run into a folder, read back by plain xarray through Icechunk; a killed client, an
-extension, a second writer, a deleted chunk object and read-only commands on it."""
+extension, a second writer, a note of a killed client of another host (--take-over), a
+damaged chunk object and read-only commands on it. SIGINT, SIGTERM and a lost scheduler on
+object storage: tests/test_cli.py; a report during another run's commit:
+tests/test_reliability.py."""
 
 import os
 import signal
