@@ -25,7 +25,6 @@ stored values; a client killed outright loses at most the last ``flush_seconds``
 markers.
 """
 
-import asyncio
 import time
 from dataclasses import dataclass
 
@@ -48,6 +47,7 @@ from .schema import (
     block_chunk,
     chunk_region,
     in_chunk,
+    write_regions,
 )
 
 FLUSH_SECONDS = 60.0
@@ -202,17 +202,6 @@ def _open_arrays(group):
             for name, array in sync(members()) if isinstance(array, zarr.AsyncArray)}
 
 
-def _write_chunks(writes):
-    """Write every ``(array, region, values)`` of ``writes``, whole chunks each, in one call
-    into Zarr's event loop: their encoding and files overlap (Zarr replaces each file
-    atomically, as one write at a time does); returns once all are written."""
-    async def all_of():
-        await asyncio.gather(*(array._async_array.setitem(region, values)
-                               for array, region, values in writes))
-
-    sync(all_of())
-
-
 def write_task(group, result, target):
     """Write every chunk of ``result`` (a :class:`pcskm.experiments.cells.TaskResult`) whole
     into ``group``, its data set's Zarr group, opened to write, at ``target`` (a
@@ -253,9 +242,9 @@ def write_task(group, result, target):
             counts[0, 0, runs] = block_result.n_constraints[rows]
             a, i, k, p = place
             regions.append((a, i, [k], [p], runs, carried_scores(setting)))
-        _write_chunks([*((arrays[name], region, chunk_values)
-                         for name, chunk_values in values.items()),
-                       (arrays["n_constraints"], counts_region, counts)])
+        write_regions([*((arrays[name], region, chunk_values)
+                        for name, chunk_values in values.items()),
+                      (arrays["n_constraints"], counts_region, counts)])
     return TaskReceipt(dataset=task.dataset, regions=tuple(regions), n_cells=task.n_cells,
                        seconds=result.seconds, write_seconds=time.perf_counter() - start)
 
@@ -286,8 +275,7 @@ class DoneMarks:
         receipt) and commit both at once (:meth:`pcskm.runner.store.views.Cube.commit`;
         nothing to do in a folder)."""
         self.cube.path.absorb(self.written)
-        for name, regions in self.pending.items():
-            self.cube.mark_done(name, regions)
+        self.cube.mark_done(self.pending)
         self.cube.commit()
         self.pending, self.written = {}, []
         self.last_write = time.monotonic()
