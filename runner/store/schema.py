@@ -214,12 +214,15 @@ def write_regions(writes):
     """Write every ``(array, region, values)`` of ``writes`` (Zarr arrays, each region whole
     chunks) in one call into Zarr's event loop, their encoding and files overlapping (Zarr
     replaces each file atomically, as with one write at a time); returns once all are
-    written, or raises the first error."""
+    written, or raises the first error once no write is still running."""
     async def all_of():
-        await asyncio.gather(*(array._async_array.setitem(region, values)
-                               for array, region, values in writes))
+        return await asyncio.gather(*(array._async_array.setitem(region, values)
+                                      for array, region, values in writes),
+                                    return_exceptions=True)
 
-    sync(all_of())
+    for outcome in sync(all_of()):
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 RUNNING = "run_in_progress"  # root attribute: the run writing the store (Cube.begin_run)
