@@ -57,8 +57,9 @@ from _writer_designs import IcechunkDesign, _cpu
 
 from pcskm.experiments.cells import BlockResult, TaskResult
 from pcskm.experiments.spec import load_spec
-from pcskm.runner.store import DoneMarks, prepare, task_target, write_task
+from pcskm.runner.store import DoneMarks, chunks_of, prepare, task_target, write_task
 from pcskm.runner.store import writer as writer_module
+from pcskm.runner.store.sizes import chunks_bytes
 from pcskm.runner.tasks import matches, parse_only, plan, work
 
 ONLY = ("dataset=ionosphere|mwm-ttscst|mwm-ttchst|fisheriris|digits048-1|digits048-2|"
@@ -90,6 +91,22 @@ def synthetic_result(task, n_features, rng):
             per_setting.append(BlockResult(block=block, **values))
         blocks.append(per_setting)
     return TaskResult(task=task, blocks=blocks, seconds=0.0)
+
+
+def written_mib(cube, task):
+    """MiB (uncompressed) of the chunks ``task`` writes, as the dry run counts them
+    (:func:`pcskm.runner.store.sizes.chunks_bytes`)."""
+    return chunks_bytes(cube.layout, chunks_of(task, cube)) / 2**20
+
+
+def writing_fit(per_task):
+    """``(seconds per task, seconds per MiB)``: the least-squares line through the tasks'
+    ``(writing CPU seconds, MiB of chunks)``, the model of the dry run's
+    :func:`pcskm.runner.store.sizes.write_seconds`."""
+    seconds, mib = np.array(per_task).T
+    (per_task_seconds, per_mib), *_ = np.linalg.lstsq(
+        np.column_stack([np.ones_like(mib), mib]), seconds, rcond=None)
+    return per_task_seconds, per_mib
 
 
 def finish_order(durations, workers):
@@ -226,18 +243,23 @@ def main():
         for design_name in designs:
             design = {"region": RegionDesign,
                       "icechunk": IcechunkDesign}[design_name](folder, cube)
-            returns, durations, summaries = [], [], []
+            returns, durations, summaries, per_task = [], [], [], []
             worker_seconds = 0.0
             for position, seconds in enumerate(compute_of):
                 task_result = result(position)
                 cpu, sent = design.work(task_result)
                 worker_seconds += cpu
+                per_task.append((cpu, written_mib(cube, tasks[position])))
                 returns.append(sent)
                 summaries.append(summary_of(task_result))
                 durations.append(seconds + cpu)
             print(f"{design_name}: workers' writing {worker_seconds:.1f} CPU-s in all "
                   f"({1000 * worker_seconds / len(tasks):.0f} ms per task, "
                   f"{100 * worker_seconds / share:.2f} % of the compute)")
+            per_task_seconds, per_mib = writing_fit(per_task)
+            print(f"{design_name}: least-squares fit of a task's writing: "
+                  f"{per_task_seconds:.4f} s per task + {per_mib:.5f} s per MiB of its chunks "
+                  f"(uncompressed; {sum(m for _, m in per_task):,.0f} MiB in all)")
             for workers in counts:
                 order = finish_order(durations, workers)
                 costs, end = design.replay(

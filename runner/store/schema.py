@@ -24,8 +24,11 @@ to get them. Once on, a store keeps them: a spec that turns them off, or changes
 number of folds or permutations, is refused.
 """
 
+import asyncio
+
 import numpy as np
 from zarr.codecs import Crc32cCodec, ZstdCodec
+from zarr.core.sync import sync
 
 from pcskm.algorithms._result import FIT_STATUS_NAMES, STATUS_NAMES
 from pcskm.experiments import cells
@@ -205,6 +208,21 @@ WRITE_CONFIG = {"write_empty_chunks": True}
 def writable_arrays(group):
     """``{name: array}`` of a group, opened to write with :data:`WRITE_CONFIG`."""
     return {name: array.with_config(WRITE_CONFIG) for name, array in group.arrays()}
+
+
+def write_regions(writes):
+    """Write every ``(array, region, values)`` of ``writes`` (Zarr arrays, each region whole
+    chunks) in one call into Zarr's event loop, their encoding and files overlapping (Zarr
+    replaces each file atomically, as with one write at a time); returns once all are
+    written, or raises the first error once no write is still running."""
+    async def all_of():
+        return await asyncio.gather(*(array._async_array.setitem(region, values)
+                                      for array, region, values in writes),
+                                    return_exceptions=True)
+
+    for outcome in sync(all_of()):
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 RUNNING = "run_in_progress"  # root attribute: the run writing the store (Cube.begin_run)

@@ -32,21 +32,15 @@ from .schema import (
 )
 from .writer import chunks_of
 
-# The writing of the chunks, now the workers' (each its tasks'), measured when the client was
-# the one writer of the same chunks: a cost per task written (opening the chunks of its
-# result, its done markers) and a cost per MiB (uncompressed) of the chunks the plan fills.
-# Per task: the quick and smoke specs, whose chunks are a few KiB, wrote for 3.9 s over 53
-# tasks and 0.6 s over 8 tasks (0.074 s and 0.075 s per task; docs/guide/paper-study.md,
-# Small specs). Per MiB: the paper run of docs/results/paper/timed_run.csv wrote for 119.9 s over
-# 1,115 tasks and 9,590 MiB of chunks; less its 1,115 x 0.07 s per task, 0.0044 s per MiB
-# (that run, on 2 workers, also rewrote chunks every minute, which the workers do not).
-# `python benchmarks/bench_writer.py paper --workers 256 --hours 0.0156` (the benchmark as of
-# commit 41e76b3: its default slice of 271 tasks, replayed at the pace of 256 workers)
-# measured 71.4 s of CPU for 1,611 MiB, with 990 writes and 366 reads back of its 624 chunks
-# (chunks released at the 512 MiB limit) and synthetic values: an upper bound; the constants
-# are those of the real runs, which the estimate has to match.
-WRITE_SECONDS_PER_TASK = 0.07
-WRITE_SECONDS_PER_MIB = (119.9 - 1115 * WRITE_SECONDS_PER_TASK) / 9590
+# The workers' writing of a task (:func:`.writer.write_task`): a cost per task (opening its
+# data set's arrays, reading the status of its chunks, one call into Zarr per block) and a
+# cost per MiB (uncompressed) of the chunks it fills (building, compressing and writing them).
+# The least-squares fit of the writing CPU of each of the 256 tasks of
+# `python benchmarks/bench_writer.py --designs region --workers 2` (its default selection of
+# the paper plan, 6,349 MiB of chunks: 83.5 CPU-seconds in all; docs/guide/hpc.md, "How the
+# workers write"), with the benchmark's made-up values on a shared machine: an upper bound.
+WRITE_SECONDS_PER_TASK = 0.057
+WRITE_SECONDS_PER_MIB = 0.0109
 
 
 class TooLarge(ValueError):

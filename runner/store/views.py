@@ -22,6 +22,7 @@ from .schema import (
     complete_blocks,
     wanted_scores,
     writable_arrays,
+    write_regions,
 )
 from .sizes import check_sizes
 
@@ -122,27 +123,30 @@ class Cube(CubeView):
         if self.path.commit(message, kind, run, tag) is not None:
             self.arrays = self._open(self.layout)
 
-    def mark_done(self, dataset, regions):
-        """Mark the ``regions`` of ``dataset`` done, each ``(algorithm position, init
-        position, kind positions, percent positions, runs, score bits)`` (the selection
-        scores its cells now carry), and write the marker arrays (``scored`` first)."""
-        scored = self.scored[dataset]
-        for a, i, kinds, percents, runs, bits in regions:
-            block = (a, i, *np.ix_(kinds, percents, runs))
-            self.done[dataset][block] = 1
-            if scored is None:
-                if bits:
-                    raise ValueError(f"the store has no selection scores for {dataset}")
-            else:
-                scored[block] = bits
-        self.write_markers(dataset)
+    def mark_done(self, pending):
+        """Mark done the regions of each data set of ``pending`` (``{data set: regions}``),
+        each ``(algorithm position, init position, kind positions, percent positions, runs,
+        score bits)`` (the selection scores its cells now carry), and write their marker
+        arrays (:meth:`write_markers`)."""
+        for dataset, regions in pending.items():
+            scored = self.scored[dataset]
+            for a, i, kinds, percents, runs, bits in regions:
+                block = (a, i, *np.ix_(kinds, percents, runs))
+                self.done[dataset][block] = 1
+                if scored is None:
+                    if bits:
+                        raise ValueError(f"the store has no selection scores for {dataset}")
+                else:
+                    scored[block] = bits
+        self.write_markers(*pending)
 
-    def write_markers(self, dataset):
-        """Write the in-memory ``scored`` and ``done`` markers of ``dataset`` (in that order;
-        after the chunks they vouch for)."""
-        if self.scored[dataset] is not None:
-            self.arrays[dataset]["scored"][...] = self.scored[dataset]
-        self.arrays[dataset]["done"][...] = self.done[dataset]
+    def write_markers(self, *datasets):
+        """Write the in-memory ``scored`` markers of ``datasets``, then their ``done`` markers
+        (after the chunks they vouch for), each pass in one call into Zarr
+        (:func:`.schema.write_regions`)."""
+        write_regions([(self.arrays[name]["scored"], ..., self.scored[name])
+                       for name in datasets if self.scored[name] is not None])
+        write_regions([(self.arrays[name]["done"], ..., self.done[name]) for name in datasets])
 
     def done_cells(self):
         """Cells done, with the selection scores their algorithm gets: (algorithm, init,

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import zarr
+from zarr.core.sync import sync
 
 from pcskm.algorithms._result import FIT_FAILED
 
@@ -45,6 +47,7 @@ from .schema import (
     block_chunk,
     chunk_region,
     in_chunk,
+    write_regions,
 )
 
 FLUSH_SECONDS = 60.0
@@ -66,13 +69,13 @@ def _spread(values, sparse, n_sparsity, fill, axis=-1):
     """Values with S entries along ``axis`` -> the cube's sparsity entries there (the NaN
     entry, then the grid); the entries a fit does not have get ``fill`` (not_applicable for
     the status)."""
-    values = np.moveaxis(values, axis, -1)
-    out = np.full((*values.shape[:-1], n_sparsity), fill, dtype=values.dtype)
-    if sparse:
-        out[..., 1:] = values
-    else:
-        out[..., :1] = values
-    return np.moveaxis(out, -1, axis)
+    shape = list(values.shape)
+    shape[axis] = n_sparsity
+    out = np.full(shape, fill, dtype=values.dtype)
+    entries = [slice(None)] * values.ndim
+    entries[axis] = slice(1, None) if sparse else slice(0, 1)
+    out[tuple(entries)] = values
+    return out
 
 
 def block_records(result, setting, n_sparsity, scores=(), weights_per_s=False):
@@ -188,6 +191,17 @@ def _chunk(array, region, stored):
     return np.full(shape, array.fill_value, array.dtype)
 
 
+def _open_arrays(group):
+    """``{name: array}`` of every array of ``group`` opened to write with
+    :data:`WRITE_CONFIG`, their metadata read in one pass (one call into Zarr's event loop,
+    not one per array)."""
+    async def members():
+        return [member async for member in group._async_group.members()]
+
+    return {name: zarr.Array(array).with_config(WRITE_CONFIG)
+            for name, array in sync(members()) if isinstance(array, zarr.AsyncArray)}
+
+
 def write_task(group, result, target):
     """Write every chunk of ``result`` (a :class:`pcskm.experiments.cells.TaskResult`) whole
     into ``group``, its data set's Zarr group, opened to write, at ``target`` (a
@@ -200,10 +214,10 @@ def write_task(group, result, target):
     task, version = result.task, target.version
     if len(task.fold_list) != group["fold"].shape[0]:
         raise ValueError(f"a task writes every fold; this one has folds {task.fold_list}")
-    names = chunk_variables(group)
-    arrays = {name: group[name].with_config(WRITE_CONFIG) for name in (*names, "n_constraints")}
-    n_sparsity = group["sparsity"].shape[0]
-    scores, per_s = score_names(group), WEIGHTS_PER_S in group
+    arrays = _open_arrays(group)
+    names = chunk_variables(arrays)
+    n_sparsity = arrays["sparsity"].shape[0]
+    scores, per_s = score_names(arrays), WEIGHTS_PER_S in arrays
     regions = []
     for b, block in enumerate(task.blocks):
         chunk = block_chunk(version, target.places[0][b])
@@ -228,9 +242,9 @@ def write_task(group, result, target):
             counts[0, 0, runs] = block_result.n_constraints[rows]
             a, i, k, p = place
             regions.append((a, i, [k], [p], runs, carried_scores(setting)))
-        for name, chunk_values in values.items():
-            arrays[name][region] = chunk_values
-        arrays["n_constraints"][counts_region] = counts
+        write_regions([*((arrays[name], region, chunk_values)
+                        for name, chunk_values in values.items()),
+                      (arrays["n_constraints"], counts_region, counts)])
     return TaskReceipt(dataset=task.dataset, regions=tuple(regions), n_cells=task.n_cells,
                        seconds=result.seconds, write_seconds=time.perf_counter() - start)
 
@@ -261,8 +275,7 @@ class DoneMarks:
         receipt) and commit both at once (:meth:`pcskm.runner.store.views.Cube.commit`;
         nothing to do in a folder)."""
         self.cube.path.absorb(self.written)
-        for name, regions in self.pending.items():
-            self.cube.mark_done(name, regions)
+        self.cube.mark_done(self.pending)
         self.cube.commit()
         self.pending, self.written = {}, []
         self.last_write = time.monotonic()
