@@ -1,6 +1,6 @@
 """The client's and the workers' writing over a spec's plan at 2 to 512 virtual workers: the
 runner's design, in which each worker writes its tasks' chunks and the client marks done
-(issue 32), and the prototype of an Icechunk one.
+(issue 32), on a folder and on object storage.
 
     python benchmarks/bench_writer.py [SPEC] [--only SELECTION] [--workers 2,8,32,128,512]
                                       [--designs region,icechunk] [--flush-seconds 60]
@@ -18,7 +18,11 @@ share) plus its worker's writing, so that results arrive at the measured per-wor
   :class:`pcskm.runner.store.writer.DoneMarks` taking each receipt, on the virtual clock (its
   marking every ``--flush-seconds`` happens as in a real run of that length), replayed for
   each ``W``.
-* ``icechunk``: the prototype of benchmarks/_writer_designs.py, the same way.
+* ``icechunk``: the runner's code on object storage (benchmarks/_writer_designs.py): the
+  store is an Icechunk repository on a moto S3 server of this machine, each task's chunks
+  written into a fork of the run's session, the client merging the forks it holds, marking
+  done and committing every ``--flush-seconds`` of virtual time; the client's unpickling of
+  each receipt (its fork) and pickling of the fork it sends with each task are counted.
 
 The design it replaced, in which the client wrote every chunk, is measured in
 docs/guide/hpc.md, "How the workers write" (its "client (before)" rows, from the versions of
@@ -42,6 +46,7 @@ granularity: its largest tasks end last), over the compute per worker.
 
 import argparse
 import csv
+import functools
 import heapq
 import os
 import tempfile
@@ -53,7 +58,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 from _common import REPO, machine
-from _writer_designs import IcechunkDesign, _cpu
+from _writer_designs import RepositoryDesign, _cpu
 
 from pcskm.experiments.cells import BlockResult, TaskResult
 from pcskm.experiments.spec import load_spec
@@ -142,14 +147,6 @@ def compute_seconds(spec_name):
             * float(row["worker_compute_share"]), float(row["write_seconds"]))
 
 
-def summary_of(result):
-    """What the client needs of a result once the worker has written it: the task and the
-    constraint counts of its blocks (for the Icechunk prototype)."""
-    return types.SimpleNamespace(task=result.task, blocks=[
-        [types.SimpleNamespace(n_constraints=block.n_constraints) for block in row]
-        for row in result.blocks])
-
-
 class RegionDesign:
     """The runner's design on the benchmark's store: the worker writes the task's chunks
     (:func:`write_task`), the client marks done its receipts (:class:`DoneMarks`)."""
@@ -183,6 +180,7 @@ class RegionDesign:
             if self.cube.scored[name] is not None:
                 self.cube.scored[name][...] = 0
             self.cube.write_markers(name)
+        self.clock[0] = 0.0  # the run starts
         marks = DoneMarks(self.cube, flush_seconds=flush_seconds)
         self.commits = 0
         write = marks.write
@@ -193,7 +191,7 @@ class RegionDesign:
 
         marks.write = counted
         costs = []
-        for now, receipt, _ in arrivals:
+        for now, receipt in arrivals:
             self.clock[0] = now
             costs.append(_cpu(marks.take, receipt)[0])
         end, _ = _cpu(marks.write)
@@ -242,8 +240,9 @@ def main():
               "commits")
         for design_name in designs:
             design = {"region": RegionDesign,
-                      "icechunk": IcechunkDesign}[design_name](folder, cube)
-            returns, durations, summaries, per_task = [], [], [], []
+                      "icechunk": functools.partial(RepositoryDesign, spec=spec)
+                      }[design_name](folder, cube)
+            returns, durations, per_task = [], [], []
             worker_seconds = 0.0
             for position, seconds in enumerate(compute_of):
                 task_result = result(position)
@@ -251,7 +250,6 @@ def main():
                 worker_seconds += cpu
                 per_task.append((cpu, written_mib(cube, tasks[position])))
                 returns.append(sent)
-                summaries.append(summary_of(task_result))
                 durations.append(seconds + cpu)
             print(f"{design_name}: workers' writing {worker_seconds:.1f} CPU-s in all "
                   f"({1000 * worker_seconds / len(tasks):.0f} ms per task, "
@@ -263,7 +261,7 @@ def main():
             for workers in counts:
                 order = finish_order(durations, workers)
                 costs, end = design.replay(
-                    [(t, returns[p], summaries[p]) for t, p in order], args.flush_seconds)
+                    [(t, returns[p]) for t, p in order], args.flush_seconds)
                 costs = [c + design.client_seconds_per_task for c in costs]
                 commits = design.commits
                 client = sum(costs) + end
