@@ -529,3 +529,28 @@ def test_a_taken_over_run_that_was_alive_is_refused_at_its_next_commit(s3, clien
     group = zarr.open_group(where(url).readonly().store, mode="r")["iris"]
     assert (group["n_constraints"][...] != 9).all()  # the refused run's write is not there
     assert verify(url).ok and note_of(url) is None
+
+
+def test_after_a_commit_only_the_groups_marked_next_are_opened_again(s3, monkeypatch):
+    """A commit of a repository starts a new session, whose arrays the client opens again:
+    only those of the data sets it marks done next, not every group of the store (their
+    reopening was nearly all of the client's time per commit), and the markers land in the
+    next commit."""
+    from pcskm.runner.store import views
+
+    bucket = s3.bucket("reopen")
+    url = f"s3://{bucket}/two"
+    spec = parse_spec(SMALL.replace('["iris"]', '["iris", "fisheriris"]'))
+    with where(url).writing() as location:
+        cube, _ = prepare(location, spec)
+        cube.begin_run({"spec": "small", "command": "pcskm run small", "client_pid": 1,
+                        "client_host": "elsewhere", "started": "2026-01-01T00:00:00+00:00"})
+        opened = []
+        real = views.writable_arrays
+        monkeypatch.setattr(views, "writable_arrays",
+                            lambda group: opened.append(group.basename) or real(group))
+        cube.mark_done({"fisheriris": [(1, 0, [0], [0], [0], 0)]})
+        cube.commit()
+        assert opened == ["fisheriris"]
+    done = zarr.open_group(where(url).readonly().store, mode="r")["fisheriris"]["done"][...]
+    assert done[1, 0, 0, 0, 0] == 1 and done.sum() == 1

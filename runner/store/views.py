@@ -3,6 +3,7 @@ read only, for planning), :class:`Cube` (open for the client: its arrays, the ma
 writes and the run record) and :func:`open_cube` (the cube as an ``xarray.DataTree``).
 """
 
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -97,6 +98,32 @@ class CubeView:
         return tuple(out)
 
 
+class GroupArrays(Mapping):
+    """``{data set: {name: array}}`` of a store opened to write, each data set's arrays
+    opened when first asked for: after a commit of a repository the client reopens only
+    the groups it marks next, not every group of the store (docs/guide/hpc.md, "The runner
+    on object storage, measured")."""
+
+    def __init__(self, path, names):
+        self.path, self.names = path, tuple(names)
+        self._root, self._opened = None, {}
+
+    def __getitem__(self, name):
+        if name not in self._opened:
+            if name not in self.names:
+                raise KeyError(name)
+            if self._root is None:
+                self._root = open_root(self.path, "r+")
+            self._opened[name] = writable_arrays(self._root[name])
+        return self._opened[name]
+
+    def __iter__(self):
+        return iter(self.names)
+
+    def __len__(self):
+        return len(self.names)
+
+
 class Cube(CubeView):
     """An open store, for the client: its layout, arrays and in-memory ``done`` markers;
     ``path``: where it lives (:func:`.location.where`; a repository in a transaction)."""
@@ -111,8 +138,7 @@ class Cube(CubeView):
                           if "scored" in arrays})
 
     def _open(self, layout):
-        root = open_root(self.path, "r+")
-        return {name: writable_arrays(root[name]) for name in layout.groups}
+        return GroupArrays(self.path, layout.groups)
 
     def commit(self, message="results of the run", kind=FLUSHED, run=None, tag=None):
         """Make everything written since the last commit durable at once: a commit of a
