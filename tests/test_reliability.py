@@ -264,14 +264,12 @@ def test_a_report_while_another_run_swaps_an_extension_in(reference, tmp_path, m
 
     store = tmp_path / "s.zarr"
     shutil.copytree(reference, store)
-    extended = parse_spec(TINY.replace("n_runs = 1\n", "n_runs = 2\n")
-                          .replace('kinds = ["random"]', 'kinds = ["random", "must-link"]'))
     collect, calls = report_module.collect, []
 
     def collect_during_a_swap(opened, sidecar=None):
         calls.append(opened.path)
         if len(calls) == 1:
-            assert prepare(store, extended)[1] == "extended"  # the other run's swap
+            assert prepare(store, extended_tiny())[1] == "extended"  # the other run's swap
         return collect(opened, sidecar=sidecar)
 
     monkeypatch.setattr(report_module, "collect", collect_during_a_swap)
@@ -280,6 +278,12 @@ def test_a_report_while_another_run_swaps_an_extension_in(reference, tmp_path, m
     monkeypatch.undo()
     write_report(store, tmp_path / "after")
     assert_same_reports(tmp_path / "during", tmp_path / "after")
+
+
+def extended_tiny():
+    """The tiny spec with a second run and a second kind: an extension of its store."""
+    return parse_spec(TINY.replace("n_runs = 1\n", "n_runs = 2\n")
+                      .replace('kinds = ["random"]', 'kinds = ["random", "must-link"]'))
 
 
 def assert_same_reports(during, after):
@@ -308,15 +312,13 @@ def test_a_report_on_object_storage_while_another_run_commits_an_extension(s3, c
     url = f"s3://{s3.bucket('report-race')}/tiny"
     run_spec(SPEC, url, client=client, progress=False)
     before = where(url).version()
-    extended = parse_spec(TINY.replace("n_runs = 1\n", "n_runs = 2\n")
-                          .replace('kinds = ["random"]', 'kinds = ["random", "must-link"]'))
     collect, calls = report_module.collect, []
 
     def collect_during_a_commit(opened, sidecar=None):
         calls.append(opened.path)
         if len(calls) == 1:
             with where(url).writing() as location:  # the other run, committing
-                assert prepare(location, extended)[1] == "extended"
+                assert prepare(location, extended_tiny())[1] == "extended"
         return collect(opened, sidecar=sidecar)
 
     monkeypatch.setattr(report_module, "collect", collect_during_a_commit)
