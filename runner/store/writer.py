@@ -29,8 +29,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import zarr
-from zarr.core.sync import sync
 
 from pcskm.algorithms._result import FIT_FAILED
 
@@ -43,10 +41,10 @@ from .schema import (
     NOT_APPLICABLE,
     SCORE_VARIABLES,
     WEIGHTS_PER_S,
-    WRITE_CONFIG,
     block_chunk,
     chunk_region,
     in_chunk,
+    writable_arrays,
     write_regions,
 )
 
@@ -191,17 +189,6 @@ def _chunk(array, region, stored):
     return np.full(shape, array.fill_value, array.dtype)
 
 
-def _open_arrays(group):
-    """``{name: array}`` of every array of ``group`` opened to write with
-    :data:`WRITE_CONFIG`, their metadata read in one pass (one call into Zarr's event loop,
-    not one per array)."""
-    async def members():
-        return [member async for member in group._async_group.members()]
-
-    return {name: zarr.Array(array).with_config(WRITE_CONFIG)
-            for name, array in sync(members()) if isinstance(array, zarr.AsyncArray)}
-
-
 def write_task(group, result, target):
     """Write every chunk of ``result`` (a :class:`pcskm.experiments.cells.TaskResult`) whole
     into ``group``, its data set's Zarr group, opened to write, at ``target`` (a
@@ -214,7 +201,7 @@ def write_task(group, result, target):
     task, version = result.task, target.version
     if len(task.fold_list) != group["fold"].shape[0]:
         raise ValueError(f"a task writes every fold; this one has folds {task.fold_list}")
-    arrays = _open_arrays(group)
+    arrays = writable_arrays(group)  # every array's metadata in one pass
     names = chunk_variables(arrays)
     n_sparsity = arrays["sparsity"].shape[0]
     scores, per_s = score_names(arrays), WEIGHTS_PER_S in arrays
