@@ -2,12 +2,16 @@
 runner's design, in which each worker writes its tasks' chunks and the client marks done
 (issue 32), on a folder and on object storage.
 
-    python benchmarks/bench_writer.py [SPEC] [--only SELECTION] [--workers 2,8,32,128,512]
-                                      [--designs region,icechunk] [--flush-seconds 60]
+    python benchmarks/bench_writer.py [SPEC] [--values STORE] [--only SELECTION]
+                                      [--workers 2,8,32,128,512] [--designs region,icechunk]
+                                      [--flush-seconds 60]
 
-Replays the plan of a fresh store without computing anything: every task gets a result of
-the right shapes (values drawn from the task's place in the plan, on a grid of a thousand
-levels, so that they compress about as much as real scores). ``W`` virtual workers take the
+Replays the plan of a fresh store without computing anything: every task gets the result
+that a complete store of the spec holds (``--values STORE``, the runner's own values, read
+back by benchmarks/_stored_results.py, and the chunks written compared with the stored
+ones), or else made-up values of the right shapes (drawn on a grid of a thousand levels:
+they compress far less than real results, and cost about three times as much to write on
+the same tasks). ``W`` virtual workers take the
 tasks in plan order, each task taking its share of the spec's compute (the CPU seconds of
 its committed run in docs/results/paper/timed_run.csv: workers x compute wall x their compute
 share) plus its worker's writing, so that results arrive at the measured per-worker rate.
@@ -58,6 +62,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 from _common import REPO, machine
+from _stored_results import StoredResults, differing_chunks
 from _writer_designs import RepositoryDesign, _cpu
 
 from pcskm.experiments.cells import BlockResult, TaskResult
@@ -201,6 +206,8 @@ class RegionDesign:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec", nargs="?", default="paper")
+    parser.add_argument("--values", type=Path,
+                        help="a complete store of the spec whose results the tasks write")
     parser.add_argument("--only", default=ONLY)
     parser.add_argument("--workers", default="2,8,32,128,512",
                         help="virtual worker counts, comma-separated")
@@ -227,14 +234,19 @@ def main():
         compute_of = [work(task, cube) * seconds_per_unit for task in tasks]
         share = sum(compute_of)
 
+        stored = args.values and StoredResults(args.values)
+
         def result(position):
             task = tasks[position]
+            if stored:
+                return stored.result(task, task_target(cube, task))
             return synthetic_result(task, cube.layout.groups[task.dataset].attrs["n_features"],
                                     np.random.default_rng(position))
 
         print(f"{spec.name}: {len(tasks)} tasks of {len(everything)}, "
               f"{len({t.dataset for t in tasks})} data sets, {share:,.0f} CPU-s of the "
-              f"spec's {compute:,.0f} (its run's client wrote for {written} s)")
+              f"spec's {compute:,.0f} (its run's client wrote for {written} s); values "
+              f"{f'of {args.values}' if stored else 'made up'}")
         print("design    | workers | client CPU s | ms/task | predicted wall s | "
               "wall / (compute/W) | without writing | client % of a core per 100 workers | "
               "commits")
@@ -258,6 +270,10 @@ def main():
             print(f"{design_name}: least-squares fit of a task's writing: "
                   f"{per_task_seconds:.4f} s per task + {per_mib:.5f} s per MiB of its chunks "
                   f"(uncompressed; {sum(m for _, m in per_task):,.0f} MiB in all)")
+            if stored and design_name == "region":
+                differ, count, names = differing_chunks(args.values, cube.path, tasks, cube)
+                print(f"{design_name}: chunk files written that differ from the stored ones: "
+                      f"{differ} of {count} {names or ''}")
             for workers in counts:
                 order = finish_order(durations, workers)
                 costs, end = design.replay(
