@@ -24,6 +24,7 @@ from . import (
     ties,
     weights,
 )
+from .csv_files import write_csv
 from .markdown import Document, anchor
 from .markdown import table as table_markdown
 from .selection import BY_NAME, ORDER, SELECTION_TITLES
@@ -33,7 +34,7 @@ MAX_MISSING_LINES = 40
 
 def _csv(frame, out, name, written):
     path = out / name
-    frame.to_csv(path, index=False, float_format="%.10g")
+    write_csv(frame, path)
     written.append(path)
     return path
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from . import claims
+from .csv_files import write_csv
 from .markdown import Document
 
 # the claims section of report.md: from its heading's line to the next heading of its level
@@ -42,7 +43,7 @@ def main(argv=None):
     reports = {d: rewrite_section((d / "report.md").read_text(), table)
                for d, table in tables.items()}
     for directory, table in tables.items():
-        table.to_csv(directory / "claims.csv", index=False)
+        write_csv(table, directory / "claims.csv")
         (directory / "report.md").write_text(reports[directory], encoding="utf-8")
         counts = table.verdict.value_counts().to_dict()
         print(f"{directory / 'claims.csv'}: primary {table.primary.iloc[0]}, {counts}")
