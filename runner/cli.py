@@ -170,7 +170,7 @@ def _dry_run(args, spec, store, selection):
     print(f"estimated writing: {duration(writing)} in all, by the workers, each its tasks' "
           f"chunks ({len(the_plan.tasks)} tasks at {WRITE_SECONDS_PER_TASK} s and "
           f"{binary(written_bytes(view, the_plan.tasks))} of chunks, uncompressed, at "
-          f"{WRITE_SECONDS_PER_MIB:.4f} s per MiB): {duration(timed.writing)} on {workers} "
+          f"{WRITE_SECONDS_PER_MIB} s per MiB): {duration(timed.writing)} on {workers} "
           "workers; the client only marks done")
     print(f"estimated run time on {workers} workers: {duration(timed.seconds)}: the start and "
           f"{duration(timed.compute + timed.writing)} of compute and writing (calibrated "

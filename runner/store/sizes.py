@@ -35,12 +35,13 @@ from .writer import chunks_of
 # The workers' writing of a task (:func:`.writer.write_task`): a cost per task (opening its
 # data set's arrays, reading the status of its chunks, one call into Zarr per block) and a
 # cost per MiB (uncompressed) of the chunks it fills (building, compressing and writing them).
-# The least-squares fit of the writing CPU of each of the 256 tasks of
-# `python benchmarks/bench_writer.py --designs region --workers 2` (its default selection of
-# the paper plan, 6,349 MiB of chunks: 83.5 CPU-seconds in all; docs/guide/hpc.md, "How the
-# workers write"), with the benchmark's made-up values on a shared machine: an upper bound.
-WRITE_SECONDS_PER_TASK = 0.057
-WRITE_SECONDS_PER_MIB = 0.0109
+# The least-squares fit of the writing CPU of each of the 1,118 tasks of the paper plan,
+# written with the results of a complete paper store (`python benchmarks/bench_writer.py
+# --values STORE --designs region --only ""`: 36,236 MiB of chunks, 184.3 CPU-seconds in all;
+# docs/results/paper/bench_writer_whole_plan_values.txt, docs/guide/hpc.md "How the workers
+# write").
+WRITE_SECONDS_PER_TASK = 0.0247
+WRITE_SECONDS_PER_MIB = 0.00432
 
 
 class TooLarge(ValueError):
