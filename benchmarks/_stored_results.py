@@ -1,7 +1,7 @@
 """A task's results read back from a complete store of its spec, for the writing benchmarks:
 the values the runner really wrote, so that the chunks compress (and cost) as in a real run.
 
-:func:`stored_result` inverts :func:`pcskm.runner.store.writer.block_records`: each record of
+:meth:`StoredResults.result` inverts :func:`pcskm.runner.store.writer.block_records`: each record of
 a block is its setting's entries along ``sparsity`` (the grid for SKM and PCSKM, the no-s
 entry otherwise), the status is turned back into the fit's code, and the weights of every fit
 are ``weights_per_s`` (so the store must have that variable). Written again by
