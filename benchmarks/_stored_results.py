@@ -1,12 +1,14 @@
 """A task's results read back from a complete store of its spec, for the writing benchmarks:
 the values the runner really wrote, so that the chunks compress (and cost) as in a real run.
 
-:meth:`StoredResults.result` inverts :func:`pcskm.runner.store.writer.block_records`: each record of
-a block is its setting's entries along ``sparsity`` (the grid for SKM and PCSKM, the no-s
-entry otherwise), the status is turned back into the fit's code, and the weights of every fit
-are ``weights_per_s`` (so the store must have that variable). Written again by
-:func:`pcskm.runner.store.writer.write_task` into a fresh store of the same spec, they give the
-stored chunks back; :func:`differing_chunks` counts those that do not.
+:meth:`StoredResults.result` inverts :func:`pcskm.runner.store.writer.block_records`: each
+record of a block is its setting's entries along ``sparsity`` (the grid for SKM and PCSKM,
+the no-s entry otherwise), the status is turned back into the fit's code, and the weights of
+every fit are ``weights_per_s`` (so the store must have that variable). Written again by
+:func:`pcskm.runner.store.writer.write_task` into a fresh store of the same spec, they give
+the stored chunks back but for ``weights``, the mean over s, which is computed from the
+stored float32 weights (the run had the fits' float64 ones); :func:`differing_chunks` counts
+the chunks that differ.
 """
 
 from pathlib import Path
