@@ -85,21 +85,27 @@ class StoredResults:
         return TaskResult(task=task, blocks=blocks, seconds=0.0)
 
 
-def differing_chunks(stored, written, tasks, cube):
-    """How many of the chunk files ``tasks`` write (every variable of
-    :func:`~pcskm.runner.store.writer.chunk_variables` and the constraint counts) differ
-    between the store folders ``stored`` and ``written``, of how many, and the variables of
-    those that differ. A chunk's file is named by its place along each dim: the chunk's along
-    the block dims, 0 along the others (whole in one chunk)."""
+def differing_chunks(stored, cube, tasks):
+    """How many of the chunk files ``tasks`` write into ``cube`` (a store in a folder: every
+    variable of :func:`~pcskm.runner.store.writer.chunk_variables` and the constraint counts)
+    differ from those of the store folder ``stored``, of how many, and the variables of those
+    that differ. A chunk's file is named by its place along each dim: the chunk's along the
+    block dims, 0 along the others (whole in one chunk)."""
+    written = Path(cube.path)
+    places = {}  # data set -> the places of its chunks along the block dims
+    for dataset, *place in {c for task in tasks for c in chunks_of(task, cube)}:
+        places.setdefault(dataset, []).append(place)
     differ, count, names = 0, 0, set()
-    for dataset, *place in sorted({c for task in tasks for c in chunks_of(task, cube)}):
-        group = zarr.open_group(str(written), mode="r", path=dataset)
-        at = dict(zip(BLOCK_DIMS, place, strict=True))
-        for name in (*chunk_variables(dict(group.arrays())), "n_constraints"):
-            dims = group[name].metadata.dimension_names
-            key = Path(dataset, name, "c", *(str(at.get(dim, 0)) for dim in dims))
-            count += 1
-            if (Path(stored) / key).read_bytes() != (Path(written) / key).read_bytes():
-                differ += 1
-                names.add(name)
+    for dataset, chunks in sorted(places.items()):
+        arrays = dict(zarr.open_group(str(written), mode="r", path=dataset).arrays())
+        dims = {name: arrays[name].metadata.dimension_names
+                for name in (*chunk_variables(arrays), "n_constraints")}
+        for place in sorted(chunks):
+            at = dict(zip(BLOCK_DIMS, place, strict=True))
+            for name, along in dims.items():
+                key = Path(dataset, name, "c", *(str(at.get(dim, 0)) for dim in along))
+                count += 1
+                if (Path(stored) / key).read_bytes() != (written / key).read_bytes():
+                    differ += 1
+                    names.add(name)
     return differ, count, sorted(names)

@@ -271,7 +271,7 @@ def main():
                   f"{per_task_seconds:.4f} s per task + {per_mib:.5f} s per MiB of its chunks "
                   f"(uncompressed; {sum(m for _, m in per_task):,.0f} MiB in all)")
             if stored and design_name == "region":
-                differ, count, names = differing_chunks(args.values, cube.path, tasks, cube)
+                differ, count, names = differing_chunks(args.values, cube, tasks)
                 print(f"{design_name}: chunk files written that differ from the stored ones: "
                       f"{differ} of {count} {names or ''}")
             for workers in counts:
