@@ -10,7 +10,7 @@ Replays the plan of a fresh store without computing anything: every task gets th
 that a complete store of the spec holds (``--values STORE``, the runner's own values, read
 back by benchmarks/_stored_results.py, and the chunks written compared with the stored
 ones), or else made-up values of the right shapes (drawn on a grid of a thousand levels:
-they compress far less than real results and cost about 1.7 to 3 times as much to write:
+they compress far less than real results and cost 2.4 to 3 times as much to write:
 docs/guide/hpc.md, "How the workers write"). ``W`` virtual workers take the
 tasks in plan order, each task taking its share of the spec's compute (the CPU seconds of
 its committed run in docs/results/paper/timed_run.csv: workers x compute wall x their compute
