@@ -94,13 +94,13 @@ def student_t4_cdf(t):
 
 # ---------------------------------------------------------------- the signed-rank test
 
-CASES = {
-    "clear win": paired(1, 20, 0.05, 0.02),
-    "clear loss": paired(2, 20, -0.04, 0.02),
-    "equivalence": paired(3, 25, 0.0, 0.003),
-    "mixed": paired(4, 20, 0.008, 0.02),
-    "exact zeros": paired(5, 20, 0.01, 0.015, zeros=8),
-    "ties": paired(6, 20, 0.005, 0.015, ties=True),
+CASES = {  # their P(x better), P(rope), P(y better) are about
+    "clear win": paired(1, 20, 0.02, 0.02),  # 0.995, 0.005, 0
+    "clear loss": paired(2, 20, -0.02, 0.02),  # 0, 0.06, 0.94
+    "equivalence": paired(3, 25, 0.0, 0.015),  # 0.01, 0.99, 0.003
+    "mixed": paired(4, 20, 0.008, 0.02),  # 0.16, 0.83, 0.01
+    "exact zeros": paired(5, 20, 0.03, 0.02, zeros=6),  # 0.66, 0.34, 0
+    "ties": paired(6, 20, 0.008, 0.02, ties=True),  # 0.44, 0.56, 0.001
 }
 
 
@@ -119,7 +119,7 @@ def test_signed_rank_agrees_with_baycomp(case):
 def test_signed_rank_orientation():
     """x better by a wide margin: P(x better) = 1 (the first of the triple), and swapping x
     and y mirrors the triple."""
-    x, y = CASES["clear win"]
+    x, y = paired(1, 20, 0.05, 0.02)
     assert bayesian.signed_rank_test(x, y, rng=rng()) == (1.0, 0.0, 0.0)
     assert bayesian.signed_rank_test(y, x, rng=rng()) == (0.0, 0.0, 1.0)
 
