@@ -269,6 +269,12 @@ def test_decision_on_the_tests_outputs():
     x, y = CASES["equivalence"]
     assert bayesian.decision(*bayesian.signed_rank_test(x, y, rng=rng())) \
         == "practically equivalent"
+    d = 0.02 + 0.01 * rng(2).standard_normal(250)
+    assert bayesian.decision(*bayesian.correlated_t_test(d, np.zeros(250), rho=0.1)) == "better"
+    assert bayesian.decision(*bayesian.correlated_t_test(d, np.zeros(250), rho=0.1, rope=0)) \
+        == "better"
+    assert bayesian.decision(*bayesian.correlated_t_test(d - 0.02, np.zeros(250), rho=0.1,
+                                                         rope=0)) == "undecided"
 
 
 # ---------------------------------------------------------------- bad input
@@ -277,7 +283,7 @@ def test_decision_on_the_tests_outputs():
 @pytest.mark.parametrize("x, y, message", [
     ([0.1, 0.2, 0.3], [0.1, 0.2], "same length"),
     ([[0.1, 0.2]], [[0.1, 0.2]], "1-d"),
-    ([], [], "empty"),
+    ([], [], "non-empty"),
     ([0.1, np.nan], [0.1, 0.2], "finite"),
     ([0.1, 0.2], [0.1, np.inf], "finite"),
 ])
@@ -308,6 +314,15 @@ def test_bad_signed_rank_arguments(kwargs, error, message):
     kwargs = {"rng": rng()} | kwargs
     with pytest.raises(error, match=message):
         bayesian.signed_rank_test([0.1, 0.2], [0.2, 0.1], **kwargs)
+    with pytest.raises(error, match=message):
+        bayesian.signed_rank_posterior(np.array([0.1, -0.1]), **kwargs)
+
+
+@pytest.mark.parametrize("d, rope, message", [([0.1, np.nan], 0.01, "finite"),
+                                              ([], 0.01, "non-empty"), ([0.1], -1, "rope")])
+def test_bad_signed_rank_posterior_input(d, rope, message):
+    with pytest.raises(ValueError, match=message):
+        bayesian.signed_rank_posterior(d, rope, rng=rng())
 
 
 def test_correlated_t_test_needs_two_differences_and_a_correlation_below_one():

@@ -23,18 +23,22 @@ _CHUNK_ELEMENTS = 2**20  # Dirichlet weights drawn at a time: 8 MB of float64
 VERDICTS = ("better", "worse", "practically equivalent", "undecided")
 
 
+def _vector(v, name):
+    """``v`` as a finite, non-empty 1-d float64 array."""
+    v = np.asarray(v, dtype=np.float64)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d vector; got shape {v.shape}")
+    if not np.isfinite(v).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return v
+
+
 def _differences(x, y):
-    """d = x - y for two finite 1-d vectors of the same length (at least one pair)."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.ndim != 1 or x.shape != y.shape:
+    """d = x - y for two finite 1-d vectors of the same length."""
+    if np.shape(x) != np.shape(y):
         raise ValueError(f"x and y must be 1-d vectors of the same length; got shapes "
-                         f"{x.shape} and {y.shape}")
-    if x.size == 0:
-        raise ValueError("x and y are empty")
-    if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError("x and y must be finite (no NaN or infinity)")
-    return x - y
+                         f"{np.shape(x)} and {np.shape(y)}")
+    return _vector(x, "x") - _vector(y, "y")
 
 
 def _check_rope(rope):
@@ -62,7 +66,8 @@ def signed_rank_posterior(d, rope=ROPE, prior=PRIOR_STRENGTH, n_samples=N_SAMPLE
     below the ROPE. The double sums are the quadratic forms w' A w, evaluated for a chunk of
     draws at a time (memory O(n^2 + chunk x n)).
     """
-    d = np.asarray(d, dtype=np.float64)
+    d = _vector(d, "d")
+    _check_rope(rope)
     if not (np.isfinite(prior) and prior > 0):
         raise ValueError(f"prior (the Dirichlet process strength) must be > 0; got {prior!r}")
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) \
@@ -92,7 +97,6 @@ def signed_rank_test(x, y, rope=ROPE, prior=PRIOR_STRENGTH, n_samples=N_SAMPLES,
     (the three areas of the paper's simplex plots), as in baycomp's ``SignedRankTest.probs``.
     A draw where several are largest counts equally for each (baycomp gives it to the first).
     """
-    _check_rope(rope)
     theta = signed_rank_posterior(_differences(x, y), rope, prior, n_samples, rng=rng)
     largest = theta == theta.max(axis=1, keepdims=True)
     shares = (largest / largest.sum(axis=1, keepdims=True)).mean(axis=0)
@@ -125,8 +129,8 @@ def correlated_t_test(x, y, rho, rope=ROPE):
     mean = d.mean()
     scale = np.sqrt((1 / n + rho / (1 - rho)) * d.var(ddof=1))
     posterior = scipy.stats.t(df=n - 1, loc=mean, scale=scale)
-    p_better, p_worse = float(posterior.sf(rope)), float(posterior.cdf(-rope))
-    return p_better, 1 - p_better - p_worse, p_worse
+    p_rope = float(posterior.cdf(rope) - posterior.cdf(-rope))
+    return float(posterior.sf(rope)), p_rope, float(posterior.cdf(-rope))
 
 
 def decision(p_better, p_rope, p_worse, threshold=THRESHOLD):
@@ -137,7 +141,7 @@ def decision(p_better, p_rope, p_worse, threshold=THRESHOLD):
     if not (np.isfinite(threshold) and 0.5 < threshold <= 1):
         raise ValueError(f"threshold must be in (0.5, 1]; got {threshold!r}")
     probabilities = np.array([p_better, p_rope, p_worse], dtype=np.float64)
-    if not (np.isfinite(probabilities).all() and (probabilities >= -1e-9).all()
+    if not (np.isfinite(probabilities).all() and (probabilities >= 0).all()
             and abs(probabilities.sum() - 1) <= 1e-9):
         raise ValueError("p_better, p_rope and p_worse must be probabilities summing to 1; "
                          f"got {p_better!r}, {p_rope!r}, {p_worse!r}")
