@@ -211,7 +211,8 @@ def cd_diagram(values, alpha=ALPHA, *, title="", note=None, nemenyi=False, width
     ``nemenyi``, Nemenyi's CD (:func:`nemenyi_cd`) is drawn above the axis for reference; the
     bars do not use it. ``note`` (default: what the bars mean) is printed under the diagram.
     A Figure ``width`` inches wide without a layout engine, drawn in inches (its one Axes
-    spans the figure); the labels carry gid "algorithm", the bars gid "clique"."""
+    spans the figure); the labels carry gid "algorithm", the bars "clique", the mean-rank
+    marks "rank" and the axis's numbers "tick"."""
     frame = table(values)
     _per_dataset, mean = ranks(frame)
     pairs = pairwise(frame)
@@ -270,7 +271,7 @@ def cd_diagram(values, alpha=ALPHA, *, title="", note=None, nemenyi=False, width
         ax.plot([x_of(tick)] * 2, [axis_y - length, axis_y], **line)
         if tick == int(tick):
             ax.text(x_of(tick), axis_y - 0.12, f"{int(tick)}", ha="center", va="bottom",
-                    fontsize=TICK_SIZE)
+                    fontsize=TICK_SIZE, gid="tick")
     if cd is not None:
         start, end = x_of(k), x_of(k) + span * cd / (k - 1)
         ax.plot([start, end], [y_cd, y_cd], **line)
@@ -288,7 +289,8 @@ def cd_diagram(values, alpha=ALPHA, *, title="", note=None, nemenyi=False, width
             x, y_label = x_of(mean[name]), first_label + row * i
             ax.plot([x, x, end], [axis_y, y_label, y_label], **{**line, "color": "0.3"},
                     zorder=1)
-            ax.plot([x], [axis_y], marker="o", markersize=3, color="black", zorder=3)
+            ax.plot([x], [axis_y], marker="o", markersize=3, color="black", zorder=3,
+                    gid="rank")
             ax.text(end - 0.05 if ha == "left" else end + 0.05, y_label, texts[name],
                     ha="right" if ha == "left" else "left", va="center",
                     fontsize=LABEL_SIZE, gid="algorithm")
