@@ -114,8 +114,38 @@ def test_demsar_worked_example():
     # the ties of iris, lung cancer, mushroom and primary tumor: sum (t^3 - t) = 6+6+60+6
     assert result["tie_correction"] == pytest.approx(1 - 78 / (14 * 4 * 15))
     assert result["chi2"] == pytest.approx(result["chi2_untied"] / (1 - 78 / 840))
+    assert round(result["chi2"], 2) == 10.23  # 9.2786 / (1 - 78 / 840), by hand
     assert round(ranking.nemenyi_cd(14, 4, 0.05), 2) == 1.25
     assert round(ranking.nemenyi_cd(14, 4, 0.10), 2) == 1.12
+
+
+def test_demsar_figure_groups():
+    """Demšar's Figure 1(a) (Nemenyi at p = 0.10): C4.5 is worse than C4.5+m and C4.5+m+cf,
+    C4.5+cf joins either group; his CD fed to the clique rule draws these two bars. The
+    pairwise Wilcoxon-Holm tests draw the same two at 0.10 and one bar at 0.05, where
+    Nemenyi's CD = 1.25 exceeds the largest difference of mean ranks (1.179)."""
+    _per_dataset, mean = ranking.ranks(DEMSAR_TABLE6)
+    figure_1a = [("C4.5+m+cf", "C4.5+m", "C4.5+cf"), ("C4.5+cf", "C4.5")]
+    assert ranking.cliques(mean, nemenyi_different(mean, 1.12)) == figure_1a
+    one_bar = [(*figure_1a[0], "C4.5")]
+    assert ranking.cliques(mean, nemenyi_different(mean, 1.25)) == one_bar
+    pairs = ranking.pairwise(DEMSAR_TABLE6)
+    assert ranking.cliques(mean, ranking.different(pairs, 0.10)) == figure_1a
+    assert ranking.cliques(mean, ranking.different(pairs, 0.05)) == one_bar
+
+
+@pytest.mark.parametrize(("n", "bars"), [(6, [("A0", "A1", "A2", "A3", "A4")]), (9, [])])
+def test_few_data_sets_cannot_separate(n, bars):
+    """Five algorithms in the same order on every data set: each exact two-sided p is
+    2 / 2^n, and Holm over the 10 pairs makes each 10 * 2 / 2^n: 0.3125 with six data sets
+    (one bar joins all), 0.039 with nine (every pair differs at 0.05, no bar)."""
+    values = np.tile(np.arange(5.0)[::-1], (n, 1)) + np.arange(n)[:, None]
+    values = pd.DataFrame(values, columns=[f"A{j}" for j in range(5)])
+    pairs = ranking.pairwise(values)
+    np.testing.assert_allclose(pairs.p_value, 2 / 2 ** n)
+    np.testing.assert_allclose(pairs.p_holm, 10 * 2 / 2 ** n)
+    _per_dataset, mean = ranking.ranks(values)
+    assert ranking.cliques(mean, ranking.different(pairs)) == bars
 
 
 def test_friedman_extremes():
