@@ -220,10 +220,11 @@ def cd_diagram(values, alpha=ALPHA, *, title="", note=None, nemenyi=False, width
     n, k = frame.shape
     order = rank_order(mean)
     if note is None:
+        m = int(pairs.holm_m.iloc[0])
         note = (f"Mean ranks over {n} data sets (1 = best, at the right). A bar joins "
                 f"algorithms no two of which differ significantly: exact two-sided Wilcoxon "
-                f"signed-rank tests, Holm-adjusted over the {int(pairs.holm_m.iloc[0])} "
-                f"pairs, alpha = {alpha:g}.")
+                f"signed-rank tests, Holm-adjusted over the {m} pair{'s' * (m != 1)}, "
+                f"alpha = {alpha:g}.")
         if nemenyi:
             note += " CD: Nemenyi's critical difference, for reference; the bars do not use it."
     texts = {name: f"{name} ({mean[name]:.2f})" for name in order}
