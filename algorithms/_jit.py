@@ -2,20 +2,57 @@
 
 A kernel is compiled by Numba the first time it is called with new argument types, and the
 machine code is cached on disk (``cache=True``): in ``$NUMBA_CACHE_DIR`` if it is set, else in
-the ``__pycache__`` folder beside the source, else, when that cannot be written (an
-installation in a read-only site-packages), in the user's cache folder (``~/.cache/numba``).
-A process that finds a kernel in the cache loads it in milliseconds; compiling the kernels
-of the study takes tens of seconds of one core. The cache is keyed on the source file and
-the CPU, so it is rebuilt after an update of pcskm or on another kind of machine. Numba
-checks only the file of the kernel itself: a kernel keeps its compiled copy of the kernels
-it calls from other files, so after editing a kernel in a working copy, delete the cache
-(the ``*.nbi`` and ``*.nbc`` files) before timing or comparing results.
+the per-user cache folder of this pcskm version, ``<user cache>/pcskm/numba/<version>``
+(:func:`default_cache_folder`; ``~/.cache/pcskm/numba/0.1.0`` on Linux), outside the
+installation, so that reinstalling the same version keeps the compiled kernels. A process
+that finds a kernel in the cache loads it in milliseconds; compiling the kernels of the study
+takes tens of seconds of one core. Within the folder, Numba keys the cache on the source
+file (its folder and the SHA-256 of its content) and the CPU, so it is rebuilt after an update
+of pcskm or on another kind of machine. Numba checks only the file of the kernel itself: a
+kernel keeps its compiled copy of the kernels it calls from other files, so after editing a
+kernel in a working copy, delete the cache (the ``*.nbi`` and ``*.nbc`` files) before timing
+or comparing results.
 """
 
 import contextlib
+from pathlib import Path
 
+import platformdirs
 from numba import njit
-from numba.core import event
+from numba.core import caching, config, event
+
+PACKAGE = Path(__file__).resolve().parents[1]  # the folder of the pcskm package
+
+
+def default_cache_folder():
+    """The per-user folder of this pcskm version's compiled kernels when ``NUMBA_CACHE_DIR``
+    is not set: ``<user cache>/pcskm/numba/<version>`` (``$XDG_CACHE_HOME/pcskm``, else
+    ``~/.cache/pcskm`` on Linux; platformdirs' user cache folder elsewhere)."""
+    from pcskm import __version__
+
+    return Path(platformdirs.user_cache_dir("pcskm")) / "numba" / __version__
+
+
+class VersionCacheLocator(caching.UserProvidedCacheLocator):
+    """Numba's cache locator for the kernels of this package when ``NUMBA_CACHE_DIR`` is not
+    set: :func:`default_cache_folder`, with Numba's subfolder per source folder. Numba's own
+    locators serve every other function, and these too when ``NUMBA_CACHE_DIR`` is set."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(default_cache_folder() / self.get_suitable_cache_subpath(py_file))
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if config.CACHE_DIR or not Path(py_file).resolve().is_relative_to(PACKAGE):
+            return None
+        return super(caching.UserProvidedCacheLocator, cls).from_function(py_func, py_file)
+
+
+if VersionCacheLocator not in caching.CacheImpl._locator_classes:
+    # before the kernels below are made: Numba picks a function's locator when it is decorated
+    caching.CacheImpl._locator_classes.insert(0, VersionCacheLocator)
 
 # nopython, cached on disk, and without the GIL: the GIL is free for other threads of the
 # process (a Dask worker's event loop) while a kernel computes, instead of being taken from

@@ -6,7 +6,11 @@ the values recorded for them: f_score, precision, recall, satisfied, n_iter, sta
 name), n_constraints. Each cell is recomputed alone, from the spec and the data files, with
 the same code path as the runner (:func:`pcskm.experiments.cells.evaluate` on a one-cell task).
 The cube stores floats as float32, so floats compare with a relative tolerance of 1e-6; the
-integers and the status compare exactly.
+integers compare exactly as numbers (``8.0`` in a column that a NaN made float is 8), the fill
+value -1 of ``n_iter`` and ``n_constraints`` as the NaN xarray decodes it to (a failed fit of
+a user estimator records no iterations; docs/reference/cube-schema.md), and the status by its
+name. A failed fit thus agrees with its recomputation when both failed with the same status:
+its scores are NaN on both sides.
 """
 
 import numpy as np
@@ -19,8 +23,10 @@ from .cells import Block, Setting, Task
 
 CELL_COLUMNS = ("dataset", "algorithm", "init", "kind", "percent", "run", "fold")
 FLOATS = ("f_score", "precision", "recall", "satisfied")
-EXACT = ("n_iter", "status", "n_constraints")
+INTEGERS = ("n_iter", "n_constraints")
+EXACT = (*INTEGERS, "status")
 RTOL = 1e-6
+FILL = -1  # the fill value of the cube's integer variables, read back as NaN
 
 
 def read_table(path):
@@ -66,10 +72,27 @@ def recompute(spec, table, data_dir=None):
     for name in FLOATS:
         recorded, again = out[name].to_numpy(float), out[f"{name}_recomputed"].to_numpy(float)
         agrees &= np.isclose(recorded, again, rtol=RTOL, atol=0.0, equal_nan=True)
-    for name in EXACT:
-        agrees &= out[name].astype(str).to_numpy() == out[f"{name}_recomputed"].astype(str)
+    for name in INTEGERS:
+        agrees &= _same_integers(_numbers(out[name], name),
+                                 _numbers(out[f"{name}_recomputed"], name))
+    agrees &= out["status"].astype(str).to_numpy() == out["status_recomputed"].astype(str)
     out["agrees"] = agrees
     return out
+
+
+def _numbers(values, name):
+    """The integers of column ``name`` as floats, the fill value -1 and an empty entry as
+    NaN (ValueError naming the column for an entry that is not a number)."""
+    try:
+        numbers = pd.to_numeric(values).to_numpy(float)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"column {name}: not a number ({error})") from None
+    return np.where(numbers == FILL, np.nan, numbers)
+
+
+def _same_integers(recorded, again):
+    """Entry by entry: equal numbers, or NaN on both sides."""
+    return (recorded == again) | (np.isnan(recorded) & np.isnan(again))
 
 
 def _entry(setting, sparsity):

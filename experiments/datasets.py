@@ -48,9 +48,10 @@ class Dataset:
     """One data set: raw float64 features (no scaling) and labels 0..k-1.
 
     ``uninformative`` marks the known uninformative columns (None when nothing is known);
-    ``informative`` marks the known informative ones (None when unknown; only the
-    Brodinova sets have it). ``k``: the number of clusters to fit when it is not the number
-    of classes (a spec's ``n_clusters``, docs/method/datasets.md §8).
+    ``informative`` marks the known informative ones (None when unknown: the Brodinova sets
+    and a spec's set with ``informative`` have it). ``k``: the number of clusters to fit
+    when it is not the number of classes (a spec's ``n_clusters``, docs/method/datasets.md
+    §8).
     """
 
     name: str
@@ -97,12 +98,15 @@ class Dataset:
     @property
     def feature_quality(self):
         """The label of the known feature quality (docs/method/protocol.md §11): "+5 -5",
-        "8 unknown, -10"; None when nothing is known."""
+        "8 unknown, -10", "+3 -2, 4 unknown" (a spec's set that lists some columns of each
+        kind); None when nothing is known."""
         if self.uninformative is None:
             return None
         bad = int(self.uninformative.sum())
         if self.informative is not None:
-            return f"+{int(self.informative.sum())} -{bad}"
+            good = int(self.informative.sum())
+            rest = self.n_features - good - bad
+            return f"+{good} -{bad}" + (f", {rest} unknown" if rest else "")
         return f"{self.n_features - bad} unknown, -{bad}"
 
 

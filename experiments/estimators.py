@@ -155,10 +155,19 @@ def contract(path):
                              "constraints = \"ignore\") and reads labels_")
     parameters = parameter_names(cls)
     if "n_clusters" not in parameters:
+        count = next((name for name in CLUSTER_COUNTS if name in parameters), None)
+        hint = ("" if count is None else
+                f"; it takes {count}: wrap it in a class whose constructor takes n_clusters, "
+                f"passes it on as {count} and whose fit sets labels_ "
+                "(docs/reference/estimator-contract.md, Wrapping an estimator)")
         raise EstimatorError(f"estimator {path!r} takes no n_clusters in its constructor "
                              f"(it takes {', '.join(parameters) or 'nothing'}): the runner "
-                             "sets n_clusters from the data set")
+                             f"sets n_clusters from the data set{hint}")
     return Contract(cls, parameters)
+
+
+# Other names of the number of clusters (scikit-learn's mixtures take n_components)
+CLUSTER_COUNTS = ("n_components", "n_cluster", "num_clusters", "k")
 
 
 def check(path, params, constraints):

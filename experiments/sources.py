@@ -11,6 +11,7 @@ Bad input is a :class:`DataError` naming the file and, where it applies, the row
 import difflib
 import importlib
 import os
+import re
 import warnings
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -26,7 +27,8 @@ CLUSTBENCH_FOLDER = "clustering-data-v1"  # a clone of the suite inside the data
 NOISE = ("drop", "refuse")
 HEADERS = (True, False, "auto")
 KEYS = ("source", "path", "loader", "labels", "noise", "label_column", "header",
-        "standardise", "uninformative", "n_clusters", "description", "clustbench_dir")
+        "standardise", "informative", "uninformative", "n_clusters", "description",
+        "clustbench_dir")
 _ORIGINS = ("source", "path", "loader")
 _SUFFIXES = (".csv", ".npz")
 
@@ -58,6 +60,7 @@ class DataDefinition:
     header: bool | str = "auto"
     standardise: bool = False
     uninformative: tuple = ()
+    informative: tuple = ()
     n_clusters: int | None = None
     description: str = ""
     clustbench_dir: str | None = None
@@ -106,6 +109,19 @@ def _resolve(path, folder):
 
 
 # --- parsing a table ------------------------------------------------------------------------
+
+def _column_list(values, key, where):
+    """The 0-based column indices of ``values[key]`` (``[]`` if absent); a ValueError naming
+    the key for anything else, or a column listed twice."""
+    columns = values.get(key, [])
+    if not isinstance(columns, list) or any(
+            isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in columns):
+        raise ValueError(f"{where}.{key} must be a list of 0-based column indices; got "
+                         f"{columns!r}")
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"{where}.{key} lists a column twice: {columns!r}")
+    return columns
+
 
 def parse_definition(name, table, folder=".", check_files=True):
     """The :class:`DataDefinition` of table ``[data.NAME]``; a ValueError naming the key.
@@ -156,13 +172,11 @@ def parse_definition(name, table, folder=".", check_files=True):
     if not isinstance(values.get("standardise", False), bool):
         raise ValueError(f"{where}.standardise must be true or false; got "
                          f"{values['standardise']!r}")
-    uninformative = values.get("uninformative", [])
-    if not isinstance(uninformative, list) or any(
-            isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in uninformative):
-        raise ValueError(f"{where}.uninformative must be a list of 0-based column indices; "
-                         f"got {uninformative!r}")
-    if len(set(uninformative)) != len(uninformative):
-        raise ValueError(f"{where}.uninformative lists a column twice: {uninformative!r}")
+    uninformative, informative = (_column_list(values, key, where)
+                                  for key in ("uninformative", "informative"))
+    both = sorted(set(uninformative) & set(informative))
+    if both:
+        raise ValueError(f"{where}: column(s) {both} are both informative and uninformative")
     n_clusters = values.get("n_clusters")
     if n_clusters is not None and (isinstance(n_clusters, bool)
                                    or not isinstance(n_clusters, int) or n_clusters < 2):
@@ -180,6 +194,7 @@ def parse_definition(name, table, folder=".", check_files=True):
         loader=values.get("loader"), labels=labels, noise=values.get("noise", "drop"),
         label_column=column, header=values.get("header", "auto"),
         standardise=values.get("standardise", False), uninformative=tuple(uninformative),
+        informative=tuple(informative),
         n_clusters=n_clusters, description=values.get("description", ""),
         clustbench_dir=values.get("clustbench_dir"), folder=str(folder),
     )
@@ -228,11 +243,12 @@ def _did_you_mean(name, names):
     return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
 
 
-def _clustbench_files(definition, data_dir=None):
-    """``(folder, files)``: the suite's folder (the fetch cache when there is no local copy)
-    and the relative paths of the set's files; a DataError naming the battery's folder if
-    the set or its labels are not there."""
-    battery, set_name = definition.battery_and_set
+def _battery_listing(definition, data_dir=None):
+    """``(folder, files, where, sets)`` of the battery of ``definition``: the suite's folder
+    (None: the files pcskm fetches), the relative paths of its files, a description of where
+    they are, and the names of its sets; a DataError naming the batteries there if it has no
+    such battery."""
+    battery, _ = definition.battery_and_set
     root, how = clustbench_root(definition, data_dir)
     if root is None:
         listing = _datafiles.clustbench_registry()
@@ -248,6 +264,15 @@ def _clustbench_files(definition, data_dir=None):
         where = f"{root / battery} ({how})"
     sets = sorted(path[len(battery) + 1:-len(".data.gz")] for path in listing
                   if path.startswith(f"{battery}/") and path.endswith(".data.gz"))
+    return root, listing, where, sets
+
+
+def _clustbench_files(definition, data_dir=None):
+    """``(folder, files)``: the suite's folder (the fetch cache when there is no local copy)
+    and the relative paths of the set's files; a DataError naming the battery's folder if
+    the set or its labels are not there."""
+    battery, set_name = definition.battery_and_set
+    root, listing, where, sets = _battery_listing(definition, data_dir)
     if set_name not in sets:
         raise DataError(f"data set {definition.name}: no set {set_name!r} in {where}"
                         f"{_did_you_mean(set_name, sets)}")
@@ -506,10 +531,11 @@ def load_definition(definition, data_dir=None):
     if k < 2:
         raise DataError(f"data set {name}: {what}: all {n} points have one label; clustering "
                         "needs at least 2 classes")
-    out_of_range = [j for j in definition.uninformative if j >= p]
-    if out_of_range:
-        raise DataError(f"data set {name}: uninformative column(s) {out_of_range} (0-based) "
-                        f"out of range: {what} has {p} feature columns (0 to {p - 1})")
+    for key in ("uninformative", "informative"):
+        out_of_range = [j for j in getattr(definition, key) if j >= p]
+        if out_of_range:
+            raise DataError(f"data set {name}: {key} column(s) {out_of_range} (0-based) out "
+                            f"of range: {what} has {p} feature columns (0 to {p - 1})")
     n_clusters = definition.n_clusters
     if n_clusters is not None and n_clusters > _distinct_rows(X):
         raise DataError(f"data set {name}: n_clusters = {n_clusters} but {what} has only "
@@ -521,17 +547,20 @@ def load_definition(definition, data_dir=None):
         warnings.warn(f"data set {name}: {what}: column(s) {_columns(constant)} (1-based) are "
                       "constant; they carry no information (SKM and PCSKM give them weight 0)",
                       stacklevel=2)
-    uninformative = None
-    if definition.uninformative:
+    uninformative = informative = None
+    if definition.uninformative or definition.informative:
         uninformative = np.zeros(p, dtype=bool)
         uninformative[list(definition.uninformative)] = True
+    if definition.informative:
+        informative = np.zeros(p, dtype=bool)
+        informative[list(definition.informative)] = True
     if feature_names is None or len(feature_names) != p:
         feature_names = tuple(f"x{j}" for j in range(1, p + 1))
     return Dataset(
         name=name, X=X, y=y, feature_names=tuple(map(str, feature_names)),
         uninformative=uninformative, description=description or f"{source}",
         source=source + (", standardised" if definition.standardise else ""),
-        code=SPEC_CODE, subset=definition.subset, k=n_clusters,
+        code=SPEC_CODE, subset=definition.subset, k=n_clusters, informative=informative,
     )
 
 
@@ -545,7 +574,28 @@ def check_folds(data, n_folds):
                         f"{len(counts)}) has {counts[smallest]} points, fewer than the spec's "
                         f"n_folds = {n_folds}: stratified {n_folds}-fold cross-validation needs "
                         f"at least {n_folds} points per class; lower n_folds (at most "
-                        f"{int(counts.min())}) or leave the data set out")
+                        f"{int(counts.min())}){_small_classes_hint(data.source, n_folds)} or "
+                        "leave the data set out")
+
+
+def _small_classes_hint(source, n_folds):
+    """For a set of the clustering benchmark suite: the loader that reads it without its
+    classes of fewer than ``n_folds`` points (docs/method/datasets.md §8.5)."""
+    from . import clustbench_subsets
+
+    match = re.match(r"clustbench:(\w+)/([\w-]+)", source)
+    if match is None:
+        return ""
+    battery, name = match.groups()
+    if battery == "uci" and callable(getattr(clustbench_subsets, name, None)) \
+            and n_folds <= clustbench_subsets.MIN_CLASS_SIZE:
+        loader = f"loader = \"pcskm.experiments.clustbench_subsets:{name}\""
+    else:
+        loader = ("a loader of your own returning pcskm.experiments.clustbench_subsets."
+                  f"without_small_classes(\"clustbench:{battery}/{name}\", "
+                  f"min_size={n_folds})")
+    return (f", read it without its small classes ({loader}; "
+            "docs/method/datasets.md §8.5),")
 
 
 def format_spec_table(spec, data_dir=None):
@@ -565,6 +615,34 @@ def format_spec_table(spec, data_dir=None):
                      for row in rows)
 
 
+def format_battery_table(battery, n_folds=10, data_dir=None):
+    """The ``pcskm datasets list clustbench:BATTERY`` table: each set of the battery read as a
+    ``source = "clustbench:BATTERY/NAME"`` table reads it (labels0, noise dropped), with n, p,
+    k, its smallest class and whether stratified ``n_folds``-fold cross-validation can split
+    it (docs/method/protocol.md §3; else :func:`check_folds`'s remedies)."""
+    probe = DataDefinition(name=f"clustbench:{battery}", source=f"{CLUSTBENCH}{battery}/-")
+    _, _, where, sets = _battery_listing(probe, data_dir)
+    header = ("name", "n", "p", "k", "smallest class", f"{n_folds} folds")
+    rows = [header]
+    for name in sets:
+        try:
+            with warnings.catch_warnings():  # constant columns: said when a spec reads it
+                warnings.simplefilter("ignore", UserWarning)
+                data = load_definition(DataDefinition(
+                    name=name, source=f"{CLUSTBENCH}{battery}/{name}"), data_dir)
+        except DataError as error:
+            rows.append((name, "", "", "", "", f"unreadable: {error}"))
+            continue
+        smallest = int(np.bincount(data.y).min())
+        rows.append((name, str(data.n_samples), str(data.n_features), str(data.n_clusters),
+                     str(smallest), "yes" if smallest >= n_folds else "no"))
+    widths = [max(len(row[j]) for row in rows) for j in range(len(header) - 1)]
+    lines = ["  ".join([*(cell.ljust(width) for cell, width in zip(row[:-1], widths,
+                                                                      strict=True)), row[-1]])
+             for row in rows]
+    return "\n".join([f"battery {battery}: {len(sets)} sets in {where}", *lines])
+
+
 def definition_json(definition):
     """The definition as stored in the cube's group attributes: the table as written, the
     name and where relative paths resolve."""
@@ -572,5 +650,5 @@ def definition_json(definition):
             "folder": str(Path(definition.folder).resolve())}
 
 
-__all__ = ["DataDefinition", "DataError", "check_folds", "load_definition",
-           "parse_definition", "standardised"]
+__all__ = ["DataDefinition", "DataError", "check_folds", "format_battery_table",
+           "load_definition", "parse_definition", "standardised"]

@@ -26,7 +26,7 @@ import json
 import numbers
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -69,9 +69,18 @@ _RANGE_KEYS = ("start", "stop", "step")
 _REPORT_KEYS = ("focus",)
 # The [preregistration] table (docs/reference/spec-toml.md, "[preregistration]"): the analysis
 # stated before any run. It changes no cell, so it is outside the hash; the store records it.
-_PREREGISTRATION_KEYS = ("rule", "focus", "level", "alpha", "hypotheses")
 _PREREGISTRATION_REQUIRED = ("rule", "focus", "hypotheses")
+# Its optional keys and their defaults. The keys after alpha came later: a store that records
+# none of them is read with these values, which are what its analysis used (docs/method/
+# statistics.md): failed fits left out per algorithm ("available"), the Bayesian tests with
+# their documented defaults.
+PREREGISTRATION_DEFAULTS = {"level": "dataset", "alpha": 0.05, "failures": "available",
+                            "failure_value": "LKM", "rope": 0.01, "prior": 0.5,
+                            "threshold": 0.95}
+_PREREGISTRATION_KEYS = (*_PREREGISTRATION_REQUIRED, *PREREGISTRATION_DEFAULTS)
 PREREGISTRATION_LEVELS = ("dataset", "case")
+# How a failed fit enters the tests (docs/method/statistics.md, "Failed fits")
+FAILURE_RULES = ("available", "itt", "complete-case")
 # Selections that read the test labels: an optimistic reference and an upper bound, not a rule
 # a study can pre-register (docs/method/selection.md).
 LABEL_READING = ("paper", "oracle")
@@ -118,18 +127,36 @@ class Preregistration:
     ``experiments/report/selection.py``'s ``REGISTRY``), the primary comparisons (``focus``
     against each other algorithm), their ``level`` ("dataset": one value per data set, or
     "case"), the significance level ``alpha`` of the Holm-adjusted p over all primary tests,
-    and the ``hypotheses`` stated before any run (docs/reference/spec-toml.md)."""
+    the ``hypotheses`` stated before any run, the rule for failed fits (``failures``, with the
+    intention-to-treat value ``failure_value``: a number or an algorithm whose value in the
+    same cell a failed fit takes) and the Bayesian tests' ``rope`` half-width, ``prior``
+    strength and decision ``threshold`` (docs/reference/spec-toml.md)."""
 
     rule: str
     focus: str
     hypotheses: str
-    level: str = "dataset"
-    alpha: float = 0.05
+    level: str = PREREGISTRATION_DEFAULTS["level"]
+    alpha: float = PREREGISTRATION_DEFAULTS["alpha"]
+    failures: str = PREREGISTRATION_DEFAULTS["failures"]
+    failure_value: str | float = PREREGISTRATION_DEFAULTS["failure_value"]
+    rope: float = PREREGISTRATION_DEFAULTS["rope"]
+    prior: float = PREREGISTRATION_DEFAULTS["prior"]
+    threshold: float = PREREGISTRATION_DEFAULTS["threshold"]
 
     def to_dict(self):
         """The table as the store records it (root attribute ``preregistration``)."""
-        return {"rule": self.rule, "focus": self.focus, "level": self.level,
-                "alpha": self.alpha, "hypotheses": self.hypotheses}
+        return preregistration_record({key: getattr(self, key) for key in
+                                       _PREREGISTRATION_KEYS})
+
+
+def preregistration_record(table):
+    """A ``[preregistration]`` table as a store records it, the one normalisation that the
+    store's checks and the report compare: every optional key with its default
+    (:data:`PREREGISTRATION_DEFAULTS`) and the hypotheses without surrounding whitespace."""
+    record = {**PREREGISTRATION_DEFAULTS, **table}
+    if isinstance(record.get("hypotheses"), str):
+        record["hypotheses"] = record["hypotheses"].strip()
+    return record
 
 
 @dataclass(frozen=True)
@@ -161,6 +188,8 @@ class ExperimentSpec:
     source_text: str = ""
     focus: str | None = None  # [report] focus: the algorithm the report compares with the others
     preregistration: Preregistration | None = None  # [preregistration]; outside the hash
+    # the absolute path of the file the spec was read from (load_spec); None: bundled, or text
+    path: str | None = field(default=None, compare=False)
 
     def sparsity_grid(self, n_features):
         """The s grid of docs/method/protocol.md §7 for ``n_features`` columns."""
@@ -400,17 +429,44 @@ class _Checker:
         if not isinstance(hypotheses, str) or not hypotheses.strip():
             self.fail(f"preregistration.hypotheses must be a non-empty string; got "
                       f"{hypotheses!r}")
-        level = table.get("level", "dataset")
-        if level not in PREREGISTRATION_LEVELS:
-            self.fail(f"preregistration.level must be one of "
-                      f"{', '.join(PREREGISTRATION_LEVELS)}; got {level!r}")
-        alpha = self.number(table.get("alpha", 0.05), "preregistration.alpha")
-        if not 0 < alpha < 1:
-            self.fail(f"preregistration.alpha must be between 0 and 1; got {alpha!r}")
+        stated, table = table, preregistration_record(table)
+        for key, allowed in (("level", PREREGISTRATION_LEVELS), ("failures", FAILURE_RULES)):
+            if table[key] not in allowed:
+                self.fail(f"preregistration.{key} must be one of {', '.join(allowed)}; got "
+                          f"{table[key]!r}")
+        amounts = {key: self.number(table[key], f"preregistration.{key}")
+                    for key in ("alpha", "rope", "prior", "threshold")}
+        for key, low, high, what in (("alpha", 0, 1, "between 0 and 1"),
+                                     ("threshold", 0.5, 1, "above 0.5 and below 1")):
+            if not low < amounts[key] < high:
+                self.fail(f"preregistration.{key} must be {what}; got {amounts[key]!r}")
+        if amounts["rope"] < 0:
+            self.fail(f"preregistration.rope must not be negative; got {amounts['rope']!r}")
+        if amounts["prior"] <= 0:
+            self.fail(f"preregistration.prior must be positive; got {amounts['prior']!r}")
+        failure_value = self.failure_value(table, algorithms, "failure_value" in stated)
         rule = self.primary_rule(table["rule"], next(v for v in algorithms if v.name == focus),
                                  values)
-        return Preregistration(rule=rule, focus=focus, hypotheses=hypotheses.strip(),
-                               level=level, alpha=alpha)
+        return Preregistration(rule=rule, focus=focus, hypotheses=table["hypotheses"],
+                               level=table["level"], failures=table["failures"],
+                               failure_value=failure_value, **amounts)
+
+    def failure_value(self, table, algorithms, stated):
+        """``failure_value``: a number in [0, 1] (the F a failed fit counts with) or an
+        algorithm of the spec (its F in the same cell); the default, LKM, is checked only when
+        the intention-to-treat rule is primary (``stated``: the spec gives the key)."""
+        value = table["failure_value"]
+        names = [variant.name for variant in algorithms]
+        if isinstance(value, str):
+            if value not in names and (stated or table["failures"] == "itt"):
+                self.fail(f"preregistration.failure_value {value!r} is not an algorithm of the "
+                          f"spec ({', '.join(names)}); give one or a number in [0, 1]")
+            return value
+        number = self.number(value, "preregistration.failure_value")
+        if not 0 <= number <= 1:
+            self.fail(f"preregistration.failure_value must be in [0, 1] (an F-measure) or an "
+                      f"algorithm's name; got {number!r}")
+        return number
 
     def primary_rule(self, rule, focus, values):
         """A selection of ``experiments/report/selection.py``'s ``REGISTRY`` that reads no
@@ -498,6 +554,13 @@ class _Checker:
             self.fail(f"{where}: {error}")
         return AlgorithmVariant(name, table["estimator"], dict(params), constraints)
 
+# Names a data set's group cannot take: the files the store's layout keeps beside the groups
+# (the root's zarr.json) and the temporary files a run deletes (*.partial), in any case (a
+# case-insensitive file system); docs/reference/cube-schema.md.
+RESERVED_NAMES = ("zarr.json",)
+RESERVED_SUFFIXES = (".partial",)
+
+
 def _data_tables(check, tables, folder):
     """The DataDefinitions of the ``[data.NAME]`` tables (docs/reference/spec-toml.md)."""
     if not isinstance(tables, dict):
@@ -511,6 +574,10 @@ def _data_tables(check, tables, folder):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
             check.fail(f"[data.{name}]: a data set name is letters, digits and _ . + - "
                        f"(it names a group of the cube); got {name!r}")
+        if name.lower() in RESERVED_NAMES or name.lower().endswith(RESERVED_SUFFIXES):
+            check.fail(f"[data.{name}]: {name!r} is a name the store uses for its own files "
+                       f"({', '.join(RESERVED_NAMES)}, *{', *'.join(RESERVED_SUFFIXES)}); give "
+                       "the data set another name")
         try:
             definitions.append(parse_definition(name, table, folder, check.check_external))
         except ValueError as error:
@@ -617,5 +684,5 @@ def load_spec(name_or_path):
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"spec {path} is not UTF-8 text ({error}); save it as UTF-8") from None
-    return parse_spec(text, source=str(path), default_name=path.stem,
-                      folder=path.resolve().parent)
+    return replace(parse_spec(text, source=str(path), default_name=path.stem,
+                              folder=path.resolve().parent), path=str(path.resolve()))

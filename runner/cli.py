@@ -16,6 +16,7 @@ log = logging.getLogger("pcskm")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_SPEC = "quick"
+CLUSTBENCH = "clustbench:"  # `pcskm datasets list clustbench:BATTERY`
 
 
 def default_store(spec_name):
@@ -103,13 +104,17 @@ def _dry_run(args, spec, store, selection):
 
     process = process_age_seconds()
     view = CubeView.planned(store, spec, args.data_dir)
-    the_plan = plan(spec, view, selection=selection, force=args.force, data_dir=args.data_dir)
+    the_plan = plan(spec, view, selection=selection, force=args.force, data_dir=args.data_dir,
+                    recompute_changed=args.recompute_changed)
     location = where(store)
     print(f"spec {spec.name} (hash {spec.hash()[:12]}), store {store}"
           f"{' (new)' if location.is_new() else ''}")
     print(f"cells: {the_plan.n_cells_total} {the_plan.scope()}, {the_plan.n_cells_done} done, "
           f"{the_plan.n_cells} to compute ({the_plan.n_fits} fits) in {len(the_plan.tasks)} "
           "tasks")
+    if args.recompute_changed:
+        print(f"of them, {the_plan.n_cells_changed} done cells computed by code other than "
+              "the current one")
     space = location.space()  # None: object storage
     disk = "" if space is None else f"{binary(space[1])} free in {space[0]}, "
     print(f"{store_sizes(view.layout).describe()}; {disk}"
@@ -192,15 +197,12 @@ def _raise_interrupt(signum, frame):
 
 def cmd_run(args):
     from pcskm.experiments import DataNotFoundError
-    from pcskm.experiments.spec import load_spec
 
     from .execute import ClusterStartError, run_spec
-    from .preload import import_files
     from .store import IncompatibleStore
     from .tasks import check_selection, parse_only
 
-    import_files(args.preload or ())  # the spec may name their classes
-    spec = load_spec(args.spec)
+    spec = _read_spec(args)
     store = args.store or default_store(spec.name)
     selection = parse_only(args.only)
     check_selection(spec, selection)  # before anything is created or loaded
@@ -215,7 +217,8 @@ def cmd_run(args):
                            reuse_from=args.reuse_from, preload=args.preload or (),
                            worker_timeout=(None if args.worker_timeout is None else
                                            args.worker_timeout or math.inf),
-                           take_over=args.take_over)
+                           take_over=args.take_over,
+                           recompute_changed=args.recompute_changed)
     except DataNotFoundError:
         raise  # a usage error (fetch the data), not a failed run: main() reports it
     except IncompatibleStore as error:
@@ -251,13 +254,12 @@ def cmd_run(args):
 def cmd_compile(args):
     """Fill the Numba cache with the kernels of a spec's cells, once (docs/guide/hpc.md)."""
     from pcskm.algorithms._jit import cache_dir
-    from pcskm.experiments.spec import load_spec
 
     from .compiling import compile_kernels
     from .store import CubeView
     from .tasks import check_selection, parse_only, plan
 
-    spec = load_spec(args.spec)
+    spec = _read_spec(args)
     selection = parse_only(args.only)
     check_selection(spec, selection)
     with tempfile.TemporaryDirectory() as folder:  # every cell missing: a store never made
@@ -344,9 +346,8 @@ def cmd_report(args):
 
 def cmd_check(args):
     from pcskm.experiments.check import CELL_COLUMNS, read_table, recompute
-    from pcskm.experiments.spec import load_spec
 
-    spec = load_spec(args.spec)
+    spec = _read_spec(args)
     table = read_table(args.table)
     if args.cells is not None:  # a seeded random subset of the listed cells
         unique = table[list(CELL_COLUMNS)].drop_duplicates()
@@ -368,11 +369,16 @@ def cmd_check(args):
 def cmd_datasets(args):
     from pcskm.experiments import DataNotFoundError, datasets
 
+    if args.action == "list" and args.spec and args.spec.startswith(CLUSTBENCH):
+        from pcskm.experiments import sources
+
+        print(sources.format_battery_table(args.spec[len(CLUSTBENCH):], args.n_folds,
+                                           args.data_dir))
+        return EXIT_OK
     if args.action == "list" and args.spec:
         from pcskm.experiments import sources
-        from pcskm.experiments.spec import load_spec
 
-        print(sources.format_spec_table(load_spec(args.spec), args.data_dir))
+        print(sources.format_spec_table(_read_spec(args), args.data_dir))
         return EXIT_OK
     if args.action == "list":
         print(datasets.format_dataset_table(args.data_dir))
@@ -415,6 +421,24 @@ def _seconds(text):
     return value
 
 
+def _preload_option(parser, shipped=""):
+    """``--preload FILE.py``, as ``pcskm run`` takes it, for every command that reads a spec
+    naming a user estimator or loader of a single module file (docs/guide/hpc.md)."""
+    parser.add_argument("--preload", action="append", metavar="FILE.py",
+                        help="a Python module of a user estimator or data loader (the spec "
+                             f"names it \"FILE:Name\"), imported here{shipped}; repeatable")
+
+
+def _read_spec(args):
+    """The spec ``args.spec``, after importing the ``--preload`` files it may name."""
+    from pcskm.experiments.spec import load_spec
+
+    from .preload import import_files
+
+    import_files(args.preload or ())
+    return load_spec(args.spec)
+
+
 def _version():
     from importlib import metadata
 
@@ -446,6 +470,10 @@ def build_parser():
                                     "keys dataset, algorithm, init, kind, percent")
     run.add_argument("--force", action="store_true",
                      help="recompute the selected cells even if done")
+    run.add_argument("--recompute-changed", action="store_true",
+                     help="also recompute the done cells whose code (a user estimator's "
+                          "module or version, as the run that computed them recorded it) "
+                          "differs from the current one; pcskm status lists the codes")
     run.add_argument("--from", dest="reuse_from", metavar="STORE", type=store_path,
                      help="copy the cells this spec shares with another store (one made with "
                           "the same seed, design, folds, max_iter, s grids, data and algorithm "
@@ -459,10 +487,7 @@ def build_parser():
     run.add_argument("--calibration-seconds", type=float, default=60.0,
                      help="time budget of the --dry-run calibration (default 60)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--preload", action="append", metavar="FILE.py",
-                     help="a Python module of a user estimator (the spec names it "
-                          "\"FILE:ClassName\"), imported here and shipped to every Dask "
-                          "worker before any task; repeatable")
+    _preload_option(run, " and shipped to every Dask worker before any task")
     where = run.add_argument_group("where to compute (default: a local cluster)")
     where.add_argument("--workers", type=_worker_count,
                        help="worker processes of the local cluster (default: one per core)")
@@ -491,6 +516,7 @@ def build_parser():
     compile_.add_argument("--only", help="restrict to a selection, as in pcskm run")
     compile_.add_argument("--data-dir", help="data folder (else $PCSKM_DATA, else the user "
                                              "cache)")
+    _preload_option(compile_)
     compile_.set_defaults(func=cmd_compile)
 
     store_help = (f"the Zarr store: a folder or s3://bucket/prefix (default: "
@@ -541,6 +567,7 @@ def build_parser():
                                                  "drawn at random")
     check.add_argument("--seed", type=int, default=0, help="seed of the --cells draw")
     check.add_argument("--data-dir", help="data folder (else $PCSKM_DATA, else the user cache)")
+    _preload_option(check)
     check.set_defaults(func=cmd_check)
 
     data_dir_help = "data folder (else $PCSKM_DATA, else the user cache)"
@@ -557,7 +584,12 @@ def build_parser():
         if action == "list":
             sub.add_argument("spec", nargs="?",
                              help="a spec: list its [data.NAME] data sets instead, read and "
-                                  "checked")
+                                  "checked; clustbench:BATTERY: the sets of a battery of the "
+                                  "clustering benchmark suite")
+            sub.add_argument("--n-folds", type=_worker_count, default=10,
+                             help="with clustbench:BATTERY, whether each set can be split into "
+                                  "this many stratified folds (default 10, the paper's)")
+            _preload_option(sub)
         # also after the action; SUPPRESS keeps a --data-dir given before it
         sub.add_argument("--data-dir", default=argparse.SUPPRESS, help=data_dir_help)
     data.set_defaults(func=cmd_datasets)

@@ -37,6 +37,7 @@ from pcskm.experiments import DataNotFoundError, cells
 
 from .progress import Progress
 from .store import DoneMarks, StoreNotWritable, task_target, where, write_task
+from .store.location import process_start
 from .tasks import fits, format_only, task_key
 
 log = logging.getLogger("pcskm")
@@ -48,6 +49,7 @@ class RunSummary:
     n_written: int = 0
     n_cells: int = 0
     n_fits: int = 0
+    n_failed_fits: int = 0  # fits written with a failed status (F = NaN)
     wall_seconds: float = 0.0
     compute_seconds: float = 0.0
     worker_seconds: float = 0.0  # integral of the number of connected workers over time
@@ -73,7 +75,8 @@ class RunSummary:
         busy = (f"workers busy computing {100 * self.efficiency:.1f} % of their time"
                 if math.isfinite(self.efficiency) else "no worker started")
         return (f"{self.n_written} of {self.n_tasks} tasks written ({self.n_cells} cells, "
-                f"{self.n_fits} fits) in {self.wall_seconds:.1f} s: {rate:.1f} cells/s; "
+                f"{self.n_fits} fits, {self.n_failed_fits} of them failed) in "
+                f"{self.wall_seconds:.1f} s: {rate:.1f} cells/s; "
                 f"{busy}; the workers' writing took {self.write_seconds:.1f} s, the "
                 f"client's marking done {self.mark_seconds:.1f} s")
 
@@ -307,6 +310,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 shown.written(cube.done_cells() - done_before)
                 summary.n_written += 1
                 summary.n_fits += fits(task)
+                summary.n_failed_fits += receipt.n_failed_fits
                 summary.compute_seconds += receipt.seconds
                 summary.write_seconds += receipt.write_seconds
                 if on_result is not None:
@@ -329,14 +333,17 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         client.cancel(futures)
     finally:
         compiling.stop()
-        shown.close()
-        with held_signals():  # every receipt taken is marked done, however the run ends
-            began = time.perf_counter()
-            marks.write()
-            now = time.perf_counter()
-            summary.mark_seconds += now - began
-            summary.worker_seconds += workers * (now - last)
-            summary.wall_seconds = now - start
+        try:
+            with held_signals():  # every receipt taken is marked done, however the run ends
+                began = time.perf_counter()
+                marks.write()
+                now = time.perf_counter()
+                summary.mark_seconds += now - began
+                summary.worker_seconds += workers * (now - last)
+                summary.wall_seconds = now - start
+            shown.written(cube.done_cells() - done_before)  # the last marks included
+        finally:
+            shown.close()
     return summary
 
 
@@ -346,7 +353,7 @@ class ClusterStartError(RuntimeError):
 
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
              data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None,
-             preload=(), worker_timeout=None, take_over=False):
+             preload=(), worker_timeout=None, take_over=False, recompute_changed=False):
     """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
 
     ``preload``: Python files of user estimators (single modules) that every worker imports
@@ -364,16 +371,19 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     :data:`WORKER_TIMEOUT`, no limit for batch jobs (``cluster`` in ``cluster_options``),
     which may wait in their queue for hours. ``take_over``: write a repository whose note
     names a run of another host, taken for killed (``pcskm run --take-over``,
-    :meth:`pcskm.runner.store.location.Repository.check_free`).
+    :meth:`pcskm.runner.store.location.Repository.check_free`). ``recompute_changed``: also
+    compute again the done cells whose code differs from the current one (``pcskm run
+    --recompute-changed``, :meth:`pcskm.runner.store.views.CubeView.changed`).
     """
     location = where(store)  # a folder (locked) or a repository (a transaction)
     with location.writing(take_over):
         return _run_locked(spec, location, client, cluster_options, selection, force, data_dir,
-                           progress, on_result, min_work, reuse_from, preload, worker_timeout)
+                           progress, on_result, min_work, reuse_from, preload, worker_timeout,
+                           recompute_changed)
 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
-                on_result, min_work, reuse_from, preload, worker_timeout):
+                on_result, min_work, reuse_from, preload, worker_timeout, recompute_changed):
     from .preload import import_files
     from .store import CubeView
     from .tasks import plan
@@ -386,9 +396,34 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
             view = CubeView.planned(store, spec, data_dir)
             client = _start_cluster(stack, cluster_options or {}, plan(
                 spec, view, selection=selection, data_dir=data_dir, min_work=min_work).tasks)
+            _check_submitted(client)
         return _prepared_run(spec, store, client, cluster_options, selection, force,
                              data_dir, progress, on_result, min_work, reuse_from, preload,
-                             started, clock, where, worker_timeout)
+                             started, clock, where, worker_timeout, recompute_changed)
+
+
+SUBMIT_WAIT = 60.0  # seconds a new store waits for the batch system to answer a first job
+
+
+def _check_submitted(client, wait=SUBMIT_WAIT, poll=0.1):
+    """For batch jobs (a dask-jobqueue cluster of ``client``): wait until the batch system
+    has accepted a job, or a worker has connected, or ``wait`` seconds have passed; a job it
+    refused raises :class:`ClusterStartError`, before the store is created
+    (docs/guide/hpc.md: a run that fails to start leaves no store)."""
+    from .clusters import submission_failure
+
+    cluster = getattr(client, "cluster", None)
+    if not hasattr(cluster, "job_cls"):
+        return
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        failure = submission_failure(cluster)
+        if failure is not None:
+            raise ClusterStartError(f"job submission failed: {failure}; nothing was created")
+        jobs = list(getattr(cluster, "workers", {}).values())
+        if any(getattr(job, "job_id", None) for job in jobs) or client.nthreads():
+            return
+        time.sleep(poll)
 
 
 def _is_new(store):
@@ -399,7 +434,7 @@ def _is_new(store):
 
 def _prepared_run(spec, store, client, cluster_options, selection, force, data_dir, progress,
                   on_result, min_work, reuse_from, preload, started, clock, where,
-                  worker_timeout):
+                  worker_timeout, recompute_changed=False):
     """The run once the store can be created: prepare it, plan, compute (``client``, or a
     cluster of ``cluster_options`` started now, with the ``preload`` files shipped to its
     workers) and record (``where``: the cluster options, or ``{"client": True}`` for a
@@ -415,7 +450,10 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
         copied = copy_done_blocks(cube, reuse_from)
         log.info("copied %d done cells from %s", copied, reuse_from)
     the_plan = plan(spec, cube, selection=selection, force=force, data_dir=data_dir,
-                    min_work=min_work)
+                    min_work=min_work, recompute_changed=recompute_changed)
+    if recompute_changed:
+        log.info("%d done cells were computed by code other than the current one (pcskm "
+                 "status lists the codes): computed again", the_plan.n_cells_changed)
     log.info("spec %s: %d cells %s, %d already done; computing %d cells (%d fits) in %d "
              "tasks", spec.name, the_plan.n_cells_total, the_plan.scope(),
              the_plan.n_cells_done, the_plan.n_cells, the_plan.n_fits, len(the_plan.tasks))
@@ -425,13 +463,13 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
     if force:
         cube.clear_done(the_plan.tasks)
     summary = RunSummary(n_tasks=len(the_plan.tasks))
-    cube.begin_run(run_start(spec, started, where, selection))
+    cube.begin_run(run_start(spec, started, where, selection, preload))
 
     def record(error=None):
         """Record the run if it wrote cells or finished; else only end its note."""
         keep = summary.n_written > 0 or (error is None and not summary.interrupted)
         entry = run_entry(spec, summary, started, time.perf_counter() - clock, where, error,
-                          selection)
+                          selection, preload)
         try:
             with held_signals():
                 cube.record_run(entry if keep else None)
@@ -503,32 +541,43 @@ def _where(cluster_options):
     return "a local Dask cluster"
 
 
-def run_start(spec, started, cluster_options, selection=None):
+def run_start(spec, started, cluster_options, selection=None, preload=()):
     """Who runs what, where: the note a run leaves in the store when it begins writing
-    (:meth:`pcskm.runner.store.views.Cube.begin_run`), also part of its record."""
+    (:meth:`pcskm.runner.store.views.Cube.begin_run`), also part of its record.
+    ``spec_file`` and ``preload`` (absolute paths) say what recomputes its cells
+    (``pcskm check``, the report's section "Checking cells"); ``code``, each algorithm's
+    definition as ``algorithm_definitions`` records it (a user estimator's module version or
+    source SHA-256), says which code computed the cells the run marks done
+    (:mod:`pcskm.runner.store.provenance`)."""
     from .clusters import machine_description
+    from .preload import check_files
     from .store import versions
+    from .store.layout import algorithm_definition
 
     return {
         "spec": spec.name,
+        "spec_file": spec.path,
+        "preload": [str(file) for file in check_files(preload)],
         "selection": format_only(selection or {}) or None,  # --only; None: the whole spec
         "started": started.isoformat(timespec="seconds"),
         "where": _where(cluster_options),
         "client_host": platform.node(),
         "client_pid": os.getpid(),
+        "client_start": process_start(os.getpid()),  # the PID's start: a reused PID differs
         "client_machine": machine_description(),
         "command": shlex.join(sys.argv),
         "pcskm": versions()["pcskm"],
         "commit": _source_commit(),
+        "code": {variant.name: algorithm_definition(variant) for variant in spec.algorithms},
     }
 
 
 def run_entry(spec, summary, started, wall_seconds, cluster_options, error=None,
-              selection=None):
+              selection=None, preload=()):
     """What a run records in the store (``runs`` attribute): when, how long, where, what,
     and the error that stopped it, if any."""
     return {
-        **run_start(spec, started, cluster_options, selection),
+        **run_start(spec, started, cluster_options, selection, preload),
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_seconds": round(wall_seconds, 1),  # the whole run: store, plan, cluster, compute
         "compute_wall_seconds": round(summary.wall_seconds, 1),  # first task to last write

@@ -25,6 +25,7 @@ from .store import (
     score_bits,
     wanted_scores,
 )
+from .store.provenance import RUN_INDEX, UNKNOWN
 
 
 def _source_index(group, before):
@@ -94,7 +95,7 @@ def copy_done_blocks(cube, source_path):
             continue
         arrays = cube.arrays[name]
         variables = [v for v in arrays if arrays[v].metadata.dimension_names[:3] ==
-                     ("algorithm", "init", "kind") and v not in ("done", "scored")
+                     ("algorithm", "init", "kind") and v not in ("done", "scored", RUN_INDEX)
                      and v in source and (v not in SCORE_VARIABLES or same_scores)]
         chunks = {block_chunk(version, block) for block in zip(*np.nonzero(take.any(axis=4)),
                                                                 strict=True)}
@@ -114,7 +115,9 @@ def copy_done_blocks(cube, source_path):
                                (1, 1, *shape[2:]))[0, 0]
         counts[cells] = other_counts[cells]
         arrays["n_constraints"][...] = counts
+        cube.record_stored(name, sorted({chunk[2:] for chunk in chunks}))
         cube.done[name][take] = done[take]
+        cube.run_index[name][take] = UNKNOWN  # computed by a run of the other store
         if cube.scored[name] is not None:
             cube.scored[name][take] = scored[take] & store_bits
         copied += int(take.sum()) * group.n_folds

@@ -1,20 +1,22 @@
 """``pcskm status``: how much of a cube is computed, per data set and algorithm, and for each
 selection (``--only``) that was run into it.
 
-Only the attributes, the label coordinates and the ``done`` markers are read (not the fit
-variables), so that reading even a paper-sized store takes well under a second. Cells and
-fits are counted as everywhere else (docs/reference/cube-schema.md, Counts): a cell is one
-(data set, algorithm, init, kind, percent, run, fold) entry the store's spec runs, Seeding
-only with its seeding kinds, and every cell done, whatever spec wrote it; a fit is one per
-cell and s (every s of the data set's grid for SKM and PCSKM), a fit shared by several cells
-counted in each. A done cell without the selection scores its algorithm gets in the store
-(``scored`` markers) is missing: the next run computes it again.
+Only the attributes, the label coordinates, the ``done`` markers and the runs that marked
+them (``run_index``) are read (not the fit variables), so that reading even a paper-sized
+store takes well under a second. Cells and fits are counted as everywhere else
+(docs/reference/cube-schema.md, Counts): a cell is one (data set, algorithm, init, kind,
+percent, run, fold) entry the store's spec runs, Seeding only with its seeding kinds, and
+every cell done, whatever spec wrote it; a fit is one per cell and s (every s of the data
+set's grid for SKM and PCSKM), a fit shared by several cells counted in each. A done cell
+without the selection scores its algorithm gets in the store (``scored`` markers) is
+missing: the next run computes it again.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from pcskm.experiments.estimators import is_import_path
 from pcskm.experiments.spec import parse_spec
 
 from .fit_errors import error_lines
@@ -26,6 +28,7 @@ from .store import (
     wanted_scores,
     where,
 )
+from .store.provenance import code_lines, read_run_index
 from .tasks import matches, parse_only
 
 CELLS_AND_FITS = ("cells = (data set, algorithm, init, kind, percent, run, fold) entries the "
@@ -45,6 +48,7 @@ class _Group:
     n_folds: int
     n_sparsity: int  # the s grid's length
     done: np.ndarray  # (algorithm, init, kind, percent, run)
+    run_index: np.ndarray  # the run that marked each block done (store.provenance)
 
 
 def _labels(array):
@@ -76,7 +80,7 @@ def _read(path, found):
         _Group(name=name, algorithms=_labels(group["algorithm"]), inits=_labels(group["init"]),
                kinds=_labels(group["kind"]), percents=group["percent"][:],
                n_folds=group["fold"].shape[0], n_sparsity=group["sparsity"].shape[0] - 1,
-               done=_complete(name, group, attrs, found))
+               done=_complete(name, group, attrs, found), run_index=read_run_index(group))
         for name, group in root.groups()]
     return _Store(attrs=attrs,
                   spec=parse_spec(attrs["spec_toml"], default_name=attrs.get("spec_name", ""),
@@ -140,6 +144,20 @@ def version_lines(path):
     return lines
 
 
+def _code_lines(store):
+    """The code of the done cells of each user estimator, and of any algorithm whose done
+    cells were computed by code other than its current definition
+    (:func:`pcskm.runner.store.provenance.code_lines`)."""
+    users = {name for name, definition in store.definitions.items()
+             if is_import_path(definition.get("estimator", ""))}
+    lines = code_lines([(g.algorithms, g.done, g.run_index, g.n_folds) for g in store.groups],
+                       store.attrs, users)
+    if not lines:
+        return []
+    return ["Code of the done cells (as each run recorded it; pcskm run --recompute-changed "
+            "computes again those of other than the current code):", *lines]
+
+
 def status_text(path, found=None):
     """The ``pcskm status`` text (``found``: see :func:`counts`)."""
     path = where(path).pinned()  # one snapshot of a repository for every line
@@ -169,6 +187,7 @@ def status_text(path, found=None):
                      f"{done} done, {missing} missing")
     if selections:
         lines.append(f"whole spec: {total[2]} cells, {total[3]} done, {total[4]} missing")
+    lines.extend(_code_lines(store))
     lines.extend(version_lines(path))
     errors = error_lines(path)
     if errors:

@@ -113,6 +113,7 @@ class Plan:
     n_cells_done: int  # of them, done before the run
     n_cells_spec: int = 0  # cells of the whole spec
     selection: dict = field(default_factory=dict)  # --only, parsed
+    n_cells_changed: int = 0  # done cells of other code than the current, computed again
 
     @property
     def n_cells(self):
@@ -200,12 +201,15 @@ def _batches(group, chunks, n_samples, min_work):
     return tasks
 
 
-def _chunk_blocks(spec, cube, selection, force, data_dir):
+def _chunk_blocks(spec, cube, selection, force, data_dir, recompute_changed=False):
     """Per data set, the chunks to compute: ``{(kind, percent): {setting: runs}}``, the runs
-    each selected setting misses (all with ``force``), and the selection's cells in all and
-    done."""
-    needs, total, done = {}, 0, 0
+    each selected setting misses (all with ``force``; with ``recompute_changed`` also those
+    done by code other than the current, :meth:`~pcskm.runner.store.views.CubeView.changed`),
+    and the selection's cells in all, done and done by other code."""
+    needs, total, done, changed = {}, 0, 0, 0
     complete = {name: cube.complete(name) for name in spec.datasets}
+    other = {name: cube.changed(name) if recompute_changed else np.zeros_like(marks)
+             for name, marks in complete.items()}
     kinds = tuple(dict.fromkeys((*spec.kinds, *spec.seeding_kinds)))
     for setting in settings(spec, cube, data_dir):
         if not all(matches(selection, key, getattr(setting, key))
@@ -220,18 +224,21 @@ def _chunk_blocks(spec, cube, selection, force, data_dir):
                     continue
                 position = cube.block_index(setting.dataset, setting.algorithm, setting.init,
                                             kind, percent)
-                marks = complete[setting.dataset][position][:spec.n_runs]
+                stale = other[setting.dataset][position][:spec.n_runs]
+                marks = complete[setting.dataset][position][:spec.n_runs] & ~stale
                 total += spec.n_runs * spec.n_folds
                 done += int(marks.sum()) * spec.n_folds
+                changed += int(stale.sum()) * spec.n_folds
                 runs = tuple(range(spec.n_runs)) if force else tuple(
                     int(r) for r in range(spec.n_runs) if not marks[r])
                 chunk = chunks.setdefault((kind, float(percent)), {})
                 if runs:
                     chunk[setting] = runs
-    return needs, total, done
+    return needs, total, done, changed
 
 
-def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=None):
+def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=None,
+         recompute_changed=False):
     """The tasks that fill the spec's missing cells (all selected cells with ``force``); a
     done cell without the selection scores its algorithm gets is missing
     (:meth:`~pcskm.runner.store.views.CubeView.complete`).
@@ -242,10 +249,13 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
     same settings (on a fresh store: every algorithm and init of a constraint kind) are
     grouped into the same tasks. A task
     holds about ``min_work`` units of work; by default ``MIN_WORK``, or less when that would
-    give fewer than ``MIN_TASKS`` tasks (small runs still spread over the workers)."""
+    give fewer than ``MIN_TASKS`` tasks (small runs still spread over the workers).
+    With ``recompute_changed``, a done cell whose code differs from the current one is
+    missing too (``pcskm run --recompute-changed``)."""
     selection = selection or {}
     check_selection(spec, selection)
-    needs, total, done = _chunk_blocks(spec, cube, selection, force, data_dir)
+    needs, total, done, changed = _chunk_blocks(spec, cube, selection, force, data_dir,
+                                                recompute_changed)
     groups = {}  # (data set, settings) -> (block, missing) per chunk, in spec order
     for name, chunks in needs.items():
         for (kind, percent), missing in chunks.items():
@@ -263,7 +273,8 @@ def plan(spec, cube, *, selection=None, force=False, data_dir=None, min_work=Non
         tasks.extend(_batches(group, chunks, n_samples[name], min_work))
     tasks = in_writing_order(tasks, cube, spec.kinds)
     return Plan(tasks=tasks, n_cells_total=total, n_cells_done=0 if force else done,
-                n_cells_spec=spec_cells(spec), selection=selection)
+                n_cells_spec=spec_cells(spec), selection=selection,
+                n_cells_changed=0 if force else changed)
 
 
 def in_writing_order(tasks, cube, kinds):

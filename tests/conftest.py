@@ -109,3 +109,59 @@ def s3():
 
     with s3_server() as server:
         yield server
+
+
+FAILING = '''
+from sklearn.base import BaseEstimator, ClusterMixin
+
+
+class AlwaysFails(ClusterMixin, BaseEstimator):
+    """A user estimator whose every fit raises: status error, no iterations."""
+
+    def __init__(self, n_clusters=2):
+        self.n_clusters = n_clusters
+
+    def fit(self, X):
+        raise RuntimeError("this method never converges")
+'''
+
+FILE_SPEC = '''
+name = "own-study"
+datasets = ["iris"]
+algorithms = ["FAILS", "PCKM"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1]
+n_runs = 2
+n_folds = 3
+
+[variants.FAILS]
+estimator = "always_fails_for_pcskm:AlwaysFails"
+constraints = "ignore"
+
+[report]
+focus = "FAILS"
+'''
+
+
+@pytest.fixture(scope="session")
+def own_study(tmp_path_factory):
+    """A study of a spec file naming a user estimator of a module file (its focus, whose
+    every fit fails) beside PCKM, run and reported: ``(folder, report folder)``; the
+    module's folder is the study's, not on ``sys.path`` of the commands run elsewhere."""
+    from distributed import Client
+
+    from pcskm.experiments import load_spec
+    from pcskm.experiments.report import write_report
+    from pcskm.runner import run_spec
+    from pcskm.runner.preload import import_files
+
+    folder = tmp_path_factory.mktemp("own-study")
+    (folder / "always_fails_for_pcskm.py").write_text(FAILING)
+    (folder / "own.toml").write_text(FILE_SPEC)
+    import_files([folder / "always_fails_for_pcskm.py"])
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=":0") as client:
+        run_spec(load_spec(folder / "own.toml"), folder / "own.zarr", client=client,
+                 progress=False, preload=[folder / "always_fails_for_pcskm.py"])
+    return folder, write_report(folder / "own.zarr").parent

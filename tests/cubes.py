@@ -50,6 +50,12 @@ def done_cells(store):
         return 0
 
 
+def results_data(dataset):
+    """A group's dataset without ``run_index``, the log of which run marked each block done
+    (it differs between a store computed in one run and one computed in several)."""
+    return dataset.drop_vars("run_index", errors="ignore")
+
+
 def results_attrs(tree):
     """A cube's root attributes without ``runs``, the log of when and where it was computed
     (it differs between two stores of the same results), and ``metadata_sha256``, the digests

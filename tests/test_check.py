@@ -79,3 +79,66 @@ def test_a_cell_outside_the_spec_or_a_missing_column_is_an_error(sample, tmp_pat
     table.drop(columns="satisfied").to_csv(tmp_path / "short.csv", index=False)
     with pytest.raises(ValueError, match="missing column"):
         read_table(tmp_path / "short.csv")
+
+
+def test_integers_compare_as_numbers_and_a_failed_fit_by_its_status(own_study):
+    """A sample with failed fits (NaN scores, the fill -1 for their iterations) makes the
+    n_iter column float ("8.0"): it checks clean, and a changed iteration count or status is
+    still caught."""
+    folder, report = own_study
+    table = read_table(report / "cells_sample.csv")
+    assert (table.status == "error").any() and table.n_iter.dtype == float
+    assert table.n_iter[table.status == "error"].isna().all()
+    assert (table.n_iter[table.status == "converged"] >= 1).all()
+    spec = load_spec(folder / "own.toml")
+    assert recompute(spec, table).agrees.all()
+    converged = int(np.flatnonzero(table.status == "converged")[0])
+    failed = int(np.flatnonzero(table.status == "error")[0])
+    changed = table.copy()
+    changed.loc[converged, "n_iter"] += 1
+    changed.loc[failed, "status"] = "max_iter"
+    checked = recompute(spec, changed)
+    assert np.flatnonzero(~checked.agrees.to_numpy()).tolist() == sorted([converged, failed])
+
+
+def test_the_command_the_report_prints_runs_as_printed(own_study):
+    """Section 8 of the report names the spec file and the --preload module (relative to the
+    report folder), and the command passes there, where the module is not importable
+    without --preload."""
+    import re
+    import shlex
+
+    from cubes import pcskm
+
+    _, report = own_study
+    text = (report / "report.md").read_text()
+    command = re.search(r"`(pcskm check [^`]*)`, run in this folder", text).group(1)
+    words = shlex.split(command)
+    assert words[2:4] == ["../own.toml", "cells_sample.csv"]
+    assert words[4:] == ["--preload", "../always_fails_for_pcskm.py"]
+    done = pcskm(*words[1:], cwd=report)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "every recorded value equals its recomputation" in done.stdout
+
+
+def test_a_bundled_spec_is_named_in_the_printed_command(sample):
+    """A bundled spec (here run from Python, so with no spec file) is named by its name."""
+    _, path = sample
+    assert "`pcskm check smoke cells_sample.csv`, run in this folder" in \
+        (path.parent / "report.md").read_text()
+
+
+@pytest.mark.parametrize("command", [["datasets", "list"], ["compile"], ["check"]])
+def test_every_command_reading_a_spec_takes_preload(own_study, command, tmp_path):
+    """Run elsewhere, the spec's module is importable only through --preload: refused
+    without it (exit code 2, naming the module), done with it."""
+    from cubes import pcskm
+
+    folder, report = own_study
+    words = [*command, folder / "own.toml"]
+    if command == ["check"]:
+        words.append(report / "cells_sample.csv")
+    refused = pcskm(*words, cwd=tmp_path)
+    assert refused.returncode == 2 and "always_fails_for_pcskm" in refused.stderr
+    done = pcskm(*words, "--preload", folder / "always_fails_for_pcskm.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 import xarray as xr
-from cubes import REPO, done_cells, pcskm, results_attrs, signal_mid_run
+from cubes import REPO, done_cells, pcskm, results_attrs, results_data, signal_mid_run
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner.cli import build_parser
@@ -27,7 +27,8 @@ def assert_same_cube(a, b):
     ta, tb = where(a).open_datatree(), where(b).open_datatree()
     assert set(ta.children) == set(tb.children) and results_attrs(ta) == results_attrs(tb)
     for name in ta.children:
-        xr.testing.assert_identical(ta[name].to_dataset().load(), tb[name].to_dataset().load())
+        xr.testing.assert_identical(results_data(ta[name].to_dataset()).load(),
+                                    results_data(tb[name].to_dataset()).load())
 
 
 @pytest.fixture(scope="module")

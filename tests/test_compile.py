@@ -135,3 +135,45 @@ def test_the_client_repeats_how_long_the_workers_have_compiled(caplog):
     reminders = caplog.text.count("have been compiling")
     time.sleep(0.2)
     assert caplog.text.count("have been compiling") == reminders  # none after it finished
+
+
+FIT = textwrap.dedent("""
+    import json
+    import numpy as np
+    from pcskm import LloydKMeans
+    from pcskm.algorithms._jit import cache_dir, watch_compiling
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    with watch_compiling() as compiling:
+        LloydKMeans(n_clusters=2, random_state=0).fit(X)
+    print(json.dumps({"cache": str(cache_dir()), "compiled": compiling.n_compiled}))
+""")
+
+
+def test_the_cache_is_a_per_user_folder_of_the_version_outside_the_package(tmp_path):
+    """Without NUMBA_CACHE_DIR the kernels are cached in $XDG_CACHE_HOME/pcskm/numba/VERSION
+    (Numba's subfolder per source folder): outside the package, so a reinstall keeps them,
+    and a fresh process loads them from there; NUMBA_CACHE_DIR, when set, is used instead."""
+    from importlib import metadata
+    from pathlib import Path
+
+    import pcskm
+
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "user-cache")
+
+    def fit(env):
+        out = subprocess.run([sys.executable, "-c", FIT], capture_output=True, text=True,
+                             env=env, cwd=tmp_path, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.splitlines()[-1])
+
+    first, second = fit(env), fit(env)
+    folder = Path(first["cache"])
+    assert folder.parent == tmp_path / "user-cache" / "pcskm" / "numba" / metadata.version(
+        "pcskm")
+    assert not folder.resolve().is_relative_to(Path(pcskm.__file__).resolve().parent)
+    assert any(folder.glob("*.nbi")) and any(folder.glob("*.nbc"))
+    assert first["compiled"] > 0 and second == {**first, "compiled": 0}
+    explicit = fit({**env, "NUMBA_CACHE_DIR": str(tmp_path / "explicit")})
+    assert Path(explicit["cache"]).parent == tmp_path / "explicit"

@@ -139,7 +139,8 @@ SAVED = re.compile(r"\A# file: (\S+)\n")
 def test_worked_example_pages_run(page, tmp_path, monkeypatch):
     """A worked example runs as a reader follows it, in an empty folder: a block whose first
     line is ``# file: NAME`` is saved as NAME, the other Python blocks run in one namespace,
-    and every ``pcskm ...`` line of a bash block runs and exits 0 (its output is printed)."""
+    and every ``pcskm ...`` line of a bash block runs and exits 0 (its output is printed).
+    A report it writes compares: its headline has no n/a test."""
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -168,6 +169,10 @@ def test_worked_example_pages_run(page, tmp_path, monkeypatch):
                 assert out.returncode == 0, f"{where}: {command} exits {out.returncode}\n" \
                                             f"{out.stdout}{out.stderr}"
     plt.close("all")
+    for report in tmp_path.glob("results/*-report/report.md"):  # the comparisons it promises
+        summary = report.read_text().split("**Contents**")[0]
+        assert "**Headline**" in summary and "n/a (p n/a" not in summary, \
+            f"{_name(page)}: the report compares nothing\n{summary}"
 
 
 ESTIMATORS = ["LloydKMeans", "SparseKMeans", "PCKMeans", "MPCKMeans", "PCSKMeans"]

@@ -122,6 +122,13 @@ def design_tables(spec, loaded):
         "largest_rank_sum_against_at_holm_last_step": largest_significant_rank_sum(
             n_sets, alpha),
         "total_rank_sum": n_sets * (n_sets + 1) // 2,
+        # the exact test drops zero differences: with one tie among the data sets the same
+        # steps need these rank sums of n - 1 differences
+        "largest_rank_sum_against_at_holm_first_step_one_tie": largest_significant_rank_sum(
+            n_sets - 1, alpha / m),
+        "largest_rank_sum_against_at_holm_last_step_one_tie": largest_significant_rank_sum(
+            n_sets - 1, alpha),
+        "total_rank_sum_one_tie": (n_sets - 1) * n_sets // 2,
         "high_dimensional_min_uninformative": HIGH_DIMENSIONAL_NOISE,
         "bootstrap_interval_level": 0.95,
         "alpha": alpha,

@@ -201,6 +201,7 @@ def test_a_studys_weight_figure_labels_every_feature_readably(tmp_path):
 
 @pytest.mark.parametrize(("quality", "text"), [
     ("+5 -5", "5 informative + 5 noise features"),
+    ("+3 -2, 3 unknown", "3 informative + 2 noise + 3 unknown features"),
     ("8 unknown, -10", "8 unknown + 10 noise features"),
     ("unknown", "unknown"),
 ])

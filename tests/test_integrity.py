@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs
+from cubes import results_attrs, results_data
 from zarr.codecs import ZstdCodec
 
 from pcskm.experiments.report import write_report
@@ -95,7 +95,10 @@ def damage(file, mode):
 def assert_same_cube(a, b):
     ta, tb = xr.open_datatree(a, engine="zarr"), xr.open_datatree(b, engine="zarr")
     assert results_attrs(ta) == results_attrs(tb)
-    xr.testing.assert_identical(ta["iris"].to_dataset().load(), tb["iris"].to_dataset().load())
+    # the values; the chunk digests are of the bytes, which differ between codecs
+    xr.testing.assert_identical(
+        *(results_data(t["iris"].to_dataset()).drop_vars("chunk_sha256", errors="ignore").load()
+          for t in (ta, tb)))
 
 
 def found(store):
@@ -157,6 +160,9 @@ def test_done_blocks_without_fits_are_recomputed_block_by_block(reference, clien
     values = status[...]
     values[1, 0, 1, 0, 1] = 0  # PCSKM, dkm++, must-link, 1 %, run 1: every fold and s
     status[...] = values
+    cube = Cube(store)  # the other writer recorded the chunk it wrote: it is in its place
+    cube.record_stored("iris", [(1, 0)], ("status",))
+    cube.write_markers("iris")
     report = verify(store)
     assert [(d.array, d.kind) for d in report.damage] == [("status", "inconsistent")]
     assert report.lost_cells() == SPEC.n_folds
@@ -208,6 +214,9 @@ def test_chunks_of_fill_values_are_written(reference, tmp_path):
     cube = Cube(store)
     cube.arrays["iris"]["f_score"][CHUNKS[0]] = np.nan
     assert chunk_file(store, "f_score", CHUNKS[0]).is_file()
+    assert set(kinds_of(store).values()) == {"misplaced"}  # not the chunk the task wrote
+    cube.record_stored("iris", [CHUNKS[0][2:]], ("f_score",))
+    cube.write_markers("iris")
     assert verify(store).ok
 
 
@@ -236,13 +245,16 @@ def test_weights_per_s_hold_every_fit_and_weights_their_mean_over_s(reference):
 
 def test_a_store_made_before_weights_per_s_is_read_extended_and_reported(reference, client,
                                                                           tmp_path):
-    """A store made before weights_per_s (the variable absent, no metadata digests) verifies,
-    is extended (one more run) without gaining the variable, gets the values a new store gets
-    for every other variable, and reports without the unthresholded selection."""
+    """A store made before weights_per_s (the variable absent, no metadata digests, no chunk
+    digests: schema version 2) verifies, is extended (one more run) without gaining the
+    variable, gets the values a new store gets for every other variable, and reports without
+    the unthresholded selection."""
     store = copy(reference, tmp_path)
     shutil.rmtree(store / "iris" / "weights_per_s")
+    shutil.rmtree(store / "iris" / "chunk_sha256")
     root = zarr.open_group(str(store), mode="r+")
-    root.attrs.put({k: v for k, v in root.attrs.asdict().items() if k != "metadata_sha256"})
+    root.attrs.put({**{k: v for k, v in root.attrs.asdict().items() if k != "metadata_sha256"},
+                    "schema_version": 2})
     with warnings.catch_warnings():  # consolidated metadata is not in the Zarr 3 spec
         warnings.simplefilter("ignore", UserWarning)
         zarr.consolidate_metadata(str(store))
@@ -257,6 +269,93 @@ def test_a_store_made_before_weights_per_s_is_read_extended_and_reported(referen
     extended = xr.open_datatree(store, engine="zarr")["iris"].to_dataset().load()
     direct = xr.open_datatree(fresh, engine="zarr")["iris"].to_dataset().load()
     assert "weights_per_s" not in extended and "weights_per_s" in direct
-    xr.testing.assert_identical(extended, direct.drop_vars("weights_per_s"))
+    # the chunk digests differ where the chunks hold weights_per_s's
+    xr.testing.assert_identical(results_data(extended).drop_vars("chunk_sha256"),
+                                results_data(direct).drop_vars(["weights_per_s",
+                                                                "chunk_sha256"]))
     text = write_report(store, tmp_path / "report").read_text()
     assert "Not in this cube: unthresholded." in text
+
+
+def swap(a, b):
+    data_a, data_b = a.read_bytes(), b.read_bytes()
+    a.write_bytes(data_b)
+    b.write_bytes(data_a)
+
+
+def kinds_of(store):
+    return {(d.array, d.file): d.kind for d in verify(store).damage}
+
+
+@pytest.mark.parametrize("case", ["swapped f_score", "f_score over precision",
+                                  "swapped weights", "weights_per_s over weights"])
+def test_an_intact_chunk_in_another_place_is_found_and_exactly_its_blocks_recomputed(
+        reference, client, tmp_path, case):
+    """A chunk's bytes are intact (its CRC32C holds) but it is not the chunk written at its
+    place: two chunk files of one array swapped, a chunk copied over another array's at the
+    same place, a chunk of another shape copied in. verify names each file, the report
+    refuses the store, and a run recomputes exactly the blocks of those chunks and gives
+    the reference cube."""
+    store = copy(reference, tmp_path)
+    if case.startswith("swapped"):
+        variable = case.split()[1]
+        first, second = (chunk_file(store, variable, chunk) for chunk in CHUNKS)
+        assert first.read_bytes() != second.read_bytes()  # else the swap changes no value
+        swap(first, second)
+        damaged, lost = {(variable, first), (variable, second)}, 2 * CELLS_PER_CHUNK
+    else:
+        source, _, target = case.split()
+        file = chunk_file(store, target, CHUNKS[1])
+        file.write_bytes(chunk_file(store, source, CHUNKS[1]).read_bytes())
+        damaged, lost = {(target, file)}, CELLS_PER_CHUNK
+    report = verify(store)
+    assert kinds_of(store) == {key: "misplaced" for key in damaged}
+    assert report.lost_cells() == lost
+    text = report.describe()
+    for _, file in damaged:
+        assert f"{file.relative_to(store)}: not the chunk written here" in text
+    if case == "weights_per_s over weights":
+        assert "a chunk of another shape or type" in text
+    with pytest.raises(DamagedStore, match="shows no value it cannot verify"):
+        write_report(store, tmp_path / "report")
+    assert compute(store, client).n_cells == lost  # exactly the blocks of those chunks
+    assert verify(store).ok
+    assert_same_cube(reference, store)
+
+
+def test_a_store_of_schema_version_2_is_bound_by_the_next_run(reference, client, tmp_path,
+                                                              caplog):
+    """A store of schema version 2 (the chunks of version 3, no record of their digests):
+    verify says its chunks are not bound to their place; the next run records the digests
+    of its chunks as they are (each the SHA-256 of its key, chunk shape and bytes, computed
+    here with hashlib), says so, and from then on a swapped chunk is found."""
+    import hashlib
+    import json
+
+    from pcskm.runner.store.digests import record_metadata
+
+    store = copy(reference, tmp_path)
+    shutil.rmtree(store / "iris" / "chunk_sha256")
+    record_metadata(store, {"schema_version": 2})
+    report = verify(store)
+    assert report.ok and "not bound to their place (schema version 2)" in report.describe()
+    with caplog.at_level("WARNING", logger="pcskm"):
+        assert compute(store, client) is None  # nothing to compute
+    assert "was of schema version 2" in caplog.text
+    root = zarr.open_group(str(store), mode="r")
+    assert root.attrs["schema_version"] == 3
+    record = root["iris"]["chunk_sha256"][...]
+    group = root["iris"]
+    for name, array in group.arrays():
+        dims = array.metadata.dimension_names
+        markers = ("done", "scored", "run_index", "chunk_sha256")  # written by the client
+        if name in markers or not {"kind", "percent"} <= set(dims):
+            continue
+        for k, _ in enumerate(SPEC.kinds):
+            coords = tuple(k if d == "kind" else 0 for d in dims)
+            key = f"iris/{name}/c/" + "/".join(map(str, coords))
+            header = f"{key} {','.join(map(str, array.chunks))}\n".encode()
+            expected = hashlib.sha256(header + (store / key).read_bytes()).hexdigest()
+            assert json.loads(record[k, 0])[name] == expected
+    swap(chunk_file(store, "recall", CHUNKS[0]), chunk_file(store, "recall", CHUNKS[1]))
+    assert set(kinds_of(store).values()) == {"misplaced"}

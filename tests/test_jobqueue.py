@@ -67,6 +67,7 @@ def test_a_rejected_submission_ends_the_run_with_sbatchs_message(tmp_path, run_e
     out = run_on_slurm(tmp_path, run_env)
     assert_clean_error(out, f"job submission failed: {message}", resume=True)
     assert "waiting for workers" not in out.stderr
+    assert not (tmp_path / "s.zarr").exists()  # a run that fails to start leaves no store
 
 
 def test_no_sbatch_on_path_ends_the_run(tmp_path, run_env):

@@ -13,7 +13,7 @@ import warnings
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs, tiny_spec
+from cubes import results_attrs, results_data, tiny_spec
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
@@ -187,7 +187,8 @@ def assert_same_cube(reference, store):
     a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
     assert results_attrs(a) == results_attrs(b) and set(a.children) == set(b.children)
     for name in a.children:
-        xr.testing.assert_identical(a[name].to_dataset().load(), b[name].to_dataset().load())
+        xr.testing.assert_identical(results_data(a[name].to_dataset()).load(),
+                                    results_data(b[name].to_dataset()).load())
     assert a.attrs[RECORD] == b.attrs[RECORD]
 
 
@@ -223,6 +224,10 @@ REFUSED = {
         lambda store: edit(store / "zarr.json",
                            lambda d: d["attributes"]["protocol"].update(seed=1)),
         "zarr.json", "the root attributes or format changed"),
+    "the record deleted from a store of schema version 3": (
+        lambda store: edit(store / "zarr.json", lambda d: d["attributes"].pop(RECORD)),
+        "zarr.json", f"its attribute {RECORD} is missing, which a store of schema version 3 "
+                     "has from its creation"),
 }
 
 
@@ -261,7 +266,7 @@ def test_the_record_holds_the_digest_of_every_metadata_file(reference):
     files = sorted(str(p.relative_to(reference)) for p in reference.rglob("zarr.json"))
     root = read(reference / "zarr.json")
     record = root["attributes"][RECORD]
-    assert sorted(record) == files and len(files) == 21  # the root, iris, 19 arrays
+    assert sorted(record) == files and len(files) == 23  # the root, iris, 21 arrays
     for file in files[:-1]:
         assert record[file] == sha256_of(read(reference / file)), file
     attrs = {k: v for k, v in root["attributes"].items() if k not in ("runs", RECORD)}
@@ -278,9 +283,13 @@ def test_what_a_run_updates_is_not_checked(reference, cli, tmp_path):
 
 def test_a_store_without_the_record_opens_and_gets_it_at_the_next_run(reference, spec_file,
                                                                       cli, tmp_path):
+    """A store of schema version 2 made before the record (no metadata digests, no chunk
+    digests) is read unchecked, and its next run records both."""
     store = copy(reference, tmp_path)
+    shutil.rmtree(store / "iris" / "chunk_sha256")
     root = zarr.open_group(str(store), mode="r+")
-    root.attrs.put({k: v for k, v in root.attrs.asdict().items() if k != RECORD})
+    root.attrs.put({**{k: v for k, v in root.attrs.asdict().items() if k != RECORD},
+                    "schema_version": 2})
     with warnings.catch_warnings():  # consolidated metadata is not in the Zarr 3 spec
         warnings.simplefilter("ignore", UserWarning)
         zarr.consolidate_metadata(str(store))
@@ -292,14 +301,14 @@ def test_a_store_without_the_record_opens_and_gets_it_at_the_next_run(reference,
     assert code == 0, err
     assert_same_cube(reference, store)
     code, _, out = cli("verify", store)
-    assert code == 0 and "21 zarr.json files" in out
+    assert code == 0 and "23 zarr.json files" in out
 
 
-def test_the_smoke_store_records_forty_two_metadata_files(smoke_report, cli):
-    """The count that docs/reference/cli.md shows: the root, iris and its 19 arrays,
-    brodinova-5-5 and its 20 (with the uninformative mask)."""
+def test_the_smoke_store_records_forty_six_metadata_files(smoke_report, cli):
+    """The count that docs/reference/cli.md shows: the root, iris and its 21 arrays,
+    brodinova-5-5 and its 22 (with the uninformative mask)."""
     store, _ = smoke_report
     code, err, out = cli("verify", store)
     assert code == 0, err
-    assert "metadata: 42 zarr.json files" in out
-    assert len(list(store.rglob("zarr.json"))) == 42
+    assert "metadata: 46 zarr.json files" in out
+    assert len(list(store.rglob("zarr.json"))) == 46

@@ -72,3 +72,28 @@ def test_ci_runs_the_readmes_test_command():
     assert len(readme) == 1
     assert test_commands(".ci/run") == readme
     assert test_commands("docs/guide/install.md") == readme
+
+
+def test_the_citation_file_and_the_readme_cite_this_version_and_the_paper():
+    """CITATION.cff (CFF 1.2.0: its required keys) names the version and licence of
+    pyproject.toml and, as its preferred citation, the paper the docs name; the README's
+    "How to cite" gives the same references."""
+    import tomllib
+    from pathlib import Path
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    cff = yaml.safe_load((repo / "CITATION.cff").read_text())
+    project = tomllib.loads((repo / "pyproject.toml").read_text())["project"]
+    assert cff["cff-version"] == "1.2.0"
+    assert {"message", "title", "authors"} <= set(cff)
+    assert (cff["version"], cff["license"]) == (project["version"], project["license"])
+    paper = cff["preferred-citation"]
+    assert [a["family-names"] for a in paper["authors"]] == ["Vouros", "Vasilaki"]
+    assert f"*{paper['title']}*" in (repo / "docs" / "method" / "index.md").read_text()
+    readme = (repo / "README.md").read_text().split("## How to cite")[1]
+    flat = " ".join(readme.split())
+    assert (f"Vouros, A. & Vasilaki, E. ({paper['year']}). {paper['title']}. "
+            f"*{paper['journal']}*, {paper['volume']}, {paper['start']}-{paper['end']}.") in flat
+    assert f"version {cff['version']}. Licence {cff['license']}." in flat

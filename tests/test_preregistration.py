@@ -39,8 +39,14 @@ def test_a_valid_table_is_read_with_its_defaults_and_left_out_of_the_hash():
     p = spec.preregistration
     assert (p.rule, p.focus, p.level, p.alpha, p.hypotheses) == ("cv", "PCSKM", "dataset",
                                                                  0.05, "PCSKM wins.")
+    assert (p.failures, p.failure_value, p.rope, p.prior, p.threshold) == (
+        "available", "LKM", 0.01, 0.5, 0.95)
     assert spec.hash() == parse_spec(BASE).hash()
     assert parse_spec(BASE).preregistration is None
+    stated = parse_spec(BASE + TABLE + 'failures = "itt"\nfailure_value = 0\nrope = 0.02\n'
+                        'prior = 1\nthreshold = 0.9\n').preregistration
+    assert (stated.failures, stated.failure_value, stated.rope, stated.prior,
+            stated.threshold) == ("itt", 0.0, 0.02, 1.0, 0.9)
 
 
 @pytest.mark.parametrize("table, base_change, message", [
@@ -73,6 +79,21 @@ def test_a_valid_table_is_read_with_its_defaults_and_left_out_of_the_hash():
      "'fixed-loo' chooses s on the other data sets, and the spec has one data set"),
     ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\n[report]\nfocus = "LKM"', None,
      "report.focus 'LKM' disagrees with preregistration.focus 'PCSKM'"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nfailures = "itt-lkm"', None,
+     "preregistration.failures must be one of available, itt, complete-case; got 'itt-lkm'"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nfailure_value = "KM"', None,
+     "preregistration.failure_value 'KM' is not an algorithm of the spec"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nfailures = "itt"',
+     ('["LKM", "SKM", "PCKM", "PCSKM"]', '["SKM", "PCKM", "PCSKM"]'),
+     "preregistration.failure_value 'LKM' is not an algorithm of the spec"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nfailure_value = 1.2', None,
+     "preregistration.failure_value must be in [0, 1]"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nrope = -0.01', None,
+     "preregistration.rope must not be negative"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nthreshold = 0.5', None,
+     "preregistration.threshold must be above 0.5 and below 1"),
+    ('rule = "cv"\nfocus = "PCSKM"\nhypotheses = "h"\nprior = "flat"', None,
+     "preregistration.prior must be a number; got 'flat'"),
 ])
 def test_a_bad_table_is_refused_naming_the_problem(table, base_change, message):
     base = BASE.replace(*base_change) if base_change else BASE
@@ -106,7 +127,9 @@ def computed(tmp_path_factory, client):
 def test_the_store_records_the_preregistration(computed):
     recorded = zarr.open_group(str(computed), mode="r").attrs["preregistration"]
     assert recorded == {"rule": "honest", "focus": "PCKM", "level": "dataset",
-                        "alpha": 0.05, "hypotheses": "PCKM beats LKM."}
+                        "alpha": 0.05, "hypotheses": "PCKM beats LKM.",
+                        "failures": "available", "failure_value": "LKM", "rope": 0.01,
+                        "prior": 0.5, "threshold": 0.95}
 
 
 @pytest.mark.parametrize("changed, shown", [
@@ -157,9 +180,28 @@ def test_a_spec_text_that_disagrees_with_the_record_is_a_post_hoc_change():
     assert preregistered.stored({"spec_toml": spec.source_text,
                                  "preregistration": spec.preregistration.to_dict()}
                                 ).post_hoc == ""
+    before_the_keys = {k: v for k, v in spec.preregistration.to_dict().items()
+                       if k in ("rule", "focus", "level", "alpha", "hypotheses")}
+    old = preregistered.stored({"spec_toml": spec.source_text, "preregistration":
+                                before_the_keys})
+    assert old.post_hoc == "" and (old.failures, old.rope) == ("available", 0.01)
     unrecorded = preregistered.stored({"spec_toml": spec.source_text})
     assert unrecorded.rule == "honest" and "did not record" in unrecorded.post_hoc
     assert preregistered.stored({"spec_toml": TINY}) is None
+
+
+def test_multi_line_hypotheses_ending_in_a_newline_are_not_a_post_hoc_change():
+    """The spec records the hypotheses stripped; the report compares them with the raw TOML
+    string of the recorded spec text, which ends in a newline: the same text, no change."""
+    text = TINY + ('\n[preregistration]\nrule = "honest"\nfocus = "PCKM"\nhypotheses = """\n'
+                   'PCKM beats LKM\non every data set.\n"""\n')
+    spec = parse_spec(text)
+    assert spec.preregistration.hypotheses == "PCKM beats LKM\non every data set."
+    attrs = {"spec_toml": spec.source_text, "preregistration": spec.preregistration.to_dict()}
+    assert preregistered.stored(attrs).post_hoc == ""
+    edited = spec.source_text.replace("on every data set.", "on most data sets.")
+    found = preregistered.stored({**attrs, "spec_toml": edited})
+    assert "hypotheses changed" in found.post_hoc
 
 
 # ---------------------------------------------------------------- the primary tests

@@ -39,7 +39,7 @@ def slow_task(task, target, place):
     """A task's worker side (computed and written) taking TASK_SECONDS; its receipt."""
     time.sleep(TASK_SECONDS)
     return SimpleNamespace(dataset=task.dataset, regions=(), n_cells=task.n_cells,
-                           seconds=TASK_SECONDS, write_seconds=0.0)
+                           seconds=TASK_SECONDS, write_seconds=0.0, n_failed_fits=1)
 
 
 def without_store(monkeypatch, tmp_path, marks):
@@ -115,6 +115,39 @@ def test_a_ctrl_c_as_the_bar_counts_a_task_still_writes_that_task(client, tmp_pa
     summary = execute.run_tasks(client, nothing_written, tasks, progress=False)
     assert summary.interrupted
     assert handed == marked == [tasks[0].n_cells] and summary.n_cells == tasks[0].n_cells
+
+
+def test_the_last_count_of_cells_written_includes_the_final_marks(client, tmp_path,
+                                                                   monkeypatch):
+    """A client that marks done only when the run ends (a run shorter than the flush
+    interval): the display's last count of cells written is every cell of the run, not the
+    count before that final marking; the summary adds up the failed fits of the receipts."""
+    tasks = plan(SMALL, CubeView.planned(tmp_path / "never.zarr", SMALL)).tasks
+    held, marked, last = [], [0], []
+
+    class FinalMarks:
+        def __init__(self, cube):
+            pass
+
+        def take(self, receipt):
+            held.append(receipt.n_cells)
+
+        def write(self):
+            marked[0] += sum(held)
+            held.clear()
+
+    class LastCount(Progress):
+        def close(self):
+            last.append(self.n_written)
+            super().close()
+
+    monkeypatch.setattr(execute, "Progress", LastCount)
+    cube = without_store(monkeypatch, tmp_path, FinalMarks)
+    cube.done_cells = lambda: marked[0]
+    summary = execute.run_tasks(client, cube, tasks, progress=False)
+    assert last == [sum(task.n_cells for task in tasks)] == [marked[0]]
+    assert summary.n_failed_fits == len(tasks)  # one per receipt (slow_task)
+    assert f"fits, {len(tasks)} of them failed)" in summary.describe()
 
 
 def test_the_bar_clock_moves_while_no_task_ends(capsys):

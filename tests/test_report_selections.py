@@ -454,6 +454,23 @@ def test_analysis1_under_every_selection():
     assert wide.loc["honest", "used (cases; data sets)"] == "60 of 60; 6 of 6"
 
 
+def test_selections_that_read_the_same_are_one_row():
+    """Case values the same under two selections (as every selection is for algorithms
+    without s): one row of the verdict table, named by both; different values keep their
+    rows, in the selections' order."""
+    rng = np.random.default_rng(3)
+    values = {key: 0.6 + rng.normal(0, 0.01) for key in itertools.product(
+        statistics.SIX, ALGORITHMS, ("seeding", *statistics.DETERMINISTIC), statistics.KINDS)}
+    better = {key: v + (0.05 if key[1] == "PCSKM" else 0) for key, v in values.items()}
+    same = comparison.analysis1_tests(pd.concat(
+        [statistics.analyse_selection(name, *_case_values(better))[0]
+         for name in ("oracle", "honest")], ignore_index=True))
+    assert comparison.verdict_table(same).selection.tolist() == ["honest, oracle"]
+    frame = pd.DataFrame({"selection": ["paper", "honest", "oracle"], "v": [1, 2, 1]})
+    merged = comparison.merged_selections(frame)
+    assert merged.to_dict("list") == {"selection": ["paper, oracle", "honest"], "v": [1, 2]}
+
+
 def _case_values(values):
     results = _families(values)
     v = results.families.f_mean.mean("percent").sel(selection="paper", drop=True)

@@ -186,8 +186,9 @@ def test_dataset_level_is_the_exact_test_of_the_six_dataset_means():
         assert (row.wins, row.losses, row.ties) == (
             (mx > my).sum(), (mx < my).sum(), (mx == my).sum())
         assert row.mean_diff == pytest.approx(np.mean(mx - my), rel=1e-12)
+        d = mx - my
         assert (row.hl_estimate, row.hl_low, row.hl_high, row.hl_confidence) == pytest.approx(
-            brute_hodges_lehmann(mx - my), rel=1e-12)
+            brute_hodges_lehmann(d[d != 0]), rel=1e-12)
         d = mx - my
         ranks = scipy.stats.rankdata(np.abs(d))
         assert row.rank_biserial == pytest.approx(
@@ -198,6 +199,21 @@ def test_dataset_level_is_the_exact_test_of_the_six_dataset_means():
     assert pcskm.loc["datasets", "p_value"] == pytest.approx(2 / 64)
     assert pcskm.loc["cases", "p_value"] < 1e-6
     assert set(cases.state) == {"used"}
+
+
+def test_hodges_lehmann_drops_the_zero_differences_the_test_drops():
+    """One convention in one row: with a zero difference among seven, the estimate and its
+    interval are those of the six non-zero differences, the ones the signed-rank test ranks
+    (brute force over the six; the seven would give another estimate)."""
+    x = np.array([0.71, 0.64, 0.80, 0.55, 0.90, 0.62, 0.70])
+    y = np.array([0.70, 0.60, 0.81, 0.50, 0.80, 0.62, 0.66])
+    d = x - y
+    row = statistics.wilcoxon(x, y, method="exact")
+    assert row["n_nonzero"] == 6
+    expected = brute_hodges_lehmann(d[d != 0])
+    assert (row["hl_estimate"], row["hl_low"], row["hl_high"], row["hl_confidence"]) == \
+        pytest.approx(expected, rel=1e-12)
+    assert brute_hodges_lehmann(d)[0] != pytest.approx(expected[0])
 
 
 def test_cases_level_statistics_and_holm_over_seven_tests():
@@ -212,6 +228,7 @@ def test_cases_level_statistics_and_holm_over_seven_tests():
         expected = scipy.stats.wilcoxon(x, y, zero_method="wilcox", correction=False,
                                         method="auto")
         assert row.p_value == pytest.approx(expected.pvalue, rel=1e-9) and row.n == len(d)
+        d = d[d != 0]  # the estimate and interval go with the test: zeros dropped
         walsh = [(d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d))]
         assert row.hl_estimate == pytest.approx(np.median(walsh), rel=1e-12)
         # the interval inverts the exact test: just outside it the exact p is <= 5 %

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs, signal_mid_run
+from cubes import results_attrs, results_data, signal_mid_run
 
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import open_cube, run_spec
@@ -43,6 +43,7 @@ percentages = [1]
 n_runs = 1
 n_folds = 10
 """
+MARKERS = ("done", "scored", "chunk_sha256")  # arrays of one chunk per group
 GROWN = SMALL.replace('"small"', '"grown"').replace("[1]", "[1, 10]").replace(
     "n_runs = 1", "n_runs = 2")
 
@@ -75,7 +76,7 @@ def assert_same(local, remote):
     assert attrs_a == attrs_b
     assert groups_a.keys() == groups_b.keys()
     for name in groups_a:
-        xr.testing.assert_identical(groups_a[name], groups_b[name])
+        xr.testing.assert_identical(results_data(groups_a[name]), results_data(groups_b[name]))
 
 
 def objects(s3, bucket):
@@ -197,6 +198,11 @@ def test_an_extension_keeps_the_first_run_as_a_version(s3, client, tmp_path):
     assert remote[0].pop("spec_hashes") == [small.hash(), grown.hash()]  # the store's history
     local[0].pop("spec_hashes")
     assert_same(local, remote)
+    # each done block names its run, committed with its done marker: run 0 the first cells
+    iris = remote[1]["iris"]
+    first_blocks = (iris.run_index == 0) & (iris.done == 1)
+    assert int(first_blocks.sum()) * iris.sizes["fold"] == first.n_cells
+    assert set(np.unique(iris.run_index.where(iris.done == 1, drop=True))) == {0, 1}
     as_first = read_s3(s3, bucket, "grown", tag="run-0001")[1]["iris"]
     assert as_first.sizes["percent"] == 1 and as_first.sizes["run"] == 1
     xr.testing.assert_identical(open_cube(url, run="run-0001")["iris"].to_dataset().load(),
@@ -237,8 +243,13 @@ def test_a_damaged_chunk_object_is_found_and_its_cells_recomputed(s3, client, lo
     bucket = s3.bucket(f"damaged-{mode}")
     url = f"s3://{bucket}/smoke"
     run_spec(SMOKE, url, client=client, progress=False)
-    lost = sorted(key for key in objects(s3, bucket) if key.startswith("smoke/chunks/"))[0]
-    keys = keys_held_by(s3, bucket, "smoke", lost)
+    # the first chunk object of a variable (a marker's, done or chunk_sha256, is every
+    # block's of its group)
+    lost, keys = next(
+        (name, keys) for name in sorted(key for key in objects(s3, bucket)
+                                        if key.startswith("smoke/chunks/"))
+        for keys in [keys_held_by(s3, bucket, "smoke", name)]
+        if not any(f"/{marker}/" in key for key in keys for marker in MARKERS))
     assert len(keys) == 1
     copy = tmp_path / "object"
     copy.write_bytes(s3.client().get_object(Bucket=bucket, Key=lost)["Body"].read())
@@ -554,3 +565,74 @@ def test_after_a_commit_only_the_groups_marked_next_are_opened_again(s3, monkeyp
         assert opened == ["fisheriris"]
     done = zarr.open_group(where(url).readonly().store, mode="r")["fisheriris"]["done"][...]
     assert done[1, 0, 0, 0, 0] == 1 and done.sum() == 1
+
+
+def test_a_note_whose_pid_now_names_another_process_does_not_block(s3, client):
+    """A killed client's note names its PID and the start of its process (boot id and
+    start time, /proc/PID/stat); a live process that got the PID since (here a child
+    ``sleep``, the note's start made another) blocks neither ``run`` nor ``run --take-over``;
+    with the start of the live process, or no start (a note of an older pcskm), both are
+    refused."""
+    import subprocess
+
+    from pcskm.runner.store.location import process_start
+
+    bucket = s3.bucket("reused-pid")
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        start = process_start(sleeper.pid)
+        boot, _, ticks = start.rpartition(":")
+        with open(f"/proc/{sleeper.pid}/stat") as stat:  # field 22, counted independently
+            assert int(ticks) == int(stat.read().split(") ")[1].split()[19])
+        with open("/proc/sys/kernel/random/boot_id") as file:
+            assert boot == file.read().strip()
+        for name, started, blocks in (("its-start", start, True), ("no-start", None, True),
+                                      ("reused", f"{boot}:{int(ticks) - 1}", False)):
+            for take_over in (False, True):
+                url = f"s3://{bucket}/{name}-{take_over}"
+                with where(url).writing() as location:
+                    cube, _ = prepare(location, parse_spec(SMALL))
+                    cube.begin_run({"spec": "small", "command": f"pcskm run small ({name})",
+                                    "client_host": os.uname().nodename,
+                                    "client_pid": sleeper.pid, "client_start": started})
+                if blocks:
+                    with pytest.raises(StoreBusy, match="alive on this host"):
+                        run_spec(parse_spec(SMALL), url, client=client, progress=False,
+                                 take_over=take_over)
+                else:
+                    summary = run_spec(parse_spec(SMALL), url, client=client, progress=False,
+                                       take_over=take_over)
+                    assert summary.complete and note_of(url) is None
+        assert sleeper.poll() is None  # alive through every run
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_two_chunks_swapped_in_a_commit_are_found_and_recomputed(s3, client, local_smoke):
+    """Two chunks of iris's f_score (two (kind, percent)) swapped in a commit, through the
+    Zarr store API (each chunk intact, its CRC32C holds): their digests are not those
+    recorded for their places (docs/reference/cube-schema.md, Chunk digests), so verify
+    names both and the next run recomputes exactly their cells."""
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    bucket = s3.bucket("swapped")
+    url = f"s3://{bucket}/smoke"
+    run_spec(SMOKE, url, client=client, progress=False)
+    key_a, key_b = "iris/f_score/c/0/0/0/0/0/0/0", "iris/f_score/c/0/0/0/1/0/0/0"
+    with where(url).writing() as location:
+        data = {key: location.read_chunk(key) for key in (key_a, key_b)}
+        assert data[key_a] != data[key_b]
+        store = location.zarr_store("r+")
+        for key, other in ((key_a, key_b), (key_b, key_a)):
+            sync(store.set(key, default_buffer_prototype().buffer.from_bytes(data[other])))
+        location.commit("two chunks swapped", "flushed")
+    found = verify(url)
+    assert sorted((str(d.file), d.kind) for d in found.damage) == [(key_a, "misplaced"),
+                                                                   (key_b, "misplaced")]
+    assert found.lost_cells() == 2 * 5 * 2 * 2 * 10  # two chunks of one (kind, percent)
+    rerun = run_spec(SMOKE, url, client=client, progress=False)
+    assert rerun.n_cells == found.lost_cells()
+    assert verify(url).ok
+    assert_same(read_local(local_smoke), read_s3(s3, bucket, "smoke"))

@@ -170,6 +170,39 @@ def test_npz(tmp_path):
     assert data.uninformative.tolist() == [False, False, True]
 
 
+@pytest.mark.parametrize("origin", ["csv", "loader"])
+def test_informative_and_uninformative_columns_label_a_set(origin, tmp_path, monkeypatch):
+    """A CSV or loader set of 8 features with informative = [0, 1, 2]: the masks hold the
+    listed columns; with the 5 others uninformative it is "+3 -5" (the Brodinova sets'
+    form), with 2 of them "+3 -2, 3 unknown"; a column in both lists, or out of range, is
+    refused."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(12, 8)), np.repeat([1, 2, 3], 4)
+    if origin == "csv":
+        np.savetxt(tmp_path / "d.csv", np.column_stack([X, y]), delimiter=",")
+        table = {"path": "d.csv"}
+    else:
+        np.savez(tmp_path / "xy.npz", X=X, y=y)
+        module = _loader_module(tmp_path, monkeypatch, f"""
+            import numpy as np
+            def xy():
+                data = np.load({str(tmp_path / "xy.npz")!r})
+                return data["X"], data["y"]
+            """)
+        table = {"loader": f"{module}:xy"}
+    every = _load(tmp_path, informative=[0, 1, 2], uninformative=[3, 4, 5, 6, 7], **table)
+    assert every.informative.tolist() == [True] * 3 + [False] * 5
+    assert every.uninformative.tolist() == [False] * 3 + [True] * 5
+    assert every.feature_quality == "+3 -5"
+    some = _load(tmp_path, informative=[0, 1, 2], uninformative=[6, 7], **table)
+    assert some.feature_quality == "+3 -2, 3 unknown"
+    assert _load(tmp_path, informative=[4], **table).feature_quality == "+1 -0, 7 unknown"
+    with pytest.raises(ValueError, match=r"column\(s\) \[2\] are both informative and "):
+        _definition(tmp_path, informative=[0, 2], uninformative=[2, 3], **table)
+    with pytest.raises(DataError, match=r"informative column\(s\) \[8\] \(0-based\) out of "):
+        _load(tmp_path, informative=[8], **table)
+
+
 def _loader_module(tmp_path, monkeypatch, body):
     name = next(_module_names)
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
@@ -343,6 +376,10 @@ def test_spec_tables(tmp_path):
         (_spec_text(tmp_path, '["iris"]', '[data.iris]\npath = "d.npz"\n'),
          "'iris' is a registry data set"),
         (_spec_text(tmp_path, '["mine"]', '[data.mine]\npath = "gone.npz"\n'), "no file"),
+        *((_spec_text(tmp_path, f'["{name}"]', f'[data."{name}"]\npath = "d.npz"\n'),
+           f"[data.{name}]: '{name}' is a name the store uses for its own files (zarr.json, "
+           "*.partial); give the data set another name")
+          for name in ("zarr.json", "ZARR.JSON", "mine.partial")),
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             parse_spec(text, folder=tmp_path)
@@ -358,6 +395,56 @@ def test_a_class_smaller_than_n_folds_is_refused_before_compute():
     with pytest.raises(DataError, match=r"iris: class 0 .* has 50 points, fewer than the "
                                         r"spec's n_folds = 51"):
         spec_layout(spec)
+
+
+def test_a_benchmark_set_with_tiny_classes_is_pointed_to_its_subsets_loader(clustbench_dir,
+                                                                          monkeypatch):
+    """uci/ecoli (classes of 2 points) with 10 folds is refused with the loader of
+    docs/method/datasets.md §8.5, and the set that loader reads passes the check; with more
+    folds than that loader's class size, the error names without_small_classes instead."""
+    from pcskm.experiments.clustbench_subsets import ecoli
+    from pcskm.experiments.sources import check_folds
+    from pcskm.runner.store import spec_layout
+
+    monkeypatch.setenv("PCSKM_CLUSTBENCH", str(clustbench_dir))
+    table = '[data.my-ecoli]\nsource = "clustbench:uci/ecoli"\n'
+    spec = parse_spec(SPEC.format(datasets='["my-ecoli"]').replace("n_folds = 3", "n_folds = 10")
+                      + table)
+    with pytest.raises(DataError) as refused:
+        spec_layout(spec)
+    hint = 'loader = "pcskm.experiments.clustbench_subsets:ecoli"'
+    assert hint in str(refused.value) and "docs/method/datasets.md §8.5" in str(refused.value)
+    check_folds(ecoli(), 10)  # the set the hint names has every class of 10 points or more
+    more = parse_spec(SPEC.format(datasets='["my-ecoli"]').replace("n_folds = 3", "n_folds = 12")
+                      + table)
+    with pytest.raises(DataError, match=re.escape('without_small_classes("clustbench:uci/ecoli", '
+                                                  "min_size=12)")):
+        spec_layout(more)
+
+
+def test_datasets_list_of_a_battery_gives_each_set_and_whether_it_splits(clustbench_dir,
+                                                                       monkeypatch, capsys):
+    """``pcskm datasets list clustbench:uci``: one row per set of the battery's folder, with
+    n, p, k and the smallest class counted here from the suite's files (labels0, noise
+    label 0 dropped), and "yes" where every class has at least n_folds points."""
+    import gzip
+
+    from pcskm.runner.cli import main
+
+    monkeypatch.setenv("PCSKM_CLUSTBENCH", str(clustbench_dir))
+    assert main(["datasets", "list", "clustbench:uci", "--n-folds", "9"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    files = sorted((clustbench_dir / "uci").glob("*.data.gz"))
+    assert sorted(rows) == sorted(f.name[:-len(".data.gz")] for f in files)
+    for file in files:
+        X = np.loadtxt(file, ndmin=2)
+        with gzip.open(str(file).replace(".data.gz", ".labels0.gz"), "rt") as labels:
+            y = np.array([int(v) for v in labels.read().split()])
+        counts = np.unique(y[y > 0], return_counts=True)[1]
+        expected = [str(int((y > 0).sum())), str(X.shape[1]), str(len(counts)),
+                    str(counts.min()), "yes" if counts.min() >= 9 else "no"]
+        assert rows[file.name[:-len(".data.gz")]] == expected, file.name
 
 
 # --- random keys ---------------------------------------------------------------------------

@@ -167,6 +167,9 @@ def group(store, name):
     (f'estimator = "{HERE}:LooseConstructor"\nconstraints = "ignore"',
      "takes **kwargs: scikit-learn estimators name every parameter"),
     (f'estimator = "{HERE}:NoClusterCount"\nconstraints = "ignore"', "takes no n_clusters"),
+    ('estimator = "sklearn.mixture:GaussianMixture"\nconstraints = "ignore"',
+     "it takes n_components: wrap it in a class whose constructor takes n_clusters, passes it "
+     "on as n_components"),
     (f'estimator = "{HERE}:WrappedPCKM"\nparams = {{max_iters = 3}}',
      "unknown parameter 'max_iters' in params; did you mean 'max_iter'?"),
     (f'estimator = "{HERE}:WrappedPCKM"\nparams = {{init = "robin"}}',
@@ -370,8 +373,7 @@ def test_another_module_version_warns_and_other_params_are_refused(tmp_path, mon
     caplog.set_level(logging.WARNING, logger="pcskm")
     _, action = prepare(store, parse_spec(text))
     assert action == "opened"
-    assert ("algorithm MINE: the cells in" in caplog.text
-            and "--force --only algorithm=MINE" in caplog.text)
+    assert ("algorithm MINE: " in caplog.text and "--recompute-changed" in caplog.text)
     changed = spec_text({"MINE": 'estimator = "mine_for_pcskm:Mine"\nparams = {max_iter = 5}'})
     with pytest.raises(IncompatibleStore, match="algorithm MINE is"):
         prepare(store, parse_spec(changed))
@@ -426,13 +428,17 @@ def test_the_store_verifies_and_counts_the_s_grid_of_a_sparse_user_estimator(stu
     assert rows["WRAP"][5] == rows["WRAP"][3]
 
 
-def test_a_forced_rerun_writes_the_same_failed_fits_and_messages(study, client):
+def test_a_forced_rerun_writes_the_same_failed_fits_and_messages_and_counts_them(study,
+                                                                               client):
     spec, store, ds = study
     before = fit_errors(store)
     summary = run_spec(spec, store, client=client, progress=False, force=True,
                        selection={"algorithm": ["ODD"]})
     assert summary.complete
     again = group(store, "brodinova-5-5")
+    failed = int((again.status.sel(algorithm="ODD") == ERROR).sum())  # the cube's flag code
+    assert summary.n_failed_fits == failed > 0  # as the run's last line says
+    assert f"fits, {failed} of them failed)" in summary.describe()
     for name in ("status", "f_score", "fit_error"):
         np.testing.assert_array_equal(again[name].sel(algorithm="ODD").values,
                                       ds[name].sel(algorithm="ODD").values)

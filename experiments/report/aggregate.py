@@ -18,9 +18,11 @@ import zarr
 
 from pcskm.runner.store import WEIGHTS_PER_S
 
+from .. import spec
 from . import (
     cell_sample,
     coverage,
+    failure_rules,
     failures,
     families,
     fixed_s,
@@ -48,6 +50,11 @@ class Results:
     store: object
     sidecar: Path
     by_dataset: dict = field(default_factory=dict)  # name -> summaries (selection, ...)
+    # name -> failure_rules.rule_values (failures, selection, ...)
+    by_rule: dict = field(default_factory=dict)
+    # family label -> F under each failure rule per (failures, selection, algorithm, init,
+    # kind, run, fold), the mean over the percentages (the per-data-set Bayesian t-test's)
+    run_fold: dict = field(default_factory=dict)
     best_s: dict = field(default_factory=dict)  # name -> Dataset of best-s summaries
     weight_means: dict = field(default_factory=dict)  # name -> weights.means() Dataset
     coverage: list = field(default_factory=list)  # DataFrames, one per data set
@@ -172,6 +179,8 @@ def collect(store, sidecar=None, weights_selection=None):
     prereg = preregistered.stored(store.attrs)
     rule = (weights_selection or (prereg.rule if prereg is not None else None)
             or weights.default_selection(results.selections))
+    failure_value = (prereg.failure_value if prereg is not None
+                     else spec.PREREGISTRATION_DEFAULTS["failure_value"])
     if rule not in results.selections or rule == selection.FIXED:
         raise ValueError(f"the weights cannot be drawn at the s of selection {rule!r}: the "
                          "cube's per-data-set selections are "
@@ -183,6 +192,7 @@ def collect(store, sidecar=None, weights_selection=None):
         selected = selection.select(fits, results.selections)
         _write_selected(results.sidecar, name, selected)
         results.by_dataset[name] = selection.summaries(selected)
+        results.by_rule[name] = failure_rules.rule_values(selected, failure_value)
         results.per_s[name] = selection.per_s_summary(fits)
         results.n_features[name] = int(fits.attrs["n_features"])
         results.ties.append(ties.tie_counts(name, fits))
@@ -245,6 +255,12 @@ def _finish_sidecar(path, store):
         zarr.consolidate_metadata(str(path))
 
 
+def _mean_over_subsets(per_member):
+    """The mean over a family's members (its subsets; one member: itself)."""
+    with quiet():
+        return xr.concat(per_member, dim="subset", join="outer").mean("subset")
+
+
 def _combine_families(results):
     combined = []
     for family in families.reported(results.store.names):
@@ -252,7 +268,10 @@ def _combine_families(results):
         if not members:
             continue
         per_member = [results.by_dataset[name] for name in members]
-        combined.append(selection.combine(per_member).expand_dims(family=[family.label]))
+        by_rule = _mean_over_subsets([results.by_rule[name] for name in members])
+        results.run_fold[family.label] = by_rule.f_run_fold
+        combined.append(selection.combine(per_member).assign(f_rules=by_rule.f_rules)
+                        .expand_dims(family=[family.label]))
         if all(name in results.weight_means for name in members):
             results.family_weights[family.label] = weights.combine(
                 [results.weight_means[name] for name in members])

@@ -8,11 +8,17 @@ positions in the cube, so the same cube always gives the same sample. One row pe
 s entry the algorithm fills (the s grid for SKM and PCSKM, the empty s for the others).
 """
 
+import os
+import shlex
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from .fits import CELL_DIMS, status_codes
+
+TABLE = "cells_sample.csv"
 
 PER_ALGORITHM = 2
 SAMPLE_SEED = 0
@@ -46,3 +52,19 @@ def draw(store, name, fits, per_algorithm=PER_ALGORITHM):
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
     return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
+
+
+def check_command(attrs, out):
+    """The ``pcskm check`` command that recomputes the sample, runnable in the report folder
+    ``out``: the spec file and ``--preload`` files of the store's latest run (relative to
+    ``out``; run records ``spec_file`` and ``preload``), else the spec's name (a bundled
+    spec)."""
+    runs = attrs.get("runs") or [{}]
+    spec_file = runs[-1].get("spec_file")
+    if spec_file is None:
+        return f"pcskm check {attrs.get('spec_name', 'SPEC')} {TABLE}"
+    here = Path(out).resolve()
+    words = [os.path.relpath(spec_file, here), TABLE]
+    for file in runs[-1].get("preload") or ():
+        words += ["--preload", os.path.relpath(file, here)]
+    return shlex.join(["pcskm", "check", *words])

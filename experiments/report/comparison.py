@@ -15,6 +15,7 @@ import pandas as pd
 
 from . import statistics
 from .claims import ALPHA
+from .failure_rules import AVAILABLE
 from .performance import algorithms, case_values
 from .selection import ORDER
 
@@ -89,7 +90,23 @@ def verdict_table(table):
                                                        f" · sets: "
                                                        f"{by.cell.get((test, 'datasets'), 'n/a')}"
                         for test in table.test.unique() if (test, "cases") in by.index}})
-    return pd.DataFrame(rows)
+    return merged_selections(pd.DataFrame(rows))
+
+
+def merged_selections(frame):
+    """``frame`` (one row per selection, column ``selection``) with the rows equal in every
+    other column made one, named by their selections joined ("paper, honest, ..."): a
+    comparison of algorithms without s reads the same under every selection."""
+    if frame.empty:
+        return frame
+    values = [tuple(row) for row in frame.drop(columns="selection").itertuples(index=False)]
+    names = {}
+    for name, value in zip(frame.selection, values, strict=True):
+        names.setdefault(value, []).append(name)
+    first = [values.index(value) for value in names]
+    out = frame.iloc[first].copy()
+    out["selection"] = [", ".join(names[values[i]]) for i in first]
+    return out.reset_index(drop=True)
 
 
 def per_dataset_tables(breakdown):
@@ -111,20 +128,20 @@ def per_dataset_tables(breakdown):
         wide = cells.pivot(index="selection", columns="dataset", values="cell")
         wide = wide.loc[part.selection.unique(), part.dataset.unique()].reset_index()
         wide.columns.name = None
-        tables[test] = _ordered(wide)
+        tables[test] = merged_selections(_ordered(wide))
     return tables
 
 
-def dataset_values(results, plan=statistics.PAPER):
+def dataset_values(results, plan=statistics.PAPER, failures=AVAILABLE):
     """Per reported data set, selection and algorithm of ``plan`` (the focus and the others;
     the paper's: its five): the mean over the data set's Analysis-1 settings (the paper's:
     (Seeding, random) and the deterministic inits x the three kinds) of V, on the settings
     where each of them has a complete V under that selection (``n_settings`` of
     ``plan.settings``), with the algorithm's ``rank`` (1: the best). Empty without families
-    or plan."""
+    or plan. ``failures``: the rule for failed fits (:mod:`.failure_rules`)."""
     if results.families is None or plan is None:
         return pd.DataFrame()
-    values, complete = case_values(results)
+    values, complete = case_values(results, failures)
     shown = [a for a in algorithms(results) if a in plan.algorithms]
     rows = []
     for family in values.family.values:

@@ -13,6 +13,8 @@ from . import (
     comparison,
     constraint_table,
     coverage,
+    decisions,
+    failure_rules,
     failures,
     families,
     inference,
@@ -744,15 +746,132 @@ def _cell_sample(doc, results, out, written):
     doc.heading("8. Checking cells")
     sample = results.cell_sample_table()
     _csv(sample, out, "cells_sample.csv", written)
-    spec = results.store.attrs.get("spec_name", "SPEC")
     n_cells = len(sample[["dataset", *cell_sample.CELL_DIMS]].drop_duplicates())
     doc.paragraph(
         f"`cells_sample.csv` lists {n_cells} cells drawn at random "
         f"({cell_sample.PER_ALGORITHM} per data set and algorithm, seeded) with every value "
         "the cube records for them, one row per s entry. "
-        f"`pcskm check {spec} cells_sample.csv` recomputes each of them from the spec and "
-        "the data files alone and compares; any other cell can be checked the same way from "
-        "a table with the same columns.")
+        f"`{cell_sample.check_command(results.store.attrs, out)}`, run in this folder, "
+        "recomputes each of them from the spec and the data files alone and compares; any "
+        "other cell can be checked the same way from a table with the same columns.")
+
+
+DECISION_SHOWN = ["failures", "test", "n", "wins", "losses", "ties", "mean_diff", "p_holm",
+                  "wilcoxon", "p_better", "p_rope", "p_worse", "decision"]
+RULE_TITLES = {
+    failure_rules.AVAILABLE: "available: each algorithm's mean over its own cells that did "
+                             "not fail",
+    failure_rules.ITT: "itt (intention to treat): a failed cell counts with the value stated "
+                       "in advance ({value})",
+    failure_rules.COMPLETE_CASE: "complete-case: only the cells where every algorithm has a "
+                                 "value",
+}
+
+
+def _rules_paragraph(chosen):
+    value = (f"the F of {chosen.failure_value} in the same cell"
+             if isinstance(chosen.failure_value, str) else f"F = {chosen.failure_value:g}")
+    return ("Rules for failed fits (docs/method/statistics.md, \"Failed fits\"): "
+            + "; ".join(RULE_TITLES[rule].format(value=value) for rule in failure_rules.RULES)
+            + ". Bayesian signed-rank test on the data sets' values (the "
+            f"values of the exact test): ROPE ±{chosen.rope:g} in mean F, prior strength "
+            f"{chosen.prior:g}, decision at probability {chosen.threshold:g}: better, worse, "
+            "practically equivalent or undecided. Wilcoxon: the exact test, Holm over the "
+            f"focus's tests of the selection and rule, at alpha {chosen.alpha:g}.")
+
+
+def _decision_table(table):
+    return table[DECISION_SHOWN].rename(columns={"mean_diff": "mean x − y",
+                                                  "p_holm": "p (Holm)",
+                                                  "p_better": "P(x better)",
+                                                  "p_rope": "P(rope)",
+                                                  "p_worse": "P(y better)",
+                                                  "decision": "Bayesian"})
+
+
+def _decisions(doc, results, found, prereg, table, out, written):
+    """Section 9 (docs/method/statistics.md): the focus against each other algorithm under
+    every rule for failed fits with the Bayesian signed-rank test, the per-data-set Bayesian
+    correlated t-tests, and Friedman's test with the critical-difference diagram (``table``:
+    :func:`decisions.signed_rank_table` of the report's plan)."""
+    doc.heading("9. Decisions: failed fits, Bayesian tests and ranks")
+    plan, chosen = found.plan, decisions.settings(prereg)
+    if plan is None or results.families is None:
+        doc.paragraph(f"Not computed: {found.focus_note or 'nothing is computed'}.")
+        return
+    selection = decisions.primary_selection(results, prereg)
+    label = "the pre-registered" if prereg is not None else "the default"
+    doc.paragraph(_rules_paragraph(chosen) + f" Selection of s shown: {selection} ({label}; "
+                  "every selection in the CSVs).")
+    if prereg is None or "failures" not in (results.store.attrs.get("preregistration") or {}):
+        doc.paragraph("**Post hoc**: the spec's preregistration states no rule for failed fits "
+                      "and no Bayesian test; the analyses of this section were added after "
+                      "its results.")
+    _csv(table, out, "bayesian_tests.csv", written)
+    doc.heading("9.1 Bayesian signed-rank tests over the data sets", level=3)
+    doc.table(_decision_table(table[table.selection == selection]))
+    doc.paragraph("All selections: `bayesian_tests.csv`.")
+    doc.heading("9.2 Per data set: Bayesian correlated t-tests over runs x folds", level=3)
+    per_dataset = decisions.dataset_t_table(results, plan, prereg)
+    _csv(per_dataset, out, "dataset_t_tests.csv", written)
+    shown = per_dataset[per_dataset.primary] if not per_dataset.empty else per_dataset
+    if shown.empty:
+        doc.paragraph("Not computed.")
+    else:
+        rho = float(shown.rho.iloc[0])
+        doc.paragraph(
+            f"Under {selection} with failed fits {chosen.failures}: each data set's mean over "
+            "the settings of Analysis 1 and the percentages of F per (run, fold), x − y over "
+            f"the cells where both have a value; correlation rho = {rho:g} (1 / n_folds); "
+            f"ROPE ±{chosen.rope:g}. Cell: the decision, with P(x better) / P(rope) / "
+            "P(y better). Every rule: `dataset_t_tests.csv`.")
+        cells = shown.assign(cell=[
+            f"{r.decision} ({r.p_better:.2f}/{r.p_rope:.2f}/{r.p_worse:.2f})"
+            if r.decision != "not computed" else r.decision for r in shown.itertuples()])
+        wide = cells.pivot(index="dataset", columns="test", values="cell")
+        wide = wide.loc[shown.dataset.unique(), shown.test.unique()].reset_index()
+        wide.columns.name = None
+        doc.table(wide)
+    doc.heading("9.3 Friedman test, mean ranks and the critical-difference diagram", level=3)
+    friedman = decisions.friedman_table(results, plan, prereg)
+    _csv(friedman, out, "friedman.csv", written)
+    pairs, figure = decisions.cd_pairs_and_figure(results, plan, prereg)
+    if figure is None:
+        doc.paragraph("Not computed: fewer than two data sets have a value for every "
+                      "algorithm under the primary selection and rule.")
+        return
+    _csv(pairs, out, "cd_pairs.csv", written)
+    png = out / "cd_diagram.png"
+    figure.savefig(png, dpi=110)
+    written.append(png)
+    doc.paragraph(
+        f"Friedman's test (Iman-Davenport F) of equal mean ranks over the algorithms, on the "
+        f"data sets where every one has a value; mean ranks (1: the best). Under {selection} "
+        f"with failed fits {chosen.failures}; every selection and rule: `friedman.csv`. The "
+        "diagram's bars join algorithms that no pairwise exact Wilcoxon test separates after "
+        f"Holm over all pairs at alpha {chosen.alpha:g} (`cd_pairs.csv`).")
+    doc.table(friedman[friedman.primary].drop(columns=["primary"]))
+    doc.image(png, "critical-difference diagram")
+
+
+def _primary_decisions(doc, results, prereg, table, number):
+    """Section 0's table of the primary comparisons under each rule for failed fits, with
+    the Bayesian signed-rank test beside the exact test (``table``:
+    :func:`decisions.signed_rank_table` of the pre-registered focus's plan)."""
+    table = table[table.selection == prereg.rule]
+    if table.empty:
+        return number
+    doc.heading(f"0.{number} Failed fits and Bayesian verdicts", level=3)
+    later = "failures" not in (results.store.attrs.get("preregistration") or {})
+    doc.paragraph(
+        f"The primary comparisons under each rule for failed fits; the pre-registered rule is "
+        f"**{prereg.failures}**"
+        + (" (the rule of the analysis above; this preregistration predates the rules and "
+           "the Bayesian tests, so the other rules and the Bayesian columns are post hoc)"
+           if later else "")
+        + ". " + _rules_paragraph(prereg) + " All columns: `bayesian_tests.csv` (section 9).")
+    doc.table(_decision_table(table))
+    return number + 1
 
 
 def _primary_plan(results, found, prereg):
@@ -779,9 +898,10 @@ def _with_verdict(table, tests):
     return table.drop(columns=["analysis", "level"]).assign(verdict=tests.verdict.to_numpy())
 
 
-def _preregistered(doc, results, found, tests, prereg, out, written):
+def _preregistered(doc, results, found, tests, prereg, decided, out, written):
     """Section 0 (docs/reference/spec-toml.md, "[preregistration]"): the primary tests, then
-    every other selection as a sensitivity analysis. Returns the primary tests."""
+    every other selection as a sensitivity analysis (``decided``: the Bayesian table of the
+    report's plan, :func:`decisions.signed_rank_table`). Returns the primary tests."""
     doc.heading("0. Pre-registered analysis")
     if prereg.post_hoc:
         doc.paragraph(f"**POST-HOC CHANGE: {prereg.post_hoc}.** Read the analysis below as "
@@ -827,11 +947,15 @@ def _preregistered(doc, results, found, tests, prereg, out, written):
                       f"below 2 / 2^{n} = {2 / 2 ** n:.3g}.")
     doc.table(_with_verdict(_test_table(primary), primary))
     first = 2
+    if plan is not None:
+        bayes = (decided if plan is found.plan
+                 else decisions.signed_rank_table(results, plan, prereg))
+        first = _primary_decisions(doc, results, prereg, bayes, first)
     reference = (preregistered.reference_arm(results, plan, prereg) if plan is not None
                  else pd.DataFrame())
     if not reference.empty:
         _csv(reference, out, "reference_arm_tests.csv", written)
-        doc.heading("0.2 Reference arm: nothing thresholded", level=3)
+        doc.heading(f"0.{first} Reference arm: nothing thresholded", level=3)
         doc.paragraph(
             f"{prereg.focus} with s chosen by `{preregistered.REFERENCE}` (the path's first s "
             "at which no weight is zero; docs/method/selection.md §6) against "
@@ -841,7 +965,7 @@ def _preregistered(doc, results, found, tests, prereg, out, written):
             f"{prereg.focus} under `{preregistered.REFERENCE}` against each other algorithm "
             "is its sensitivity section below. All columns: `reference_arm_tests.csv`.")
         doc.table(_with_verdict(_test_table(reference), reference))
-        first = 3
+        first += 1
     doc.paragraph(
         f"Sections 0.{first} on: the same tests under every other selection of s of the "
         "cube, each with Holm over its own tests: sensitivity analyses, not the "
@@ -896,9 +1020,38 @@ def _headline(results, found, tests, primary, prereg):
             table_markdown(wide.reset_index())]
 
 
+def _no_used_case(results, found, tests, most=6):
+    """When the focus has no used case under any selection (every comparison n/a): why, in
+    the summary's words, with the settings whose every cell failed (a case's value V is the
+    mean over its percentages, so one such percentage makes it NaN, §10) and the focus's
+    share of failed fits there (``failures.csv``). Empty otherwise."""
+    if found.plan is None or tests.empty or (tests.n > 0).any():
+        return []
+    focus = found.plan.focus
+    table = failures.family_table(results)
+    table = table[table.algorithm == focus] if not table.empty else table
+    n_nan, n_missing = int(tests.dropped_nan.max()), int(tests.not_computed.max())
+    why = [f"{n_nan} with V = NaN"] if n_nan else []
+    why += [f"{n_missing} not computed"] if n_missing else []
+    line = (f"**No comparison**: {focus} has no used case under any selection "
+            f"({'; '.join(why) or 'none computed'}; section 5), so every test below is n/a.")
+    failed = table[(table.cells > 0) & (table.cells_all_failed == table.cells)] \
+        if not table.empty else table
+    if failed.empty:
+        return [line]
+    shares = [f"{r.dataset} / {r.init} / {r.kind} / {r.percent:g} %: {r.failed_fits} of "
+              f"{r.fits} fits failed" for r in failed.itertuples()]
+    rest = [f"{len(shares) - most} more in `failures.csv`"] if len(shares) > most else []
+    total = table.failed_fits.sum() / table.fits.sum()
+    return [f"{line} Every cell of {focus} failed at these settings, which makes the value "
+            f"of their cases NaN ({total:.0%} of its fits failed in all; section 1.1): "
+            f"{'; '.join(shares[:most] + rest)}."]
+
+
 def _summary(results, found, tests, primary, prereg, totals, contents):
     """The one-screen summary at the top of report.md (docs/guide/quick-study.md)."""
     lines = ["## Summary", _computed_line(results, totals),
+             *_no_used_case(results, found, tests),
              *_headline(results, found, tests, primary, prereg), "**Contents**:"]
     lines.append("\n".join(f"- [{title}](#{anchor(title)})" + (f": {note}" if note else "")
                            for title, note in contents))
@@ -915,7 +1068,10 @@ def write_document(results, out, focus=None):
     doc.heading(f"Report of {results.store.path.name}", level=1)
     summary_at = doc.placeholder()
     tests, cases = statistics.analyses(results, found.plan)
-    primary = (_preregistered(doc, results, found, tests, prereg, out, written)
+    decided = (decisions.signed_rank_table(
+        results, found.plan, prereg, decisions.case_rows(results, found.plan, cases))
+        if found.plan is not None else pd.DataFrame(columns=decisions.COLUMNS))
+    primary = (_preregistered(doc, results, found, tests, prereg, decided, out, written)
                if prereg is not None else None)
     _header(doc, results, found, out, written)
     totals = _coverage(doc, results, out, written)
@@ -928,6 +1084,7 @@ def write_document(results, out, focus=None):
     _weights(doc, results, out, written)
     _claims(doc, results, found, table1, tests, prereg, out, written)
     _cell_sample(doc, results, out, written)
+    _decisions(doc, results, found, prereg, decided, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])
     notes = {"2. Table 1: data set constraints": "" if found.table1 else "does not apply",

@@ -64,7 +64,8 @@ def hodges_lehmann(d, confidence=CONFIDENCE):
     it covers with probability ``attained`` = 1 - 2 P0(T+ <= k - 1) >= ``confidence``. The
     null distribution is discrete: when even k = 1 (the range of d) misses the level (n <= 5
     at 95 %), the interval is that range and ``attained`` is below ``confidence``. Every
-    difference counts, zeros too; the level is exact for untied, non-zero differences.
+    difference given counts (the signed-rank analyses pass the non-zero ones, as their test
+    ranks them); the level is exact for untied, non-zero differences.
     """
     d = np.asarray(d, dtype=np.float64)
     if d.ndim != 1 or np.isnan(d).any():

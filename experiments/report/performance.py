@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import failures, families, plotting
+from . import failure_rules, failures, families, plotting
 from .fits import quiet
 from .selection import SELECTION_TITLES
 
@@ -358,11 +358,14 @@ def _wrap(label):
     return label.replace(" ", "\n", 1) if len(label) > 12 else label
 
 
-def case_values(results):
+def case_values(results, failures=failure_rules.AVAILABLE):
     """V = mean over the percentages of Fbar (docs/method/protocol.md §10) per (selection, family,
-    algorithm, init, kind), with ``complete`` (every percentage complete)."""
+    algorithm, init, kind), with ``complete`` (every percentage complete); Fbar with the
+    failed fits under the rule ``failures`` (:mod:`.failure_rules`)."""
     data = results.families
-    return (data.f_mean.mean("percent", skipna=False),
+    f_mean = (data.f_mean if failures == failure_rules.AVAILABLE
+              else data.f_rules.sel({failure_rules.DIM: failures}, drop=True))
+    return (f_mean.mean("percent", skipna=False),
             data.complete.all("percent") & (data.n_expected > 0).all("percent"))
 
 

@@ -204,12 +204,13 @@ def not_computed(ax, text="not computed"):
 
 def quality_text(quality):
     """A data set's known feature quality in words for a panel title:
-    "+5 -5" -> "5 informative + 5 noise features", "8 unknown, -10" -> "8 unknown + 10 noise
-    features" (:attr:`pcskm.experiments.datasets.Dataset.feature_quality`); any other text
-    as it is."""
-    informative = re.fullmatch(r"\+(\d+) -(\d+)", quality)
+    "+5 -5" -> "5 informative + 5 noise features", "+3 -2, 4 unknown" -> "3 informative + 2
+    noise + 4 unknown features", "8 unknown, -10" -> "8 unknown + 10 noise features"
+    (:attr:`pcskm.experiments.datasets.Dataset.feature_quality`); any other text as it is."""
+    informative = re.fullmatch(r"\+(\d+) -(\d+)(?:, (\d+) unknown)?", quality)
     if informative:
-        return f"{informative[1]} informative + {informative[2]} noise features"
+        rest = f" + {informative[3]} unknown" if informative[3] else ""
+        return f"{informative[1]} informative + {informative[2]} noise{rest} features"
     unknown = re.fullmatch(r"(\d+) unknown, -(\d+)", quality)
     if unknown:
         return f"{unknown[1]} unknown + {unknown[2]} noise features"

@@ -15,16 +15,16 @@ spec text the store records states another one (a post-hoc change).
 """
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
 
+from ..spec import Preregistration, preregistration_record
 from . import inference, statistics
 
 # the pre-registered level -> the level of statistics.LEVELS
 LEVELS = {"dataset": "datasets", "case": "cases"}
-DEFAULTS = {"level": "dataset", "alpha": 0.05}
 COLUMNS = ["selection", "analysis", "test", "x", "y", "level", "n", "n_units", "not_computed",
            "dropped_nan", "wins", "losses", "ties", "statistic", "p_value", "p_holm",
            "holm_m", "direction", "verdict", "mean_diff", "boot_low", "boot_high",
@@ -32,15 +32,11 @@ COLUMNS = ["selection", "analysis", "test", "x", "y", "level", "n", "n_units", "
 
 
 @dataclass(frozen=True)
-class Stored:
-    """A store's preregistration: ``rule``, ``focus``, ``level``, ``alpha``, ``hypotheses``;
-    ``post_hoc``: why it is not the one recorded before the results, or ""."""
+class Stored(Preregistration):
+    """A store's preregistration (the fields of :class:`~pcskm.experiments.spec.
+    Preregistration`); ``post_hoc``: why it is not the one recorded before the results, or
+    ""."""
 
-    rule: str
-    focus: str
-    level: str
-    alpha: float
-    hypotheses: str
     post_hoc: str = ""
 
 
@@ -49,13 +45,14 @@ def _table(spec_toml):
         table = tomllib.loads(spec_toml or "").get("preregistration")
     except tomllib.TOMLDecodeError:
         return None
-    return {**DEFAULTS, **table} if isinstance(table, dict) else None
+    return preregistration_record(table) if isinstance(table, dict) else None
 
 
 def stored(attrs):
     """The :class:`Stored` preregistration of a store's root ``attrs``, or None: the recorded
     ``preregistration`` attribute, checked against the ``[preregistration]`` of the recorded
-    spec text (``spec_toml``)."""
+    spec text (``spec_toml``); both normalised by ``preregistration_record``, so a record made
+    before a key existed reads as its default."""
     recorded, stated = attrs.get("preregistration"), _table(attrs.get("spec_toml"))
     if recorded is None and stated is None:
         return None
@@ -64,12 +61,15 @@ def stored(attrs):
         recorded = stated
         post_hoc = ("the store's spec states a [preregistration] that the store did not record "
                     "when its cells were computed")
-    elif stated is not None and {k: stated.get(k) for k in recorded} != recorded:
-        changed = [k for k in recorded if stated.get(k) != recorded[k]]
-        post_hoc = (f"the store's spec text states another preregistration ({', '.join(changed)} "
-                    "changed) than the one recorded with its cells; the recorded one is used")
-    return Stored(**{k: recorded[k] for k in ("rule", "focus", "level", "alpha",
-                                              "hypotheses")}, post_hoc=post_hoc)
+    else:
+        recorded = preregistration_record(recorded)
+        changed = [k for k in recorded if stated is not None and stated.get(k) != recorded[k]]
+        if changed:
+            post_hoc = (f"the store's spec text states another preregistration "
+                        f"({', '.join(changed)} changed) than the one recorded with its cells; "
+                        "the recorded one is used")
+    keys = [f.name for f in fields(Preregistration)]
+    return Stored(**{k: recorded[k] for k in keys if k in recorded}, post_hoc=post_hoc)
 
 
 def verdict(row, alpha):

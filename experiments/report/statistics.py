@@ -34,6 +34,7 @@ import scipy.stats
 
 from .._seeds import generator
 from . import families, inference
+from .failure_rules import AVAILABLE
 from .performance import algorithms, case_values
 
 SIX = tuple(f.label for f in families.PAPER_SIX)
@@ -101,7 +102,7 @@ def wilcoxon(x, y, method="auto"):
     ``scipy.stats.wilcoxon``), the median and mean of x - y, the wins (x > y), losses and
     ties, the positive and negative rank sums, the direction (the side with the larger rank
     sum), the rank-biserial correlation and the Hodges-Lehmann estimate with its interval and
-    attained confidence (§10.1)."""
+    attained confidence over the differences the test ranks (zeros dropped, §10.1)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"x and y must be paired 1-d vectors; got shapes {x.shape}, {y.shape}")
@@ -116,7 +117,8 @@ def wilcoxon(x, y, method="auto"):
                                     alternative="two-sided", method=method)
         statistic, p_value = float(test.statistic), float(test.pvalue)
     direction = "x" if r_plus > r_minus else "y" if r_minus > r_plus else "none"
-    estimate, low, high, attained = inference.hodges_lehmann(d)
+    # the estimate and interval that go with the test: its differences, zeros dropped
+    estimate, low, high, attained = inference.hodges_lehmann(d[d != 0])
     return {
         "n": len(d), "n_nonzero": n_nonzero, "statistic": statistic, "p_value": p_value,
         "median_diff": float(np.median(d)) if len(d) else np.nan,
@@ -221,13 +223,14 @@ def _holm_by_level(tests):
     return tests
 
 
-def selection_test(results, plan, x_selection, y_selection):
+def selection_test(results, plan, x_selection, y_selection, failures=AVAILABLE):
     """Analysis 3, the reference arm (docs/method/selection.md §6): ``plan.focus`` under
     ``x_selection`` (x) against itself under ``y_selection`` (y) on the cases of Analysis 1,
     at both levels, with the columns of :func:`analyse_selection` (``selection`` is
     ``x_selection``; the bootstrap's key (6, 3, 1)). One test per level: Holm leaves its p
-    as it is. Empty when the cube has no such selection."""
-    values, complete = case_values(results)
+    as it is. Empty when the cube has no such selection. ``failures``: the rule for failed
+    fits (:mod:`.failure_rules`)."""
+    values, complete = case_values(results, failures)
     if not {x_selection, y_selection} <= set(map(str, values.selection.values)):
         return pd.DataFrame(columns=COLUMNS)
     x_label, y_label = (f"{plan.focus} ({name})" for name in (x_selection, y_selection))
@@ -266,14 +269,15 @@ def analyse_selection(selection, values, complete, plan=PAPER):
     return tests[COLUMNS], cases
 
 
-def analyses(results, plan=PAPER):
+def analyses(results, plan=PAPER, failures=AVAILABLE):
     """The analyses of ``plan`` (None: none), at both levels, for every selection of the
-    cube: ``(tests, cases)`` (see :func:`analyse_selection`; the cases carry the data set's
+    cube, with the failed fits under the rule ``failures`` (:mod:`.failure_rules`):
+    ``(tests, cases)`` (see :func:`analyse_selection`; the cases carry the data set's
     label)."""
     if results.families is None or plan is None or not (plan.others and plan.settings
                                                         and plan.datasets):
         return pd.DataFrame(), pd.DataFrame()
-    values, complete = case_values(results)
+    values, complete = case_values(results, failures)
     found = [analyse_selection(str(selection), values.sel(selection=selection),
                                complete.sel(selection=selection), plan)
              for selection in values.selection.values]

@@ -11,9 +11,11 @@ code), each importing only those listed before it.
   on object storage, and what the workers write into (the folder, or a fork of the run's
   session that the client merges back); the folder's operations of the modules below are
   imported when used.
+* :mod:`.digests`: the record of the metadata's digests (:func:`record_metadata`).
+* :mod:`.provenance`: which code computed each cell: the ``run_index`` array and each run's
+  definitions (docs/reference/cube-schema.md, Code provenance).
 * :mod:`.layout`: a store's groups and settings, for a spec or as stored, and their merging
   (:func:`merge_layouts`, which refuses a spec that would compute a cell differently).
-* :mod:`.digests`: the record of the metadata's digests (:func:`record_metadata`).
 * :mod:`.create`: creating a store, built beside its path and moved into place.
 * :mod:`.metadata`: checking the metadata against its record, and repairing it.
 * :mod:`.access`: opening an existing store (:func:`check_store`, :func:`read_layout`,

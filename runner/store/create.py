@@ -19,6 +19,8 @@ from . import schema
 from .errors import StoreNotWritable
 from .layout import done_shape, has_user_algorithms
 from .location import where
+from .places import RECORD, RECORD_ATTRS, RECORD_DIMS
+from .provenance import RUN_INDEX, RUN_INDEX_ATTRS, RUN_INDEX_DIMS, UNKNOWN
 from .schema import (
     CELL_DIMS,
     DONE_DIMS,
@@ -26,6 +28,7 @@ from .schema import (
     FIT_ERROR_ATTRS,
     FIT_ERROR_DIMS,
     FIT_VARIABLES,
+    RECORDS_SINCE,
     SCHEMA_VERSION,
     SCORE_VARIABLES,
     SCORED_ATTRS,
@@ -91,6 +94,19 @@ def create_score_arrays(group, layout, fixed, version):
                       SCORED_ATTRS)[...] = 0
 
 
+def create_run_index(group, shape):
+    """Create the group's :data:`.provenance.RUN_INDEX` of ``shape`` (the done markers'),
+    written whole (unknown) so that its chunk always exists."""
+    _create_array(group, RUN_INDEX, RUN_INDEX_DIMS, shape, "i2", UNKNOWN,
+                  RUN_INDEX_ATTRS)[...] = UNKNOWN
+
+
+def create_record(group, shape):
+    """Create the group's record of chunk digests (:data:`.places.RECORD`) of ``shape``
+    (kinds, percents), written whole (no digest) so that its chunk always exists."""
+    _create_array(group, RECORD, RECORD_DIMS, shape, str, "", RECORD_ATTRS)[...] = ""
+
+
 def write_group(root, layout, fixed, fit_errors=False, weights_per_s=True,
                 version=SCHEMA_VERSION):
     """Create one data set's group: coordinates, then empty (fill-valued) arrays chunked as
@@ -140,7 +156,10 @@ def write_group(root, layout, fixed, fit_errors=False, weights_per_s=True,
                                 "init, kind, percent, run) is written",
                    "comment": "written after the data; cells not marked done are "
                               "recomputed by the next run"})
+    create_run_index(group, (n_alg, n_init, n_kind, n_pct, n_run))
     create_score_arrays(group, layout, fixed, version)
+    if version >= RECORDS_SINCE:
+        create_record(group, (n_kind, n_pct))
     if fit_errors:
         _create_array(group, "fit_error", FIT_ERROR_DIMS, (n_alg, n_init, n_kind, n_pct, n_run),
                       str, "", FIT_ERROR_ATTRS, version)[...] = ""  # every chunk exists

@@ -11,6 +11,10 @@ its values is intact (:mod:`pcskm.runner.store.writer`). :func:`verify` checks t
   made by this version) is checked on the stored bytes, without decompressing; an array
   without checksums (a store made before them) has each chunk decoded instead, which finds
   truncated and most overwritten chunks, not a changed byte that still decodes;
+* every chunk a done block needs is the one written at its place (schema version 3): its
+  digest, of its key, chunk shape and bytes, is the one recorded for its place
+  (:mod:`pcskm.runner.store.places`), so that a chunk swapped with another, copied over
+  another array's or from another store, of the same shape or not, is damage;
 * the status of every fit of a done block is not ``missing``.
 
 A selection-score variable (``cv_score``, ``gap``, ...) is needed only where a done block's
@@ -34,11 +38,13 @@ from zarr.codecs import Crc32cCodec
 from .access import check_store, open_root
 from .errors import DamagedStore
 from .location import where
+from .places import RECORD, chunk_digest, is_placed, place_of, read_record
 from .schema import (
     DONE_DIMS,
     FIT_DIMS,
     MISSING,
     NOT_APPLICABLE,
+    RECORDS_SINCE,
     SCORE_VARIABLES,
     complete_blocks,
     wanted_scores,
@@ -55,9 +61,10 @@ MAX_LISTED = 40  # damaged chunks listed by describe(); the rest are counted
 @dataclass(frozen=True)
 class Damage:
     """One damaged chunk (``chunk``: its position in the array's chunk grid): ``kind`` is
-    ``missing``, ``corrupt`` (its file is deleted by the repair) or ``inconsistent``
-    (intact, but its blocks marked done hold no fit); ``blocks`` marks the group's done
-    blocks whose values it held (None: a layout array)."""
+    ``missing``, ``corrupt`` or ``misplaced`` (intact bytes, not those recorded for its
+    place, or none recorded; the repair deletes the files of these three) or
+    ``inconsistent`` (intact, but its blocks marked done hold no fit); ``blocks`` marks the
+    group's done blocks whose values it held (None: a layout array)."""
 
     dataset: str
     array: str
@@ -83,6 +90,7 @@ class Verification:
     wanted: dict = field(default_factory=dict)  # group -> score bits of each algorithm
     n_folds: dict = field(default_factory=dict)
     metadata: object = None  # the MetadataCheck of pcskm.runner.store.metadata
+    version: int | None = None  # the store's schema version
 
     @property
     def ok(self):
@@ -116,6 +124,11 @@ class Verification:
                "(arrays without checksums decoded instead)")
         lines = [f"store {self.store}: {self.n_chunks} chunk files checked {how}",
                  self.metadata.describe()]
+        if self.version is not None and self.version < RECORDS_SINCE:
+            lines.append(
+                f"the chunks are not bound to their place (schema version {self.version}): a "
+                "chunk swapped with another or copied over one is not found; the next pcskm "
+                "run records their digests as they are")
         if self.unchecksummed:
             lines.append(
                 f"{len(self.unchecksummed)} arrays carry no checksums (the store was made "
@@ -273,6 +286,37 @@ def _needed(array_name, done, scored):
     return (done > 0) & ((scored & SCORE_VARIABLES[array_name][0]) > 0)
 
 
+def _read_places(group, version):
+    """The group's record of chunk digests (:func:`.places.read_record`); None in a store
+    of a version without one, or if it cannot be read (its chunk's damage is reported like
+    any other's, and clears every done block of the group)."""
+    if version is None or version < RECORDS_SINCE or RECORD not in group:
+        return None
+    try:
+        return read_record(group[RECORD])
+    except Exception:  # a damaged chunk: found and reported by verify's chunk check
+        return None
+
+
+def _misplaced(array, coords, key, data, record):
+    """Why the intact chunk ``data`` at ``coords`` of ``array`` is not the one recorded for
+    its place (``record``, :func:`_read_places`), or None."""
+    place = place_of(array, coords)
+    recorded = record.get(place, {}).get(array.basename)
+    if recorded == chunk_digest(key, array.chunks, data):
+        return None
+    if recorded is None:
+        return "no digest recorded for its place: not known to be the chunk written there"
+    try:
+        array.blocks[coords]
+    except Exception as error:  # any failure to decode is a chunk of another shape or type
+        shape = "x".join(map(str, array.chunks))
+        return (f"not the chunk written here: a chunk of another shape or type (it does not "
+                f"decode to this place's {shape} {array.dtype}: {type(error).__name__})")
+    return ("not the chunk written here: its digest is not the one recorded for its place "
+            "(a chunk swapped with another or copied here)")
+
+
 def _inconsistent_blocks(status, coords, done, blocks):
     """Done blocks of a status chunk with a ``missing`` fit."""
     missing = (status.blocks[coords] == MISSING).any(axis=(-2, -1))
@@ -291,7 +335,9 @@ def verify(store):
     metadata = check_store(location)
     root = open_root(location)
     attrs = root.attrs.asdict()
-    found = Verification(store=location, spec=attrs.get("spec_name", "SPEC"), metadata=metadata)
+    version = attrs.get("schema_version")
+    found = Verification(store=location, spec=attrs.get("spec_name", "SPEC"), metadata=metadata,
+                         version=version)
     for name, group in root.groups():
         arrays = dict(group.arrays())
         found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
@@ -299,6 +345,7 @@ def verify(store):
         _verify_done(location, name, group, found)
         done = found.done[name]
         found.scored[name] = _read_scored(group)
+        record = _read_places(group, version)
         found.wanted[name] = wanted_scores(
             attrs.get("protocol", {}), attrs.get("algorithm_definitions", {}),
             labels["algorithm"] or [""] * done.shape[0])
@@ -324,9 +371,14 @@ def verify(store):
                     continue
                 found.n_chunks += 1
                 problem = _corruption(array, coords, data, checksummed)
+                misplaced = (not problem and under_done and record is not None
+                             and is_placed(array) and _misplaced(array, coords, key, data, record))
                 if problem:
                     found.damage.append(Damage(name, array_name, coords, file, "corrupt", problem,
                                                label, blocks))
+                elif misplaced:
+                    found.damage.append(Damage(name, array_name, coords, file, "misplaced",
+                                               misplaced, label, blocks))
                 elif array_name == "status" and under_done:
                     bad = _inconsistent_blocks(array, coords, done, blocks)
                     if bad.any():
@@ -354,7 +406,7 @@ def repair(store, found):
     log.warning("%s: %s\nrepairing: the damaged chunks are deleted and their cells marked "
                 "not done, to be computed again", store, "\n".join(found.listing()))
     for damage in found.damage:
-        if damage.kind in ("corrupt", "missing"):
+        if damage.kind in ("corrupt", "missing", "misplaced"):
             location.delete_chunk(damage.file)
     root = open_root(location, "r+")
     for name in sorted({damage.dataset for damage in found.damage}):

@@ -16,6 +16,7 @@ from pcskm.experiments.sources import check_folds, definition_json
 from pcskm.experiments.spec import ADDED_DEFAULTS
 
 from .errors import IncompatibleStore
+from .provenance import describe
 from .schema import CHUNKED_BY, SCHEMA_VERSION, SCORE_SETTINGS, WEIGHTS_PER_S
 
 log = logging.getLogger("pcskm")
@@ -229,19 +230,13 @@ def _without_provenance(definition):
     return {k: v for k, v in definition.items() if k not in PROVENANCE_KEYS}
 
 
-def _origin(definition):
-    if definition.get("version", "unknown") != "unknown":
-        return f"{definition.get('distribution')} {definition['version']}"
-    return f"a module with source SHA-256 {str(definition.get('source_sha256'))[:12]}"
-
-
 def _warn_provenance(name, before, now, store):
-    """Warn that user estimator ``name`` comes from another version than the store's done
-    cells, and say how to recompute them."""
-    log.warning("algorithm %s: the cells in %s were computed with %s, this run uses %s; the "
-                "done cells are kept (and the store now records %s). To recompute them, "
-                "use a new --store, or rerun with --force --only algorithm=%s",
-                name, store, _origin(before), _origin(now), _origin(now), name)
+    """Warn that user estimator ``name`` comes from another version than the store's
+    definition, and say how to recompute the cells of other code."""
+    log.warning("algorithm %s: %s records %s, this run uses %s; the done cells are kept, "
+                "each with the code of the run that computed it (pcskm status lists them). "
+                "To compute the cells of other code again, rerun with --recompute-changed",
+                name, store, describe(before), describe(now))
 
 
 def _merge_scores(old, new, store, problems):

@@ -153,8 +153,11 @@ class Folder:
         record_metadata(self.path, attrs)
 
     def repair_metadata(self, groups):
+        from .access import half_created
         from .metadata import repair_metadata
 
+        if half_created(self.path):
+            return  # no metadata record yet: check_store says what was left and what to do
         repair_metadata(self.path, groups)
 
     def consolidate(self):
@@ -739,18 +742,37 @@ class ForkForWorkers:
         return self.fork
 
 
+def process_start(pid):
+    """The identity of the start of process ``pid`` on this host: the boot id and the start
+    time (clock ticks since boot, field 22 of ``/proc/PID/stat``), which no other process
+    shares even when the kernel gives it the same PID; None where ``/proc`` cannot tell."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, TypeError, ValueError):
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces: count after it
+    return f"{boot}:{stat.rpartition(')')[2].split()[19]}"
+
+
 def _gone(note):
     """Whether the run of ``note`` is known to have ended: its process is gone from this
-    host."""
+    host, or its PID now names another process (its start, ``client_start``, differs; a
+    note without it is judged by the PID alone)."""
     if note.get("client_host") != platform.node():
         return False
     try:
-        os.kill(int(note.get("client_pid")), 0)
+        pid = int(note.get("client_pid"))
+    except (TypeError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except (PermissionError, TypeError, ValueError):
-        return False
-    return False
+    except PermissionError:  # alive, another user's: its start tells whether it is the run
+        pass
+    started = note.get("client_start")
+    return started is not None and process_start(pid) not in (None, started)
 
 
 def describe_run(note):

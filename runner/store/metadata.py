@@ -38,6 +38,7 @@ from .digests import (
 from .errors import DamagedStore
 from .layout import has_user_algorithms, layout_of
 from .lock import check_writable
+from .schema import RECORDS_SINCE
 
 log = logging.getLogger("pcskm")
 
@@ -158,6 +159,12 @@ def check_metadata(store):
     attrs = attrs if isinstance(attrs, dict) else {}
     found.spec = str(attrs.get("spec_name", "SPEC"))
     record = attrs.get(RECORD)
+    version = attrs.get("schema_version")
+    if record is None and isinstance(version, int) and version >= RECORDS_SINCE:
+        found.changes.append(Change(ROOT, "", f"its attribute {RECORD} is missing, which a "
+                                    f"store of schema version {version} has from its "
+                                    "creation: its metadata cannot be checked", None))
+        return found
     if record is None:
         found.recorded = False
         return found

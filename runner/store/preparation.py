@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pcskm.experiments.spec import preregistration_record
+
 from .access import (
     check_runnable,
     check_store,
@@ -20,12 +22,28 @@ from .access import (
     open_root,
     read_layout,
 )
-from .create import create_score_arrays, root_attrs, stored_preregistration
+from .create import (
+    create_record,
+    create_run_index,
+    create_score_arrays,
+    root_attrs,
+    stored_preregistration,
+)
 from .errors import IncompatibleStore
 from .integrity import repair, verify
 from .layout import label_positions, merge_layouts, spec_layout
 from .location import CREATED, PREPARED, RECORDED, RUN_TAG, where
-from .schema import FIT_VARIABLES, RUNNING, SCORE_VARIABLES, WEIGHTS_PER_S, writable_arrays
+from .places import RECORD, read_record, record_stored, record_values
+from .provenance import RUN_INDEX, read_run_index
+from .schema import (
+    FIT_VARIABLES,
+    RECORDS_SINCE,
+    RUNNING,
+    SCHEMA_VERSION,
+    SCORE_VARIABLES,
+    WEIGHTS_PER_S,
+    writable_arrays,
+)
 from .sizes import check_sizes
 from .views import Cube
 
@@ -39,6 +57,8 @@ def check_preregistration(path, spec):
     A store with nothing computed takes the new one."""
     old = open_root(path).attrs.asdict().get("preregistration")
     new = stored_preregistration(spec)
+    if old is not None:  # a record made before some keys existed reads as their defaults
+        old = preregistration_record(old)
     if old == new or not where(path).holds_done_markers():
         return
     changed = sorted(key for key in {*(old or {}), *(new or {})}
@@ -83,8 +103,9 @@ def _copy_group(source, target, old, new):
     scores = [name for name in (*SCORE_VARIABLES, "scored") if name in source]
     errors = ["fit_error"] if "fit_error" in source else []
     per_s = [WEIGHTS_PER_S] if WEIGHTS_PER_S in source else []
+    runs = [RUN_INDEX] if RUN_INDEX in source else []
     for name in (*FIT_VARIABLES, "weights", *per_s, "n_constraints", "done", *scores,
-                 *errors):
+                 *errors, *runs):
         array = source[name]
         dims = array.metadata.dimension_names
         # one kind at a time keeps memory bounded and writes each chunk of the target once
@@ -94,6 +115,59 @@ def _copy_group(source, target, old, new):
             selection = tuple(position if dim == "kind" else index[dim] for dim in dims)
             values = array[(slice(None),) * axis + (k,)]
             target[name].set_orthogonal_selection(selection, values)
+
+
+def _record_as_stored(path):
+    """Record the digests of the chunks of every done (kind, percent) of the store at
+    ``path`` as they are stored (:func:`.places.record_stored`): the chunks an extension
+    copied, or those of a store of schema version 2 upgraded; returns how many."""
+    location, root, count = where(path), open_root(path, "r+"), 0
+    for _, group in root.groups():
+        arrays = writable_arrays(group)
+        if RECORD not in arrays:
+            continue
+        record = read_record(arrays[RECORD])
+        places = [tuple(map(int, place))
+                  for place in zip(*np.nonzero(arrays["done"][...].any(axis=(0, 1, 4))),
+                                   strict=True)]
+        record_stored(location, arrays, record, places)
+        count += sum(map(len, record.values()))
+        arrays[RECORD][...] = record_values(record, arrays[RECORD].shape)
+    return count
+
+
+def _bind_chunks(location, version):
+    """Upgrade a store of schema version 2 to :data:`.schema.SCHEMA_VERSION` (same chunks,
+    each bound to its place): create each group's record of chunk digests, record the
+    chunks as they are (verified intact just before), then the new version."""
+    root = open_root(location, "r+")
+    for _, group in root.groups():
+        if RECORD not in group:
+            create_record(group, (group["kind"].shape[0], group["percent"].shape[0]))
+    location.consolidate()  # readers of a folder see the new arrays
+    count = _record_as_stored(location)
+    location.record_metadata({"schema_version": SCHEMA_VERSION})
+    log.warning("%s was of schema version %d, whose chunks were not bound to their place: "
+                "the digests of its %d chunks under done markers were recorded as they are "
+                "(schema version %d); from now on a chunk moved, swapped or copied over "
+                "another is found by pcskm verify and computed again", location, version,
+                count, SCHEMA_VERSION)
+
+
+def _add_run_index(location):
+    """Give each group of a store made before :data:`.provenance.RUN_INDEX` existed the
+    array, every block unknown (its done cells were computed before runs recorded their
+    code), so that this run's blocks are recorded; returns whether it added any."""
+    root = open_root(location, "r+")
+    added = False
+    for _, group in root.groups():
+        if RUN_INDEX not in group:
+            create_run_index(group, group["done"].shape)
+            added = True
+    if added:
+        location.consolidate()
+        location.record_metadata()
+    return added
 
 
 def recover_folder(path):
@@ -123,6 +197,7 @@ def _rebuild(location, old, new, spec, history, runs):
         source, target = open_root(location.before()), open_root(rebuild, "r+")
         for name, group in old.groups.items():
             _copy_group(source[name], target[name], group, new.groups[name])
+        _record_as_stored(rebuild)
 
     location.build(new, spec, history, runs, fill=copy)
 
@@ -163,6 +238,9 @@ def prepare(path, spec, data_dir=None):
         found = verify(location)
         _record_unfinished_run(location, found)
         repair(location, found)
+        if isinstance(found.version, int) and found.version < RECORDS_SINCE:
+            _bind_chunks(location, found.version)
+        _add_run_index(location)
         old = read_layout(location)
         merged = merge_layouts(old, new, store=str(location))
         stored = open_root(location).attrs.asdict()
@@ -194,13 +272,18 @@ def _record_unfinished_run(location, found):
     """Record the run that began writing the store and was killed before recording itself
     (its ``run_in_progress`` entry is still there; the lock, or for a repository
     :meth:`.location.Repository.check_free`, says it is gone): the cells it wrote are the
-    cells marked done now less those marked done when it began."""
+    cells marked done now less those marked done when it began, or if more, the done cells
+    whose blocks name it (``run_index``: a forced run or ``--recompute-changed`` marks done
+    again blocks that were done)."""
     root = open_root(location, "r+")
     attrs = root.attrs.asdict()
     entry = attrs.pop(RUNNING, None)
     if entry is None:
         return
-    cells_written = max(0, found.done_cells() - entry.pop("done_cells", 0))
+    number = len(attrs.get("runs", []))  # the place its blocks name
+    marked = sum(int(((found.done[name] > 0) & (read_run_index(group) == number)).sum())
+                 * found.n_folds[name] for name, group in root.groups())
+    cells_written = max(0, found.done_cells() - entry.pop("done_cells", 0), marked)
     if cells_written:
         log.warning("a previous run (%s, started %s on %s, process %s) wrote %d cells and "
                     "left no record; recorded now", entry.get("command"), entry.get("started"),

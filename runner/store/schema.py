@@ -33,12 +33,17 @@ from zarr.core.sync import sync
 from pcskm.algorithms._result import FIT_STATUS_NAMES, STATUS_NAMES
 from pcskm.experiments import cells
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # The block dims along which each schema version cuts every per-cell variable into chunks
 # (one entry per chunk along these, the whole extent along the others;
-# docs/reference/cube-schema.md, Chunks and size). Version 1 stores are read, verified,
-# reported and run in their own layout.
-CHUNKED_BY = {1: ("algorithm", "init", "kind"), 2: ("kind", "percent")}
+# docs/reference/cube-schema.md, Chunks and size). Version 1 stores are read, verified and
+# reported in their own layout. Version 3 has the chunks of version 2 and binds each to its
+# place (pcskm.runner.store.places); a run records a version 2 store's chunks as they are.
+CHUNKED_BY = {1: ("algorithm", "init", "kind"), 2: ("kind", "percent"), 3: ("kind", "percent")}
+# The first schema version whose stores hold, from their creation, the digests of their
+# metadata (root attribute metadata_sha256) and of their chunks (pcskm.runner.store.places):
+# in such a store a missing record is damage, not an older store.
+RECORDS_SINCE = 3
 # "error" (a user estimator's failed fit) came after "not_applicable": appended, so that
 # every store keeps its codes.
 STATUS_FLAGS = ("missing", *STATUS_NAMES, "not_applicable", "error")

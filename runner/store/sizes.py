@@ -6,7 +6,7 @@ The store: every array of every group, uncompressed, and of it the values a comp
 holds (the entries of each algorithm's s grid, or its no-s entry; the rest are fill values,
 which compress to almost nothing). A worker writing a task (:mod:`.writer`): one chunk of
 every variable (one (kind, percent)) and the task's results for it, as much again. The
-client holds the ``done`` (and ``scored``) markers of every group.
+client holds the ``done`` (and ``scored``) markers and the ``run_index`` of every group.
 """
 
 import os
@@ -68,7 +68,7 @@ class Sizes:
     values_bytes: int  # the values of a complete store (its non-fill entries), uncompressed
     chunk_bytes: int  # the largest chunk of every variable
     worker_bytes: int  # the most a worker holds to write a task's chunk
-    client_bytes: int  # the client's done markers
+    client_bytes: int  # the client's done markers and run indices
 
     def describe(self):
         return (f"store: {binary(self.values_bytes)} of values when complete "
@@ -91,7 +91,8 @@ def store_sizes(layout):
                    == per_s)
 
     per_s, per_cell = fit_item + score_bytes(~0, True), score_bytes(~0, False)
-    markers = 1 + bool(scores)  # done, and scored with the selection scores
+    # done (1 byte), scored with the selection scores (1), the run that marked it (2)
+    markers = 1 + bool(scores) + 2
     store = values = markers_bytes = counts = chunk = 0
     for group in layout.groups.values():
         shape = group.fit_shape()

@@ -13,6 +13,15 @@ from .access import check_runnable, open_root, read_layout
 from .integrity import verify
 from .layout import done_shape, json_copy, merge_layouts, positions, spec_layout
 from .location import FLUSHED, RECORDED, RUN_TAG, STARTED, where
+from .places import RECORD, read_record, record_stored, record_values
+from .provenance import (
+    RUN_INDEX,
+    UNKNOWN,
+    changed_blocks,
+    codes_of,
+    read_run_index,
+    run_codes,
+)
 from .schema import (
     MISSING,
     NOT_APPLICABLE,
@@ -30,12 +39,18 @@ from .sizes import check_sizes
 
 class CubeView:
     """A layout with its ``done`` and ``scored`` markers (``scored``: None where a group has
-    none) and label-to-position lookups (read only)."""
+    none), the run that marked each block done (``run_index``, :mod:`.provenance`; unknown
+    where not given) and the code each run recorded (``codes``, :func:`.provenance.run_codes`),
+    and label-to-position lookups (read only)."""
 
-    def __init__(self, layout, done, scored=None):
+    def __init__(self, layout, done, scored=None, run_index=None, codes=()):
         self.layout = layout
         self.done = done
         self.scored = {name: (scored or {}).get(name) for name in done}
+        self.run_index = {name: (run_index or {}).get(name, np.full(marks.shape, UNKNOWN,
+                                                                    np.int16))
+                          for name, marks in done.items()}
+        self.codes = list(codes)
         self._index = {
             name: {
                 "algorithm": {v: i for i, v in enumerate(g.algorithms)},
@@ -62,10 +77,12 @@ class CubeView:
         old = read_layout(path)
         merged = merge_layouts(old, new, store=str(path))
         check_sizes(merged, path, copies=merged != old)
-        done, scored = {}, {}
+        done, scored, run_index = {}, {}, {}
+        root = open_root(path)
         for name, group in merged.groups.items():
             done[name] = np.zeros(done_shape(group), np.uint8)
             scored[name] = np.zeros(done_shape(group), np.uint8)
+            run_index[name] = np.full(done_shape(group), UNKNOWN, np.int16)
             if name in old.groups:
                 before = old.groups[name]
                 index = (positions(before.algorithms, group.algorithms),
@@ -77,7 +94,8 @@ class CubeView:
                 done[name][np.ix_(*index)] = found.done_after_repair(name)
                 if found.scored.get(name) is not None:
                     scored[name][np.ix_(*index)] = found.scored[name]
-        return cls(merged, done, scored)
+                run_index[name][np.ix_(*index)] = read_run_index(root[name])
+        return cls(merged, done, scored, run_index, run_codes(root.attrs.asdict()))
 
     def complete(self, dataset):
         """The blocks of ``dataset`` that are done and carry the selection scores their
@@ -86,6 +104,14 @@ class CubeView:
         wanted = wanted_scores(layout.fixed, layout.algorithms,
                                layout.groups[dataset].algorithms)
         return complete_blocks(self.done[dataset], self.scored[dataset], wanted)
+
+    def changed(self, dataset):
+        """The complete blocks of ``dataset`` whose code, as the run that marked them done
+        recorded it, differs from the store's current definition of their algorithm
+        (:func:`.provenance.changed_blocks`; blocks of unknown code are not among them)."""
+        group = self.layout.groups[dataset]
+        return changed_blocks(self.complete(dataset), self.run_index[dataset], self.codes,
+                              group.algorithms, codes_of(self.layout.algorithms))
 
     def block_index(self, dataset, algorithm, init, kind=None, percent=None):
         """Integer positions of a block (or of its (algorithm, init[, kind]) prefix)."""
@@ -135,7 +161,15 @@ class Cube(CubeView):
         super().__init__(layout, {name: arrays["done"][:]
                                   for name, arrays in self.arrays.items()},
                          {name: arrays["scored"][:] for name, arrays in self.arrays.items()
-                          if "scored" in arrays})
+                          if "scored" in arrays},
+                         {name: arrays[RUN_INDEX][:] for name, arrays in self.arrays.items()
+                          if RUN_INDEX in arrays},
+                         run_codes(open_root(self.path).attrs.asdict()))
+        # the run writing the store (its place in runs, Cube.begin_run); unknown before
+        self.run_number = UNKNOWN
+        # the chunk digests of each group (None: a store of schema version 2)
+        self.records = {name: read_record(arrays[RECORD]) if RECORD in arrays else None
+                        for name, arrays in self.arrays.items()}
 
     def _open(self, layout):
         return GroupArrays(self.path, layout.groups)
@@ -152,13 +186,14 @@ class Cube(CubeView):
     def mark_done(self, pending):
         """Mark done the regions of each data set of ``pending`` (``{data set: regions}``),
         each ``(algorithm position, init position, kind positions, percent positions, runs,
-        score bits)`` (the selection scores its cells now carry), and write their marker
-        arrays (:meth:`write_markers`)."""
+        score bits)`` (the selection scores its cells now carry), by the run writing the
+        store (:attr:`run_number`), and write their marker arrays (:meth:`write_markers`)."""
         for dataset, regions in pending.items():
             scored = self.scored[dataset]
             for a, i, kinds, percents, runs, bits in regions:
                 block = (a, i, *np.ix_(kinds, percents, runs))
                 self.done[dataset][block] = 1
+                self.run_index[dataset][block] = self.run_number
                 if scored is None:
                     if bits:
                         raise ValueError(f"the store has no selection scores for {dataset}")
@@ -166,12 +201,33 @@ class Cube(CubeView):
                     scored[block] = bits
         self.write_markers(*pending)
 
+    def record_digests(self, digests):
+        """Hold the chunk digests ``digests`` (``{data set: {(kind, percent): {array:
+        digest}}}``, from the workers' receipts) in the groups' records, written with the
+        next markers (:meth:`write_markers`)."""
+        for dataset, places in digests.items():
+            for place, entry in places.items():
+                self.records[dataset].setdefault(place, {}).update(entry)
+
+    def record_stored(self, dataset, places, names=None):
+        """Record the digests of the chunks at ``places`` ((kind, percent) positions) of
+        ``dataset`` as stored (the client wrote them: :func:`.places.record_stored`)."""
+        if self.records[dataset] is not None:
+            record_stored(self.path, self.arrays[dataset], self.records[dataset], places, names)
+
     def write_markers(self, *datasets):
-        """Write the in-memory ``scored`` markers of ``datasets``, then their ``done`` markers
-        (after the chunks they vouch for), each pass in one call into Zarr
-        (:func:`.schema.write_regions`)."""
-        write_regions([(self.arrays[name]["scored"], ..., self.scored[name])
-                       for name in datasets if self.scored[name] is not None])
+        """Write the in-memory chunk digests, ``scored`` markers and run indices of
+        ``datasets``, then their ``done`` markers (after the chunks they vouch for and their
+        digests), each pass in one call into Zarr (:func:`.schema.write_regions`); in a
+        repository, all land in the next commit."""
+        write_regions([
+            *((self.arrays[name][RECORD], ...,
+               record_values(self.records[name], self.arrays[name][RECORD].shape))
+              for name in datasets if self.records[name] is not None),
+            *((self.arrays[name]["scored"], ..., self.scored[name])
+              for name in datasets if self.scored[name] is not None),
+            *((self.arrays[name][RUN_INDEX], ..., self.run_index[name])
+              for name in datasets if RUN_INDEX in self.arrays[name])])
         write_regions([(self.arrays[name]["done"], ..., self.done[name]) for name in datasets])
 
     def done_cells(self):
@@ -186,6 +242,7 @@ class Cube(CubeView):
         (see :func:`.preparation.prepare`)."""
         root = open_root(self.path, "r+")
         note = json_copy({**entry, "done_cells": self.done_cells()})
+        self.run_number = len(root.attrs.get("runs", []))  # its place once recorded
         root.attrs.update({RUNNING: note})
         self.path.consolidate()
         self.commit(f"run started: {entry.get('command')}", STARTED, note)
@@ -250,6 +307,9 @@ class Cube(CubeView):
             for chunk in sorted(changed):
                 region = chunk_region(version, chunk)
                 array[region] = status[region]
+            if changed and self.records[name] is not None:
+                self.record_stored(name, sorted({chunk[2:] for chunk in changed}), ("status",))
+                self.write_markers(name)
 
 
 def open_cube(path, run=None):

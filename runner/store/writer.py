@@ -32,6 +32,7 @@ import numpy as np
 
 from pcskm.algorithms._result import FIT_FAILED
 
+from .places import by_place, recording
 from .schema import (
     CHUNKED_BY,
     CV_SCORES,
@@ -168,15 +169,20 @@ def task_target(cube, task):
 class TaskReceipt:
     """What a worker returns once it has written a task's chunks: the ``regions`` of the
     blocks it completed, as :meth:`pcskm.runner.store.views.Cube.mark_done` takes them, the
-    task's cells, its compute seconds and the seconds its writing took; ``written``, what the
-    client merges before marking them done (a repository's fork; None for a folder)."""
+    task's cells, its compute seconds and the seconds its writing took; ``digests``, the
+    digests of the chunks it wrote, ``{(kind, percent): {array name: digest}}``
+    (:mod:`.places`), which the client records before marking the blocks done; ``written``,
+    what the client merges before marking them done (a repository's fork; None for a
+    folder); ``n_failed_fits``, the fits it wrote with a failed status."""
 
     dataset: str
     regions: tuple
     n_cells: int
     seconds: float
     write_seconds: float
+    digests: dict = None
     written: object = None
+    n_failed_fits: int = 0
 
 
 def _chunk(array, region, stored):
@@ -196,16 +202,19 @@ def write_task(group, result, target):
     :class:`TaskReceipt`. A chunk starts from the stored values where it holds done cells
     (``target.keep``) and from the fill values otherwise, but for the status, read as
     stored (the ``not_applicable`` entries of the (init, kind) pairs the spec does not run);
-    the cells in ``task.skip`` keep their stored values."""
+    the cells in ``task.skip`` keep their stored values. The digest of every chunk written is
+    taken from the bytes handed to the store (:func:`.places.recording`)."""
     start = time.perf_counter()
     task, version = result.task, target.version
     if len(task.fold_list) != group["fold"].shape[0]:
         raise ValueError(f"a task writes every fold; this one has folds {task.fold_list}")
+    group, recorder = recording(group)
     arrays = writable_arrays(group)  # every array's metadata in one pass
+    recorder.watch(arrays)
     names = chunk_variables(arrays)
     n_sparsity = arrays["sparsity"].shape[0]
     scores, per_s = score_names(arrays), WEIGHTS_PER_S in arrays
-    regions = []
+    regions, n_failed = [], 0
     for b, block in enumerate(task.blocks):
         chunk = block_chunk(version, target.places[0][b])
         region, keep = chunk_region(version, chunk), target.keep[b]
@@ -227,13 +236,15 @@ def write_task(group, result, target):
             if "fit_error" in values:
                 values["fit_error"][where] = block_result.fit_error[rows]
             counts[0, 0, runs] = block_result.n_constraints[rows]
+            n_failed += int(np.isin(block_result.status[rows], list(FIT_FAILED)).sum())
             a, i, k, p = place
             regions.append((a, i, [k], [p], runs, carried_scores(setting)))
         write_regions([*((arrays[name], region, chunk_values)
                         for name, chunk_values in values.items()),
                       (arrays["n_constraints"], counts_region, counts)])
     return TaskReceipt(dataset=task.dataset, regions=tuple(regions), n_cells=task.n_cells,
-                       seconds=result.seconds, write_seconds=time.perf_counter() - start)
+                       seconds=result.seconds, write_seconds=time.perf_counter() - start,
+                       digests=by_place(arrays, recorder.digests), n_failed_fits=n_failed)
 
 
 class DoneMarks:
@@ -244,6 +255,7 @@ class DoneMarks:
     def __init__(self, cube, *, flush_seconds=FLUSH_SECONDS):
         self.cube, self.flush_seconds = cube, flush_seconds
         self.pending = {}  # data set -> regions received since the last write
+        self.digests = {}  # data set -> {(kind, percent): {array: digest}} since then
         self.written = []  # the receipts' forks (a repository), merged at the next write
         self.last_write = time.monotonic()
 
@@ -251,18 +263,21 @@ class DoneMarks:
         """Hold the regions of ``receipt``; write every region held when ``flush_seconds``
         have passed since the last write."""
         self.pending.setdefault(receipt.dataset, []).extend(receipt.regions)
+        for place, entry in (receipt.digests or {}).items():
+            self.digests.setdefault(receipt.dataset, {}).setdefault(place, {}).update(entry)
         if receipt.written is not None:
             self.written.append(receipt.written)
         if time.monotonic() - self.last_write >= self.flush_seconds:
             self.write()
 
     def write(self):
-        """Merge the forks held into the store (:meth:`.location.Repository.absorb`), mark
-        done every region held (the chunks they vouch for are written: each came with its
-        receipt) and commit both at once (:meth:`pcskm.runner.store.views.Cube.commit`;
-        nothing to do in a folder)."""
+        """Merge the forks held into the store (:meth:`.location.Repository.absorb`), record
+        the digests of their chunks and mark done every region held (the chunks they vouch
+        for are written: each came with its receipt), and commit all at once
+        (:meth:`pcskm.runner.store.views.Cube.commit`; nothing to do in a folder)."""
         self.cube.path.absorb(self.written)
+        self.cube.record_digests(self.digests)
         self.cube.mark_done(self.pending)
         self.cube.commit()
-        self.pending, self.written = {}, []
+        self.pending, self.digests, self.written = {}, {}, []
         self.last_write = time.monotonic()
