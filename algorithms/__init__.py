@@ -4,8 +4,8 @@ Estimators (scikit-learn API): :class:`LloydKMeans`, :class:`PCKMeans`, :class:`
 :class:`SparseKMeans`, :class:`PCSKMeans`. Initialisations: :func:`dkmpp_init`,
 :func:`robin_init`, :func:`maximin_init`, :func:`seeding_init`. Constraints:
 :class:`Constraints`, :func:`constraints_from_labels`. Scoring: :func:`pairwise_f_score`.
-Choosing s: :func:`constraint_cv_scores`, :func:`gap_statistic`,
-:func:`select_by_satisfaction`, :func:`best_sparsity_index`.
+Choosing s: :func:`constraint_cv_scores`, :func:`pair_auc_scores`, :func:`gap_statistic`,
+:func:`select_by_satisfaction`, :func:`best_sparsity_index`, :func:`one_standard_error_index`.
 """
 
 from pcskm._lazy import lazy_exports
@@ -23,10 +23,13 @@ _EXPORTS = {
     "PairwiseFScore": ".metrics",
     "ConstraintCVResult": ".selection",
     "GapStatisticResult": ".selection",
+    "PairAUCResult": ".selection",
     "SatisfactionResult": ".selection",
     "best_sparsity_index": ".selection",
     "constraint_cv_scores": ".selection",
     "gap_statistic": ".selection",
+    "one_standard_error_index": ".selection",
+    "pair_auc_scores": ".selection",
     "select_by_satisfaction": ".selection",
     "MPCKMeans": ".mpckmeans",
     "LloydKMeans": ".pckmeans",

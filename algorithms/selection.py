@@ -5,17 +5,20 @@ Each rule scores every s of a fitted :class:`~pcskm.algorithms.SparsityPath` and
 per-s scores with the chosen s:
 
 * :func:`constraint_cv_scores`: cross-validation of the constraints (CVCP, §2);
+* :func:`pair_auc_scores`: the held-out pair AUC of the weighted distance, on the same fold
+  fits, with the one-standard-error choice (§7);
 * :func:`gap_statistic`: Witten & Tibshirani's permutation gap statistic (§3);
 * :func:`select_by_satisfaction`: the fraction of the constraints satisfied, with an explicit
   tie rule (§4; protocol.md §9.2 is its ``ties="smallest"``).
 
 :func:`best_sparsity_index` is the choice itself (the largest score and a tie rule, §1), on
-any array of per-s scores, e.g. scores stored in a results cube.
+any array of per-s scores, e.g. scores stored in a results cube;
+:func:`one_standard_error_index` is the pair AUC's (§7.2).
 
 The experiment runner computes the same scores through the engines, without estimator
 objects per fit, from the array-level pieces of these rules (not exported from
 ``pcskm.algorithms``): :func:`constraint_groups`, :func:`constraint_folds`,
-:func:`fold_fitter`, :func:`cross_validate`, :func:`log_weighted_bcss`,
+:func:`fold_fitter`, :func:`cross_validate`, :func:`pair_auc`, :func:`log_weighted_bcss`,
 :func:`null_estimator`, :func:`null_log_objectives` and :func:`null_summary`.
 """
 
@@ -47,6 +50,20 @@ class ConstraintCVResult(NamedTuple):
     fold: np.ndarray  # (m,) fold of each constraint: must-links as given, then cannot-links
     selected_index: int  # position of the chosen s in the grid; -1 when every s is NaN
     selected_sparsity: float  # the chosen s; NaN when every s is NaN
+
+
+class PairAUCResult(NamedTuple):
+    """:func:`pair_auc_scores`: per-s held-out pair AUC (§7) and the chosen s."""
+
+    sparsity: np.ndarray  # (n_s,) the path's grid
+    score: np.ndarray  # (n_s,) mean held-out pair AUC over the folds with one
+    score_se: np.ndarray  # (n_s,) its standard error over those folds; NaN below two
+    fold_scores: np.ndarray  # (n_folds, n_s) AUC of each fold; NaN: failed fit, one kind
+    fold: np.ndarray  # (m,) fold of each constraint: must-links as given, then cannot-links
+    best_index: int  # the largest score (ties: the largest s); -1 when every s is NaN
+    best_sparsity: float
+    selected_index: int  # the one-standard-error choice (§7.2); -1 when every s is NaN
+    selected_sparsity: float
 
 
 class GapStatisticResult(NamedTuple):
@@ -144,6 +161,16 @@ def _mean_of_computed(values):
         return np.where(computed, values, 0.0).sum(axis=0) / count, count
 
 
+def _mean_and_sd(values):
+    """Mean and sample standard deviation (R's sd: denominator n - 1; NaN for n < 2) over
+    axis 0 of the non-NaN entries, and their count n."""
+    mean, count = _mean_of_computed(values)
+    mean_square, _ = _mean_of_computed((values - mean) ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.where(count > 1, np.sqrt(mean_square * count / (count - 1)), np.nan)
+    return mean, sd, count
+
+
 def _check_count(value, name, minimum):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {plain(value)!r}")
@@ -223,14 +250,14 @@ def fold_fitter(estimator, X, options, initial_centers, random_state):
     """The fold fit of CVCP (§2.2) of ``estimator`` (a validated :class:`PCSKMeans` or
     :class:`SparseKMeans`) on validated ``X`` with its engine ``options`` over the grid: a
     function ``fit_fold(train)`` of a fold's training :class:`Constraints` that returns the
-    labels (n_s, n) and failed rows (n_s,) of the grid fitted on them. It starts from
-    ``initial_centers`` (those of the path fitted with all the constraints) unless the
-    estimator's init is Seeding: then from Seeding on the training constraints, drawn from
-    ``random_state`` (the path's own, copied for every fold, so that every fold draws the
-    same numbers whatever the order of the folds). Returns None when the fold fits are the
-    path itself: an estimator that ignores the constraints (SKM) from centres that do not
-    depend on them. :func:`constraint_cv_scores` and the experiment runner both fit their
-    folds through this function."""
+    labels (n_s, n), weights (n_s, p) and failed rows (n_s,) of the grid fitted on them. It
+    starts from ``initial_centers`` (those of the path fitted with all the constraints)
+    unless the estimator's init is Seeding: then from Seeding on the training constraints,
+    drawn from ``random_state`` (the path's own, copied for every fold, so that every fold
+    draws the same numbers whatever the order of the folds). Returns None when the fold fits
+    are the path itself: an estimator that ignores the constraints (SKM) from centres that
+    do not depend on them. :func:`constraint_cv_scores`, :func:`pair_auc_scores` and the
+    experiment runner all fit their folds through this function."""
     seeded = isinstance(estimator.init, str) and estimator.init == "seeding"
     if not (seeded or estimator._constrained):
         return None
@@ -239,36 +266,109 @@ def fold_fitter(estimator, X, options, initial_centers, random_state):
         centres = (estimator._initial_state(X, train, copy.deepcopy(random_state))[0]
                    if seeded else initial_centers)
         fold_path = estimator._path(X, train, centres, options)
-        return fold_path.labels, failed_rows(fold_path.status)
+        return fold_path.labels, fold_path.weights, failed_rows(fold_path.status)
 
     return fit_fold
 
 
-def cross_validate(constraints, fold, labels, failed, fit_fold=None):
-    """Per-s CVCP score (§2.2-2.4) of a path's ``labels`` (n_s, n) and ``failed`` rows
-    (n_s,), with the constraints split by ``fold`` (from :func:`constraint_folds`).
+class CrossValidation(NamedTuple):
+    """:func:`cross_validate`: the held-out scores of a path's fold fits, per fold and s."""
+
+    score: np.ndarray  # (n_s,) mean held-out F-measure over the folds whose fit succeeded
+    fold_scores: np.ndarray  # (n_folds, n_s) held-out F-measure; NaN: failed fit
+    n_failed_folds: np.ndarray  # (n_s,) folds whose fit failed at s
+    auc: np.ndarray | None  # (n_s,) mean held-out pair AUC over the folds with one (§7.1)
+    auc_se: np.ndarray | None  # (n_s,) its standard error over those folds
+    fold_auc: np.ndarray | None  # (n_folds, n_s) held-out pair AUC; NaN: failed fit or no AUC
+
+
+def squared_differences(X, pairs):
+    """(m, p) squared differences (x_aj - x_bj)^2 of the rows of each pair (a, b) of
+    ``pairs``: the weighted squared distance of a pair under weights w is their dot product
+    with w (§7.1)."""
+    return (X[pairs[:, 0]] - X[pairs[:, 1]]) ** 2
+
+
+def pair_auc(differences, is_must_link, weights):
+    """(n_s,) AUC (§7.1) of the pairs whose :func:`squared_differences` are ``differences``
+    (m, p) under each row of ``weights`` (n_s, p): the probability that a cannot-link pair
+    has a larger weighted squared distance than a must-link pair, ties counted 1/2 (the
+    Mann-Whitney statistic over n_CL n_ML). NaN where the pairs are of one kind only or a row
+    of weights is not finite."""
+    must = np.asarray(is_must_link, dtype=bool)
+    auc = np.full(len(weights), np.nan)
+    if must.all() or not must.any():
+        return auc
+    distance = np.asarray(differences, dtype=np.float64) @ np.asarray(weights).T  # (m, n_s)
+    for row, finite in enumerate(np.isfinite(distance).all(axis=0)):
+        if finite:
+            must_link = np.sort(distance[must, row])
+            cannot_link = distance[~must, row]
+            below = np.searchsorted(must_link, cannot_link, side="left")
+            not_above = np.searchsorted(must_link, cannot_link, side="right")
+            auc[row] = (below + not_above).sum() / (2.0 * len(must_link) * len(cannot_link))
+    return auc
+
+
+def cross_validate(constraints, fold, labels, failed, fit_fold=None, *, X=None, weights=None):
+    """Held-out scores of a path's ``labels`` (n_s, n) and ``failed`` rows (n_s,), with the
+    constraints split by ``fold`` (from :func:`constraint_folds`): the CVCP score
+    (§2.2-2.4) and, given ``X`` and the path's ``weights`` (n_s, p), the pair AUC (§7.1).
 
     ``fit_fold(train)`` fits the grid on a fold's training constraints (a
-    :class:`Constraints`) and returns its labels and failed rows (:func:`fold_fitter`); None
-    when the fold fits are the path itself, whose labels then score every fold at once.
-    Returns ``(score, fold_scores, n_failed_folds)``.
+    :class:`Constraints`) and returns its labels, weights and failed rows
+    (:func:`fold_fitter`); None when the fold fits are the path itself, which then scores
+    every fold. Both scores of a fold come from the same fold fit. Returns a
+    :class:`CrossValidation` (its AUC fields None without ``X``).
     """
     n_folds = int(fold.max()) + 1
     pairs, is_must_link = constraints.pairs, constraints.is_must_link
+    differences = None if X is None else squared_differences(X, pairs)
+    fold_scores = np.empty((n_folds, len(failed)))
+    fold_auc = np.full((n_folds, len(failed)), np.nan)
     if fit_fold is None:
-        score = _fold_f_measures(labels, pairs, is_must_link, fold, n_folds)
-        fold_scores = np.where(failed[:, None], np.nan, score).T
-    else:
-        fold_scores = np.empty((n_folds, len(failed)))
-        for number in range(n_folds):
-            train = fold != number
-            fold_labels, fold_failed = fit_fold(Constraints.from_pairs(
+        path_scores = _fold_f_measures(labels, pairs, is_must_link, fold, n_folds)
+    for number in range(n_folds):
+        held_out = fold == number
+        if fit_fold is None:
+            fold_weights, fold_failed, score = weights, failed, path_scores[:, number]
+        else:
+            train = ~held_out
+            fold_labels, fold_weights, fold_failed = fit_fold(Constraints.from_pairs(
                 pairs[train & is_must_link], pairs[train & ~is_must_link],
                 n_samples=constraints.n_samples))
             score = _fold_f_measures(fold_labels, pairs, is_must_link, fold, n_folds)[:, number]
-            fold_scores[number] = np.where(fold_failed, np.nan, score)
+        fold_scores[number] = np.where(fold_failed, np.nan, score)
+        if differences is not None:
+            auc = pair_auc(differences[held_out], is_must_link[held_out], fold_weights)
+            fold_auc[number] = np.where(fold_failed, np.nan, auc)
     mean, n_scored = _mean_of_computed(fold_scores)
-    return np.where(failed, np.nan, mean), fold_scores, n_folds - n_scored
+    score = np.where(failed, np.nan, mean)
+    if differences is None:
+        return CrossValidation(score, fold_scores, n_folds - n_scored, None, None, None)
+    auc, auc_sd, n_auc = _mean_and_sd(fold_auc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc_se = auc_sd / np.sqrt(n_auc)
+    return CrossValidation(score, fold_scores, n_folds - n_scored, np.where(failed, np.nan, auc),
+                           np.where(failed, np.nan, auc_se), fold_auc)
+
+
+def _cross_validate_path(estimator, X, path, constraints, n_folds, random_state, with_auc):
+    """The folds of ``constraints`` (§2.1, drawn from ``random_state``) and the
+    :class:`CrossValidation` of ``path``'s fold fits (§2.2), with the pair AUC if
+    ``with_auc``: what :func:`constraint_cv_scores` and :func:`pair_auc_scores` share."""
+    n_folds = _check_count(n_folds, "n_folds", 2)
+    seed = _seed_sequence(random_state)
+    fold = constraint_folds(constraint_groups(constraints), n_folds, seed)
+    fold_estimator = clone(estimator)
+    X = fold_estimator._checked_input(X)
+    options = fold_estimator._engine_options(
+        check_sparsity(path.sparsity, X.shape[1], name="sparsities"))
+    fit_fold = fold_fitter(fold_estimator, X, options, path.initial_centers,
+                           fold_estimator.random_state)
+    validation = cross_validate(constraints, fold, path.labels, _failed(path), fit_fold,
+                                X=X if with_auc else None, weights=path.weights)
+    return fold, validation
 
 
 def constraint_cv_scores(estimator, X, path, *, must_link=None, cannot_link=None, n_folds=5,
@@ -296,26 +396,73 @@ def constraint_cv_scores(estimator, X, path, *, must_link=None, cannot_link=None
     :class:`ConstraintCVResult`.
     """
     X = _checked(estimator, X, path, ties)
-    n_folds = _check_count(n_folds, "n_folds", 2)
-    seed = _seed_sequence(random_state)
     constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
     if len(constraints) == 0:
         raise ValueError("constraint cross-validation needs constraints; none were given")
     if tie_scores is not None and np.shape(tie_scores) != path.sparsity.shape:
         raise ValueError(f"tie_scores must hold one score per s of the path "
                          f"({len(path.sparsity)}); got shape {np.shape(tie_scores)}")
-    fold = constraint_folds(constraint_groups(constraints), n_folds, seed)
-    fold_estimator = clone(estimator)
-    X = fold_estimator._checked_input(X)
-    options = fold_estimator._engine_options(
-        check_sparsity(path.sparsity, X.shape[1], name="sparsities"))
-    fit_fold = fold_fitter(fold_estimator, X, options, path.initial_centers,
-                           fold_estimator.random_state)
-    score, fold_scores, n_failed = cross_validate(constraints, fold, path.labels,
-                                                  _failed(path), fit_fold)
+    fold, validation = _cross_validate_path(estimator, X, path, constraints, n_folds,
+                                            random_state, with_auc=False)
+    score, fold_scores, n_failed = validation[:3]
     index = best_sparsity_index(score, ties=ties, tie_scores=tie_scores)
     return ConstraintCVResult(path.sparsity, score, fold_scores, n_failed, fold,
                               index, _at(path.sparsity, index))
+
+
+def one_standard_error_index(scores, standard_errors, *, axis=-1):
+    """The one-standard-error choice toward the unthresholded end (§7.2): along ``axis``
+    (ordered by increasing s), the largest s whose score is at least the largest non-NaN
+    score minus the standard error of that best s (of the largest s among several tied at
+    the best; a NaN standard error counts as 0). Returns an integer array (an int for 1-D
+    scores); -1 where every score is NaN."""
+    scores = np.moveaxis(np.asarray(scores, dtype=np.float64), axis, -1)
+    errors = np.moveaxis(np.asarray(standard_errors, dtype=np.float64), axis, -1)
+    if errors.shape != scores.shape:
+        raise ValueError(f"standard_errors must have the shape of scores {scores.shape}; got "
+                         f"{errors.shape}")
+    best = np.maximum(best_sparsity_index(scores, ties="largest"), 0)[..., None]
+    top = np.take_along_axis(scores, best, axis=-1)
+    error = np.take_along_axis(errors, best, axis=-1)
+    within = ~np.isnan(scores) & (scores >= top - np.where(np.isnan(error), 0.0, error))
+    last = scores.shape[-1] - 1 - np.argmax(within[..., ::-1], axis=-1)
+    index = np.where(within.any(axis=-1), last, -1)
+    return int(index) if index.ndim == 0 else index
+
+
+def pair_auc_scores(estimator, X, path, *, must_link=None, cannot_link=None, n_folds=5,
+                    random_state=None):
+    """Choose s by the held-out pair AUC of the weighted distance (docs/method/selection.md
+    §7).
+
+    The folds and fold fits are those of :func:`constraint_cv_scores` with the same
+    arguments (§2.1, §2.2). For each fold and s, the held-out pairs are ranked by their
+    squared distance weighted by the fold fit's feature weights w(s),
+    d_w(a, b) = sum_j w_j (x_aj - x_bj)^2; the fold's score is the AUC: the probability
+    that a held-out cannot-link is farther apart than a held-out must-link, ties counted
+    1/2 (§7.1). A fold without both kinds, or whose fit failed at s, has none. ``score`` is
+    the mean over the folds with one, ``score_se`` its standard error (the folds' sample
+    sd over the square root of their number; NaN below two folds). NaN where the path
+    failed at s.
+
+    The choice is the one-standard-error rule toward the unthresholded s (§7.2,
+    :func:`one_standard_error_index`): the largest s whose score is within one standard
+    error of the best score. Needs both must-links and cannot-links. Returns a
+    :class:`PairAUCResult`.
+    """
+    X = _checked(estimator, X, path, "smallest")
+    constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=X.shape[0])
+    if constraints.is_must_link.all() or not constraints.is_must_link.any():
+        raise ValueError("the pair AUC compares must-links with cannot-links and needs both; "
+                         f"got {int(constraints.is_must_link.sum())} must-links and "
+                         f"{int((~constraints.is_must_link).sum())} cannot-links")
+    fold, validation = _cross_validate_path(estimator, X, path, constraints, n_folds,
+                                            random_state, with_auc=True)
+    score, score_se = validation.auc, validation.auc_se
+    best = best_sparsity_index(score, ties="largest")
+    index = one_standard_error_index(score, score_se)
+    return PairAUCResult(path.sparsity, score, score_se, validation.fold_auc, fold, best,
+                         _at(path.sparsity, best), index, _at(path.sparsity, index))
 
 
 def log_weighted_bcss(X, labels, weights, failed, n_clusters):
@@ -354,11 +501,7 @@ def null_log_objectives(X, n_permutations, seed, n_clusters, fit_null):
 def null_summary(null_log_objective):
     """``(mean, sd)`` of log O*_b(s) (B, n_s) over the permutations whose fit at s succeeded
     (§3.3): the gap is log O(s) minus the mean, ``gap_sd`` is R's sd."""
-    null_mean, n_computed = _mean_of_computed(null_log_objective)
-    mean_square, _ = _mean_of_computed((null_log_objective - null_mean) ** 2)
-    with np.errstate(divide="ignore", invalid="ignore"):  # R's sd: denominator B' - 1
-        gap_sd = np.where(n_computed > 1, np.sqrt(mean_square * n_computed / (n_computed - 1)),
-                          np.nan)
+    null_mean, gap_sd, _ = _mean_and_sd(null_log_objective)
     return null_mean, gap_sd
 
 
