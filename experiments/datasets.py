@@ -201,9 +201,12 @@ def _optdigits(_data_dir):
     )
 
 
-def _brodinova_builder(name, code, p_info, p_noise, n_groups=_brodinova.N_GROUPS):
+def _brodinova_builder(name, code, p_info, p_noise, n_groups=_brodinova.N_GROUPS, key=None):
+    """A builder of the Brodinova set drawn from ``key`` (default (4, code))."""
+    key = (4, code) if key is None else key
+
     def build(_data_dir):
-        X, y = _brodinova.simulate(p_info, p_noise, generator(DATA_SEED, (4, code)), n_groups)
+        X, y = _brodinova.simulate(p_info, p_noise, generator(DATA_SEED, key), n_groups)
         p = p_info + p_noise
         return Dataset(
             name=name, X=X, y=y,
@@ -213,7 +216,7 @@ def _brodinova_builder(name, code, p_info, p_noise, n_groups=_brodinova.N_GROUPS
             description=f"Brodinova synthetic set: {n_groups} groups of 40, {p_info} "
             f"informative and "
             f"{p_noise} N(0, 1) features, no outliers, MINDIST = 0 (D15)",
-            source=f"generated (docs/method/datasets.md §4, key (4, {code}), "
+            source=f"generated (docs/method/datasets.md §4, key {key}, "
                    f"master seed {DATA_SEED})",
             code=code, subset=0,
         )

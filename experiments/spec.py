@@ -32,6 +32,7 @@ from pathlib import Path
 
 from . import estimators
 from .datasets import list_datasets, match_datasets
+from .development import DEVELOPMENT_SETS
 from .estimators import (
     CONSTRAINT_MODES,
     ESTIMATOR_CLASSES,
@@ -585,6 +586,18 @@ def _data_tables(check, tables, folder):
     return tuple(definitions)
 
 
+def _refuse_development_sets(check, data):
+    """A pre-registered (confirmatory) spec may not use the development sets of the
+    selection rules (docs/method/selection.md §7.3), by name or by loader."""
+    used = [d.name for d in data
+            if d.name in DEVELOPMENT_SETS or d.loader in DEVELOPMENT_SETS.values()]
+    if used:
+        check.fail(f"[preregistration]: {', '.join(used)} "
+                   f"{'is a development set' if len(used) == 1 else 'are development sets'} "
+                   "of the selection rules (docs/method/selection.md §7.3); a confirmatory "
+                   "spec may not use them")
+
+
 def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
                check_external=True):
     """Validate the TOML ``text`` of a spec into an ``ExperimentSpec``. ``folder``: where
@@ -625,6 +638,8 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
         values["preregistration"], algorithms,
         {"cv_folds": cv_folds, "cv_algorithms": cv_algorithms,
          "gap_permutations": gap_permutations, "datasets": datasets}, focus)
+    if preregistration is not None:
+        _refuse_development_sets(check, data)
     start = check.number(values["sparsity_start"], "sparsity_start")
     step = check.number(values["sparsity_step"], "sparsity_step")
     if not start > 1:

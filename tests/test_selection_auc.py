@@ -194,3 +194,60 @@ def test_pair_auc_needs_both_kinds(must_link, cannot_link):
 def test_one_standard_error_index_refuses_mismatched_errors():
     with pytest.raises(ValueError, match="standard_errors must have the shape"):
         one_standard_error_index(np.zeros((2, 3)), np.zeros(3))
+
+
+# Development sets (§7.3) -----------------------------------------------------------------
+
+DEVELOPMENT_SPEC = """
+name = "dev"
+datasets = ["iris", "{name}"]
+algorithms = ["LKM", "SKM", "PCKM", "PCSKM"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1]
+n_runs = 1
+n_folds = 10
+cv_folds = 3
+
+[data.{name}]
+loader = "{loader}"
+"""
+PREREGISTRATION = ('\n[preregistration]\nrule = "cv"\nfocus = "PCSKM"\n'
+                   'hypotheses = """PCSKM wins."""\n')
+
+
+def test_development_sets_are_brodinova_draws_of_their_own_keys():
+    """Each is datasets.md §4's generator on its own key (11, j) of the data seed, with its
+    informative columns first, the same through a spec's loader."""
+    from pcskm.experiments import _brodinova
+    from pcskm.experiments._seeds import DATA_SEED, generator
+    from pcskm.experiments.development import (
+        _SETTINGS,
+        DEVELOPMENT_SETS,
+        load_development,
+    )
+    from pcskm.experiments.sources import load_definition, parse_definition
+
+    keys = [j for j, *_ in _SETTINGS.values()]
+    assert len(set(keys)) == len(keys)
+    for name, (j, p_info, p_noise, groups) in _SETTINGS.items():
+        dataset = load_development(name)
+        X, y = _brodinova.simulate(p_info, p_noise, generator(DATA_SEED, (11, j)), groups)
+        np.testing.assert_array_equal(dataset.X, X)
+        np.testing.assert_array_equal(dataset.y, y)
+        assert dataset.informative.sum() == p_info and dataset.uninformative.sum() == p_noise
+        via_spec = load_definition(parse_definition(name, {"loader": DEVELOPMENT_SETS[name]}))
+        np.testing.assert_array_equal(via_spec.X, X)
+
+
+@pytest.mark.parametrize("table_name", ["dev-brodinova-3-47", "my-weak-set"])
+def test_a_preregistered_spec_refuses_the_development_sets(table_name):
+    """By name or by loader; a spec without [preregistration] may use them."""
+    from pcskm.experiments.development import DEVELOPMENT_SETS
+    from pcskm.experiments.spec import parse_spec
+
+    text = DEVELOPMENT_SPEC.format(name=table_name,
+                                   loader=DEVELOPMENT_SETS["dev-brodinova-3-47"])
+    assert table_name in parse_spec(text).datasets
+    with pytest.raises(ValueError, match=f"{table_name} is a development set"):
+        parse_spec(text + PREREGISTRATION)
