@@ -18,8 +18,9 @@ any array of per-s scores, e.g. scores stored in a results cube;
 The experiment runner computes the same scores through the engines, without estimator
 objects per fit, from the array-level pieces of these rules (not exported from
 ``pcskm.algorithms``): :func:`constraint_groups`, :func:`constraint_folds`,
-:func:`fold_fitter`, :func:`cross_validate`, :func:`pair_auc`, :func:`log_weighted_bcss`,
-:func:`null_estimator`, :func:`null_log_objectives` and :func:`null_summary`.
+:func:`fold_fitter`, :func:`cross_validate`, :func:`squared_differences`, :func:`pair_auc`,
+:func:`log_weighted_bcss`, :func:`null_estimator`, :func:`null_log_objectives` and
+:func:`null_summary`.
 """
 
 import copy
