@@ -698,7 +698,7 @@ def test_a_cube_without_the_scores_reports_the_others(smoke_report):
     assert {f"verdict_{name}" for name in UNSCORED} <= set(claims.columns)
     assert "verdict_cv" not in claims.columns
     text = report.read_text()
-    assert "## 3. Choosing s" in text and "Not in this cube: cv, gap, gap-1sd." in text
+    assert "## 3. Choosing s" in text and "Not in this cube: cv, auc, gap, gap-1sd." in text
     assert "**oracle** (upper bound)" in text and "**paper** (optimistic)" in text
     tests = pd.read_csv(out / "selections_analysis1.csv")
     assert set(tests.selection) == set(UNSCORED)
@@ -778,6 +778,28 @@ def test_a_cube_computed_with_the_scores(tmp_path):
                                                   kind="random", percent=10.0, run=0,
                                                   fold=fold))
                 assert got == pytest.approx(sparsity[best]), (score, algorithm, fold)
+    # auc: the one-standard-error choice on the stored AUC, cv's where a cell has none
+    auc, se = raw["auc_score"][:], raw["auc_se"][:]
+    with_auc = 0
+    for a, algorithm in enumerate(str(x) for x in raw["algorithm"][:]):
+        for fold in range(10):
+            at = (a, 0, 0, 0, 0, fold)
+            got = float(sidecar["auc_s"].sel(algorithm=algorithm, init="dkm++", kind="random",
+                                             percent=10.0, run=0, fold=fold))
+            usable = [e for e in range(1, len(sparsity))
+                      if status[at][e] in (1, 2) and not np.isnan(auc[at][e])]
+            if algorithm == "LKM":
+                assert np.isnan(got)
+            elif usable:
+                with_auc += 1
+                expected = one_standard_error([(sparsity[e], float(auc[at][e]),
+                                                float(se[at][e]), e) for e in usable])[0]
+                assert got == pytest.approx(expected), (algorithm, fold)
+            else:
+                assert got == float(sidecar["cv_s"].sel(algorithm=algorithm, init="dkm++",
+                                                        kind="random", percent=10.0, run=0,
+                                                        fold=fold))
+    assert with_auc > 10
 
 
 def test_tie_summary_pools_each_data_set_then_all():

@@ -430,11 +430,15 @@ def test_cv_runs_limit_the_cv_scores_to_the_first_runs(scored, client, tmp_path)
     assert _cv_runs_note("cv", SimpleNamespace(store=open_store(scored))) == ""
     table = fit_table(opened, "iris")
     assert table.cv_run.values.tolist() == [True, False]
-    chosen = selection.summaries(selection.select(table, ["cv", "honest"]))
+    chosen = selection.summaries(selection.select(table, ["cv", "auc", "honest"]))
     cells_per_run = 2 * 2 * 10  # kinds x percentages x folds, for one init
     n_cells = chosen.n_cells.sel(init="dkm++").sum(["kind", "percent"])
     n_expected = chosen.n_expected.sel(init="dkm++").sum(["kind", "percent"])
     assert (n_cells.sel(selection="cv") == cells_per_run).all()
     assert (n_expected.sel(selection="cv") == cells_per_run).all()  # complete: run 0 only
+    for name in ("auc", "cv"):  # auc rests on the CV fold fits: the same runs
+        assert (n_cells.sel(selection=name) == cells_per_run).all()
+        assert (n_expected.sel(selection=name) == cells_per_run).all()
+    assert "under auc" in _cv_runs_note("auc", SimpleNamespace(store=opened))
     assert (n_cells.sel(selection="honest") == 2 * cells_per_run).all()
     assert (n_expected.sel(selection="honest") == 2 * cells_per_run).all()
