@@ -43,8 +43,8 @@ rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s
 them does not have these selections (``auc`` also needs a store made or extended since the
 pair AUC exists). A sparse algorithm whose cells carry no such score (outside the spec's
 ``cv_algorithms``) is not computed under that selection (counted as missing, not failed).
-A store whose spec limits the CV scores to its first runs (``cv_runs``) has the ``cv``
-selection in those runs only, for every algorithm.
+A store whose spec limits the CV scores to its first runs (``cv_runs``) has the ``cv`` and
+``auc`` selections in those runs only, for every algorithm.
 
 Aggregates (§9): Fbar = nanmean over (run, fold) of F at the selected s; the standard
 deviation is over runs of the per-run mean over folds; every aggregate carries its counts of
@@ -71,9 +71,8 @@ class Selection:
     """A best-s selection: its ``name`` (the CSV's ``selection`` column), ``title``, the fit
     variables it ``needs`` beyond f_score and satisfied, the score bits its algorithms must
     carry (``bit``, of ``runner.store.CV_SCORES``, ``AUC_SCORES`` and ``GAP_SCORES``; 0:
-    none),
-    ``choose(fits)`` (None for ``fixed-loo``, chosen across data sets) and whether it gets
-    its own performance grids (``main``)."""
+    none), ``choose(fits)`` (None for ``fixed-loo``, chosen across data sets) and whether
+    it gets its own performance grids (``main``)."""
 
     name: str
     title: str
