@@ -245,6 +245,8 @@ class BlockResult:
     weights: np.ndarray
     cv_score: np.ndarray  # mean held-out CVCP F-measure over the folds whose fit succeeded
     cv_folds_used: np.ndarray  # (run, fold) int8: the folds K used; 0: too few groups
+    auc_score: np.ndarray  # mean held-out pair AUC over the CV folds with one (selection.md §7)
+    auc_se: np.ndarray  # its standard error over those folds
     gap: np.ndarray
     gap_sd: np.ndarray
     fit_error: np.ndarray = None  # (run,) str: a user fit's first error in the run; "": none
@@ -539,6 +541,7 @@ def _empty_block(block, setting, n_folds, n_features):
         n_constraints=np.zeros(shape[:2], np.int64),
         weights=np.full((*shape, n_features), np.nan),
         cv_score=np.full(shape, np.nan), cv_folds_used=np.full(shape[:2], -1, np.int8),
+        auc_score=np.full(shape, np.nan), auc_se=np.full(shape, np.nan),
         gap=np.full(shape, np.nan), gap_sd=np.full(shape, np.nan),
         fit_error=np.full(shape[0], "", dtype=object),
     )

@@ -11,6 +11,9 @@ the cube (docs/reference/cube-schema.md) so that every selection is a reduction 
   cell's initial centres, or with Seeding from Seeding on the training constraints with the
   cell's Seeding key (§2.2). SKM from a deterministic init ignores the constraints and
   scores every fold on its own path, which is its fold fit.
+* Held-out pair AUC (§7), with the CV scores: each fold's held-out pairs ranked by their
+  distance weighted by the fold fit's weights, from the same fold fits; NaN in a cell whose
+  constraints are of one kind (kinds must-link and cannot-link).
 * Gap statistic (§3): null data set b of a data set permutes its columns from key
   (9, ds, sub, b), the same for every cell; SKM with the setting's parameters fits the grid
   on it from the cell's initial centres. With a deterministic init these null fits are the
@@ -94,7 +97,8 @@ class SelectionScorer:
         """Score the cell (position ``r`` of run ``run``, fold ``f``) of ``result`` whose fit
         is ``fitted`` (a ``_Fit`` from ``centres`` with ``constraints``; with Seeding,
         ``seeding_seed`` is the cell's Seeding SeedSequence); ``cell`` is its
-        :class:`CellScores`. The CV scores only in the setting's ``cv_runs``."""
+        :class:`CellScores`. The CV scores, and the pair AUC of their fold fits (NaN in a
+        cell with one kind of constraint), only in the setting's ``cv_runs``."""
         failed = failed_rows(fitted.status)
         if self.setting.has_cv(run):
             n_folds, fold = cell.folds(self.setting.cv_folds)
@@ -102,8 +106,12 @@ class SelectionScorer:
             if n_folds:
                 fit_fold = fold_fitter(self.fitter.estimator, self.fitter.X,
                                        self.fitter.options, centres, seeding_seed)
-                result.cv_score[r, f] = cross_validate(constraints, fold, fitted.labels,
-                                                       failed, fit_fold)[0]
+                validation = cross_validate(constraints, fold, fitted.labels, failed,
+                                            fit_fold, X=self.fitter.X,
+                                            weights=fitted.weights)
+                result.cv_score[r, f] = validation.score
+                result.auc_score[r, f] = validation.auc
+                result.auc_se[r, f] = validation.auc_se
         if self.setting.gap_permutations:
             result.gap[r, f], result.gap_sd[r, f] = self._gap(fitted, failed, centres, cell)
 

@@ -13,6 +13,7 @@ copied only when it carries every selection score this store wants for its algor
 import numpy as np
 
 from .store import (
+    AUC_SETTING,
     SCORE_SETTINGS,
     SCORE_VARIABLES,
     block_chunk,
@@ -74,9 +75,10 @@ def copy_done_blocks(cube, source_path):
                          "with this spec's settings.")
     root = open_root(source_path)
     store_bits = np.uint8(score_bits(cube.layout.fixed))
-    # the scores of the other store are this store's only if computed the same way
+    # the scores of the other store are this store's only if computed the same way (a store
+    # without the pair AUC has the same CV scores: its markers lack the AUC's bit)
     same_scores = all(source_layout.fixed.get(key) == cube.layout.fixed.get(key)
-                      for key in SCORE_SETTINGS if key != "cv_algorithms")
+                      for key in SCORE_SETTINGS if key not in ("cv_algorithms", AUC_SETTING))
     version = cube.layout.schema_version
     copied = 0
     for name, group in cube.layout.groups.items():

@@ -19,7 +19,16 @@ from pcskm.experiments.report import write_report
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import run_spec
 from pcskm.runner.cli import main
-from pcskm.runner.store import Cube, CubeView, prepare, spec_layout, verify
+from pcskm.runner.store import (
+    AUC_SCORES,
+    CV_SCORES,
+    GAP_SCORES,
+    Cube,
+    CubeView,
+    prepare,
+    spec_layout,
+    verify,
+)
 from pcskm.runner.store.create import write_layout
 from pcskm.runner.tasks import plan
 
@@ -99,7 +108,7 @@ def set_markers(view, done):
     """Mark the blocks ``done`` (per data set) done, with every selection score."""
     for name, marks in done.items():
         view.done[name][...] = marks
-        view.scored[name] = (3 * marks).astype(np.uint8)
+        view.scored[name] = ((CV_SCORES | GAP_SCORES | AUC_SCORES) * marks).astype(np.uint8)
 
 
 def test_every_per_cell_variable_has_one_chunk_per_kind_and_percent(tmp_path):

@@ -154,12 +154,14 @@ def test_a_grid_that_cannot_fit_is_refused_before_anything_is_made(tmp_path, n_r
 def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
     """The uncompressed size computed from the spec equals the bytes of every array of a
     store made for it (its coordinates aside); the values of a complete store are the
-    entries a fit fills: the no-s entry of LKM, the s grid of PCSKM."""
+    entries a fit fills: the no-s entry of LKM, the s grid of PCSKM, with its selection
+    scores (CV, pair AUC, gap)."""
     from pcskm.runner.store import prepare, store_sizes, written_bytes
     from pcskm.runner.tasks import plan
 
     spec = parse_spec(TINY.replace('["LKM"]', '["LKM", "PCSKM"]')
-                      .replace("n_runs = 1\n", "n_runs = 3\ngap_permutations = 2\n"))
+                      .replace("n_runs = 1\n", "n_runs = 3\ngap_permutations = 2\n"
+                                                "cv_folds = 3\n"))
     cube, _ = prepare(tmp_path / "s.zarr", spec)
     group = cube.arrays["iris"]
     coordinates = {"algorithm", "init", "kind", "percent", "run", "fold", "sparsity",
@@ -171,17 +173,21 @@ def test_the_sizes_are_those_of_the_arrays_written(tmp_path):
     n_s = group["sparsity"].shape[0]
     runs, folds = 3, 10
     per_entry = 4 * 4 + 1 + 2  # f_score, precision, recall, satisfied; status; n_iter
-    gap = 2 * 4  # gap, gap_sd (PCSKM only: the entries of its s grid)
-    values = (runs * folds * (1 * per_entry + (n_s - 1) * (per_entry + gap))
+    # cv_score, auc_score, auc_se, gap, gap_sd (PCSKM only: the entries of its s grid)
+    scores = 5 * 4
+    folds_used = 1  # cv_folds_used, per cell of PCSKM
+    values = (runs * folds * (1 * per_entry + (n_s - 1) * (per_entry + scores) + folds_used)
               + 2 * runs * folds * 4 * 4  # weights of both algorithms, 4 features
               + runs * folds * n_s * 4 * 4  # weights_per_s: LKM's entry, PCSKM's s grid
               + runs * folds * 4 + 2 * (1 + 1 + 2) * runs)  # n_constraints; done, scored, run_index
     assert found.values_bytes == values
     # one chunk per (kind, percent): both algorithms
-    assert found.chunk_bytes == 2 * runs * folds * (n_s * (per_entry + gap + 4 * 4) + 4 * 4)
+    assert found.chunk_bytes == 2 * runs * folds * (n_s * (per_entry + scores + 4 * 4)
+                                                    + 4 * 4 + folds_used)
     # the dry run's writer estimate: the chunks the plan fills, every variable of the writer
     written = {"f_score", "precision", "recall", "satisfied", "status", "n_iter", "weights",
-               "weights_per_s", "gap", "gap_sd"}
+               "weights_per_s", "cv_score", "cv_folds_used", "auc_score", "auc_se", "gap",
+               "gap_sd"}
     assert set(group) - coordinates - written == {"n_constraints", "done", "scored", "run_index",
                                                   "chunk_sha256"}
     assert written_bytes(cube, plan(spec, cube).tasks) == sum(group[n].nbytes for n in written)

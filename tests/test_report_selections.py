@@ -248,7 +248,9 @@ def test_every_selection_matches_a_plain_loop(scored_cube):
         both = ~np.isnan(f) & ~np.isnan(oracle)
         assert (oracle[both] >= f[both]).all(), name
     assert (expected["oracle"][1][4] > expected["honest"][1][4]).any()
-    assert collect(open_store(path)).selections == selection.ORDER
+    # every selection but auc: the cube is one made before the pair AUC
+    assert collect(open_store(path)).selections == tuple(n for n in selection.ORDER
+                                                         if n != "auc")
 
 
 def test_tie_and_choice_counts_match_a_plain_loop(scored_cube):
@@ -288,6 +290,107 @@ def test_tie_and_choice_counts_match_a_plain_loop(scored_cube):
             for value in sparsity[1:]:
                 n = int((np.isclose(s[a], value) & computed[a]).sum())
                 assert choices.loc[(algorithm, name, value)] == n, (name, algorithm, value)
+
+
+# ---------------------------------------------------------------- auc
+
+AUC_BIT = 4
+AUC_KINDS = ("random", "must-link")
+AUC_PROTOCOL = {"seed": 0, "n_folds": 10, "cv_folds": 3, "gap_permutations": 2,
+                "cv_algorithms": ["SKM", "PCSKM"], "cv_auc": True}
+
+
+def auc_group(seed=11):
+    """iris with kinds random and must-link: cv score, gap, pair AUC and its standard error
+    for SKM and PCSKM drawn from few values (ties at the best AUC, NaN and zero standard
+    errors), the AUC NaN in every must-link cell (one kind of pair, as the runner stores it)
+    and in one random cell, 15 % failed fits, and one PCSKM block done with the CV scores
+    but without the AUC's bit (not computed)."""
+    rng = np.random.default_rng(seed)
+    ds = make_group(kinds=AUC_KINDS, percents=(1.0, 10.0), n_runs=2, n_folds=3, grid=GRID5)
+    shape = ds.f_score.shape
+    applies = ds.f_score.notnull().values
+    failed = applies & (rng.random(shape) < 0.15) & ~np.isnan(ds.sparsity.values)
+
+    def draw(values, sparse_only=True):
+        keep = applies & ~failed
+        if sparse_only:
+            keep &= np.isin(ALGORITHMS, SPARSE)[:, None, None, None, None, None, None]
+        return np.where(keep, values, np.nan).astype(np.float32)
+
+    ds["status"][:] = np.where(failed, EMPTY, ds.status.values)
+    ds["f_score"][:] = draw(rng.choice([0.4, 0.5, 0.6, 0.7, 0.8], shape), sparse_only=False)
+    ds["cv_score"] = (fits.FIT_DIMS, draw(rng.choice([0.5, 0.7, 1.0], shape)))
+    ds["gap"] = (fits.FIT_DIMS, draw(rng.choice([0.1, 0.2, 0.3], shape)))
+    ds["gap_sd"] = (fits.FIT_DIMS, draw(rng.uniform(0, 0.25, shape)))
+    auc = draw(rng.choice([0.6, 0.7, 0.75, 0.8], shape))
+    se = draw(rng.choice([np.nan, 0.0, 0.03, 0.06, 0.12], shape))
+    auc[:, :, 1], se[:, :, 1] = np.nan, np.nan  # must-link: no AUC
+    auc[4, 0, 0, 1, 0, 2], se[4, 0, 0, 1, 0, 2] = np.nan, np.nan  # a random cell without one
+    ds["auc_score"], ds["auc_se"] = (fits.FIT_DIMS, auc), (fits.FIT_DIMS, se)
+    wanted = np.where(np.isin(ALGORITHMS, SPARSE), CV_BIT | GAP_BIT | AUC_BIT, 0)
+    ds["scored"] = (fits.FIT_DIMS[:5], np.broadcast_to(
+        wanted.astype(np.uint8)[:, None, None, None, None], shape[:5]).copy())
+    ds["scored"].loc[{"algorithm": "PCSKM", "kind": "random", "percent": 10.0, "run": 1}] = \
+        CV_BIT | GAP_BIT
+    return ds
+
+
+def one_standard_error(candidates):
+    """The choice of docs/method/selection.md §7.2 among ``candidates`` ((s, auc, se,
+    position), every auc a number): the best auc at the largest s tied there, then the
+    largest s whose auc is at least the best minus that s's se (NaN: 0)."""
+    best = max(auc for _s, auc, _se, _e in candidates)
+    _s, _auc, margin, _e = max(c for c in candidates if c[1] == best)
+    margin = 0.0 if np.isnan(margin) else margin
+    s, _auc, _se, e = max(c for c in candidates if c[1] >= best - margin)
+    return s, e
+
+
+def test_auc_selection_matches_a_plain_loop_and_falls_back_on_cv(tmp_path):
+    """The report's auc choice per cell equals a loop over the stored scores with the
+    one-standard-error rule written here; a cell without an AUC at any s (every must-link
+    cell, one random cell) takes cv's choice (largest cv score, ties -> largest gap, then
+    lower median); a block without the AUC's bit is not computed, under any selection."""
+    ds = auc_group()
+    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), AUC_PROTOCOL)
+    table = fits.fit_table(open_store(path), "iris")
+    assert "auc" in selection.available(table.data_vars)
+    chosen = selection.select(table, ["cv", "auc"])
+    got_s = chosen.auc_s.transpose(*fits.FIT_DIMS[:6]).values
+    got_cv = chosen.cv_s.transpose(*fits.FIT_DIMS[:6]).values
+    sparsity, f = ds.sparsity.values, ds.f_score.values.astype(float)
+    auc, se = ds.auc_score.values.astype(float), ds.auc_se.values.astype(float)
+    cv, gap = ds.cv_score.values.astype(float), ds.gap.values.astype(float)
+    status, done, scored = ds.status.values, ds.done.values, ds.scored.values
+    fell_back = differs = 0
+    for at in itertools.product(*map(range, f.shape[:6])):
+        a, i, k, p, r, c = at
+        if ALGORITHMS[a] not in SPARSE:
+            assert got_s[at] != got_s[at]  # NaN: the only fit, s = NaN
+            continue
+        computed = bool(done[a, i, k, p, r]) and scored[a, i, k, p, r] == 7
+        assert bool(table.computed.values[at]) == computed
+        if not computed:
+            continue
+        ok = [e for e in range(1, len(sparsity)) if status[at][e] != EMPTY]
+        with_auc = [(sparsity[e], auc[at][e], se[at][e], e) for e in ok
+                    if not np.isnan(auc[at][e])]
+        by_cv = pick_by_gap([(sparsity[e], cv[at][e], e) for e in ok if not np.isnan(cv[at][e])],
+                            lambda e, at=at: gap[at][e])
+        expected_s, _e = one_standard_error(with_auc) if with_auc else by_cv
+        assert got_s[at] == pytest.approx(expected_s, nan_ok=True), at
+        assert chosen.auc_f.transpose(*fits.FIT_DIMS[:6]).values[at] == pytest.approx(
+            f[at][_e] if _e is not None else np.nan, nan_ok=True), at
+        if not with_auc:
+            fell_back += 1
+            assert got_s[at] == pytest.approx(got_cv[at], nan_ok=True)
+        differs += got_s[at] != got_cv[at]
+    # every must-link cell (2 algorithms, 2 percentages, 2 runs, 3 folds) and the random one
+    assert fell_back == 2 * 2 * 2 * 3 + 1
+    assert differs > 10  # auc is not cv where the cell has an AUC
+    covered = chosen.auc_covered.broadcast_like(chosen.cv_covered)
+    xr.testing.assert_equal(covered, chosen.cv_covered)
 
 
 # ---------------------------------------------------------------- fixed-loo
@@ -595,7 +698,7 @@ def test_a_cube_without_the_scores_reports_the_others(smoke_report):
     assert {f"verdict_{name}" for name in UNSCORED} <= set(claims.columns)
     assert "verdict_cv" not in claims.columns
     text = report.read_text()
-    assert "## 3. Choosing s" in text and "Not in this cube: cv, gap, gap-1sd." in text
+    assert "## 3. Choosing s" in text and "Not in this cube: cv, auc, gap, gap-1sd." in text
     assert "**oracle** (upper bound)" in text and "**paper** (optimistic)" in text
     tests = pd.read_csv(out / "selections_analysis1.csv")
     assert set(tests.selection) == set(UNSCORED)
@@ -675,6 +778,28 @@ def test_a_cube_computed_with_the_scores(tmp_path):
                                                   kind="random", percent=10.0, run=0,
                                                   fold=fold))
                 assert got == pytest.approx(sparsity[best]), (score, algorithm, fold)
+    # auc: the one-standard-error choice on the stored AUC, cv's where a cell has none
+    auc, se = raw["auc_score"][:], raw["auc_se"][:]
+    with_auc = 0
+    for a, algorithm in enumerate(str(x) for x in raw["algorithm"][:]):
+        for fold in range(10):
+            at = (a, 0, 0, 0, 0, fold)
+            got = float(sidecar["auc_s"].sel(algorithm=algorithm, init="dkm++", kind="random",
+                                             percent=10.0, run=0, fold=fold))
+            usable = [e for e in range(1, len(sparsity))
+                      if status[at][e] in (1, 2) and not np.isnan(auc[at][e])]
+            if algorithm == "LKM":
+                assert np.isnan(got)
+            elif usable:
+                with_auc += 1
+                expected = one_standard_error([(sparsity[e], float(auc[at][e]),
+                                                float(se[at][e]), e) for e in usable])[0]
+                assert got == pytest.approx(expected), (algorithm, fold)
+            else:
+                assert got == float(sidecar["cv_s"].sel(algorithm=algorithm, init="dkm++",
+                                                        kind="random", percent=10.0, run=0,
+                                                        fold=fold))
+    assert with_auc > 10
 
 
 def test_tie_summary_pools_each_data_set_then_all():

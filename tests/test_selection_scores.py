@@ -20,6 +20,7 @@ from pcskm.algorithms import (
     SparseKMeans,
     constraint_cv_scores,
     gap_statistic,
+    pair_auc_scores,
     seeding_init,
 )
 from pcskm.algorithms.constraints import Constraints
@@ -31,7 +32,8 @@ from pcskm.experiments.report.fits import fit_table
 from pcskm.experiments.selection_scores import CellScores
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import IncompatibleStore, run_spec
-from pcskm.runner.store import prepare, verify
+from pcskm.runner.store import prepare, record_metadata, verify
+from pcskm.runner.store.places import RECORD, read_record, record_values
 from pcskm.runner.summary import counts
 from pcskm.runner.tasks import parse_only
 
@@ -48,7 +50,9 @@ n_folds = 10
 """
 CV_FOLDS, PERMUTATIONS = 8, 3
 ON = OFF + f"cv_folds = {CV_FOLDS}\ngap_permutations = {PERMUTATIONS}\n"
-SCORES = ("cv_score", "cv_folds_used", "gap", "gap_sd")
+SCORES = ("cv_score", "cv_folds_used", "gap", "gap_sd", "auc_score", "auc_se")
+AUC_SCORES = ("auc_score", "auc_se")
+ALL_BITS = 1 | 2 | 4  # cv, gap, pair AUC
 KIND_CODES = {"must-link": 2, "random": 4}  # docs/method/protocol.md §2
 
 
@@ -88,7 +92,9 @@ def test_stored_scores_equal_the_public_selection_functions(scored, cell):
     """Each stored score is the public function's (fitted through the estimators, not the
     runner's engines) on the cell's path, with the seeds of the documented keys: folds from
     (8, ds, sub, kind, pct10, run, fold), permutation b from (9, ds, sub, b); the stored
-    number of folds is cv_folds, or the number of groups when fewer."""
+    number of folds is cv_folds, or the number of groups when fewer. The pair AUC and its
+    standard error are ``pair_auc_scores``'s on the same folds; NaN in a must-link cell
+    (one kind of pair), which ``pair_auc_scores`` refuses."""
     algorithm, init, kind, percent, run, fold = cell
     data = cells.dataset("iris")
     must_link, cannot_link = Protocol(data, seed=0).constraints(kind, percent, run, fold)
@@ -108,11 +114,24 @@ def test_stored_scores_equal_the_public_selection_functions(scored, cell):
     stored = iris_group(scored).sel(algorithm=algorithm, init=init, kind=kind, percent=percent,
                                     run=run, fold=fold)
     assert int(stored.cv_folds_used) == n_folds
-    for name, expected in (("cv_score", cv.score), ("gap", gap.gap), ("gap_sd", gap.gap_sd)):
+    expected_scores = {"cv_score": cv.score, "gap": gap.gap, "gap_sd": gap.gap_sd}
+    if kind == "must-link":
+        with pytest.raises(ValueError, match="needs both"):
+            pair_auc_scores(estimator, data.X, path, must_link=must_link,
+                            cannot_link=cannot_link, n_folds=n_folds)
+        assert all(np.isnan(stored[name]).all() for name in AUC_SCORES)
+    else:
+        auc = pair_auc_scores(estimator, data.X, path, must_link=must_link,
+                              cannot_link=cannot_link, n_folds=n_folds,
+                              random_state=np.random.SeedSequence(0, spawn_key=(8, *key)))
+        np.testing.assert_array_equal(auc.fold, cv.fold)
+        assert np.isfinite(auc.score).any() and np.isfinite(auc.score_se).any()
+        expected_scores.update(auc_score=auc.score, auc_se=auc.score_se)
+    for name, expected in expected_scores.items():
         assert np.isnan(stored[name].values[0])  # the no-s entry
         np.testing.assert_array_equal(stored[name].values[1:], expected.astype(np.float32),
                                       err_msg=name)
-    assert stored.scored.item() == 3  # both kinds of score
+    assert stored.scored.item() == ALL_BITS  # every kind of score
 
 
 @pytest.mark.parametrize(("algorithm", "percent", "fold"),
@@ -175,10 +194,16 @@ def test_scores_only_where_they_apply(scored):
     groups' count, capped at cv_folds, in every cell (dense cells use fewer folds)."""
     ds = iris_group(scored)
     lkm = ds.sel(algorithm="LKM")
-    assert all(np.isnan(lkm[name]).all() for name in ("cv_score", "gap", "gap_sd"))
+    assert all(np.isnan(lkm[name]).all() for name in ("cv_score", "gap", "gap_sd", *AUC_SCORES))
     assert (lkm.cv_folds_used == -1).all() and (lkm.scored == 0).all()
     sparse = ds.sel(algorithm=["SKM", "PCSKM"])
-    assert (sparse.scored.where(sparse.done == 1, 3) == 3).all()
+    assert (sparse.scored.where(sparse.done == 1, ALL_BITS) == ALL_BITS).all()
+    for name in AUC_SCORES:  # none in a must-link cell (one kind of pair)
+        assert sparse[name].sel(kind="must-link").isnull().all()
+    random = sparse.sel(kind="random")  # an AUC only where a fold fit scored, with its SE
+    assert random.auc_se.notnull().any() and random.auc_score.notnull().any()
+    assert not (random.auc_score.notnull() & random.cv_score.isnull()).any()
+    assert not (random.auc_se.notnull() & random.auc_score.isnull()).any()
     data = cells.dataset("iris")
     cv, used = Protocol(data, seed=0), set()
     for kind in ("random", "must-link"):
@@ -251,6 +276,59 @@ def test_old_store_is_extended_and_its_done_cells_get_the_scores(scored, client,
     xr.testing.assert_identical(after[list(before.data_vars)], before)
     xr.testing.assert_identical(after, direct)
     assert xr.open_zarr(store, group="iris").cv_score.notnull().any()
+    assert run_spec(parse_spec(ON), store, client=client, progress=False) is None
+
+
+def as_before_the_pair_auc(store):
+    """Make the store at ``store`` as the code before the pair AUC wrote it: no auc_score
+    and auc_se (their arrays and their chunks' digests), no bit 4 in the scored markers, no
+    cv_auc in the protocol, and the metadata digest of what is left."""
+    root = zarr.open_group(str(store), mode="r+")
+    group = root["iris"]
+    for name in AUC_SCORES:
+        shutil.rmtree(store / "iris" / name)
+    record = read_record(group[RECORD])
+    for entry in record.values():
+        for name in AUC_SCORES:
+            del entry[name]
+    group[RECORD][...] = record_values(record, group[RECORD].shape)
+    group["scored"][...] = group["scored"][...] & 3
+    protocol = root.attrs["protocol"]
+    assert protocol.pop("cv_auc") is True
+    root.attrs.update({"protocol": protocol})
+    record_metadata(store)
+
+
+def test_a_cv_store_made_before_the_pair_auc_is_extended_with_it(scored, client, tmp_path):
+    """A store with CV scores made before the pair AUC is sound and reports without the auc
+    selection; a spec with cv_folds extends it: auc_score and auc_se are added, the done
+    blocks of cv_algorithms (SKM and PCSKM), whose markers lack the AUC's bit, are computed
+    again, every variable of the store keeps its values, and the new ones are those of the
+    store computed with the AUC from the start."""
+    store = tmp_path / "before-auc.zarr"
+    shutil.copytree(scored, store)
+    as_before_the_pair_auc(store)
+    before = iris_group(store)
+    assert not set(AUC_SCORES) & set(before.data_vars)
+    assert verify(store).ok
+    assert all(n == 0 for *_, n, _ in counts(store))  # complete without the AUC
+    table = fit_table(open_store(store), "iris")
+    assert "auc" not in selection.available(table.data_vars) and table.computed.any()
+
+    _, action = prepare(store, parse_spec(ON))
+    assert action == "extended"
+    assert zarr.open_group(str(store), mode="r").attrs["protocol"]["cv_auc"] is True
+    assert verify(store).ok  # the new variables hold no done block's scores yet
+    missing = {algorithm: cells_missing for _, algorithm, _, _, cells_missing, _ in counts(store)}
+    assert missing == {"LKM": 0, "SKM": 60, "PCSKM": 60}
+    summary = run_spec(parse_spec(ON), store, client=client, progress=False)
+    assert summary.n_cells == 120  # SKM and PCSKM again, not LKM
+
+    after, direct = iris_group(store), iris_group(scored)
+    kept = [name for name in before.data_vars if name not in ("scored", RECORD)]
+    xr.testing.assert_identical(after[kept], before[kept])
+    xr.testing.assert_identical(after, direct)
+    assert after.auc_score.notnull().any()
     assert run_spec(parse_spec(ON), store, client=client, progress=False) is None
 
 
@@ -343,18 +421,24 @@ def test_cv_runs_limit_the_cv_scores_to_the_first_runs(scored, client, tmp_path)
     xr.testing.assert_equal(fitted.gap.notnull(), fitted.f_score.notnull())  # all but failures
     assert fitted.gap.notnull().any()
     # each done block carries every score the spec gives it
-    assert (sparse.scored.where(sparse.done == 1, 3) == 3).all() and (sparse.done == 1).any()
+    assert (sparse.scored.where(sparse.done == 1, ALL_BITS) == ALL_BITS).all() \
+        and (sparse.done == 1).any()
+    assert all(later[name].isnull().all() for name in AUC_SCORES)  # with the CV scores only
 
     opened = open_store(store)
     assert "in runs 0 to 0 only" in _cv_runs_note("cv", SimpleNamespace(store=opened))
     assert _cv_runs_note("cv", SimpleNamespace(store=open_store(scored))) == ""
     table = fit_table(opened, "iris")
     assert table.cv_run.values.tolist() == [True, False]
-    chosen = selection.summaries(selection.select(table, ["cv", "honest"]))
+    chosen = selection.summaries(selection.select(table, ["cv", "auc", "honest"]))
     cells_per_run = 2 * 2 * 10  # kinds x percentages x folds, for one init
     n_cells = chosen.n_cells.sel(init="dkm++").sum(["kind", "percent"])
     n_expected = chosen.n_expected.sel(init="dkm++").sum(["kind", "percent"])
     assert (n_cells.sel(selection="cv") == cells_per_run).all()
     assert (n_expected.sel(selection="cv") == cells_per_run).all()  # complete: run 0 only
+    for name in ("auc", "cv"):  # auc rests on the CV fold fits: the same runs
+        assert (n_cells.sel(selection=name) == cells_per_run).all()
+        assert (n_expected.sel(selection=name) == cells_per_run).all()
+    assert "under auc" in _cv_runs_note("auc", SimpleNamespace(store=opened))
     assert (n_cells.sel(selection="honest") == 2 * cells_per_run).all()
     assert (n_expected.sel(selection="honest") == 2 * cells_per_run).all()

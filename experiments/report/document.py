@@ -264,6 +264,11 @@ EXPLANATIONS = {
     "cv-largest": "**cv-largest**: the cv score with ties -> the largest tied s. With "
                   "cv-smallest and cv-median it shows how much cv owes to its tie rule "
                   "(the share of cells where cv ties: section 3.1).",
+    "auc": "**auc** (sensitivity): per run and fold the largest s whose held-out pair AUC "
+           "of the weighted distance is within one standard error of the best "
+           "(docs/method/selection.md §7), on the fold fits of cv. A cell without an AUC, "
+           "every cell of kinds must-link and cannot-link (one kind of pair), takes cv's "
+           "choice (§7.5).",
     "gap": "**gap**: per run and fold the s with the largest gap statistic "
            "(docs/method/selection.md §3.3, sparcl's choice), ties -> smallest s.",
     "gap-1sd": "**gap-1sd**: per run and fold the smallest s whose gap is within one standard "
@@ -282,16 +287,17 @@ EXPLANATIONS = {
 OWN_FIXED_LOO = ("**fixed-loo**: one s per algorithm for a whole data set, chosen on the other "
                  "data sets of the cube: the s whose relative position s / sqrt(p) gives the "
                  "best mean F there (section 3.2; docs/guide/choosing-s.md).")
-SCORED = ("cv", "gap", "gap-1sd")  # the tie rules of cv go with cv
+SCORED = ("cv", "auc", "gap", "gap-1sd")  # the tie rules of cv go with cv
 
 
 def _cv_runs_note(name, results):
-    """For ``cv`` in a store whose spec limits the CV scores to the first runs: which."""
+    """For ``cv`` and ``auc`` in a store whose spec limits the CV scores to the first runs:
+    which."""
     cv_runs = (results.store.attrs.get("protocol") or {}).get("cv_runs")
-    if name != "cv" or cv_runs is None:
+    if name not in ("cv", "auc") or cv_runs is None:
         return ""
     return (f" The cube has these scores in runs 0 to {cv_runs - 1} only (the spec's "
-            "`cv_runs`): under cv every algorithm is compared on those runs.")
+            f"`cv_runs`): under {name} every algorithm is compared on those runs.")
 
 
 def _choosing_s(doc, results, plan, tests, by_dataset, out, written):
@@ -306,7 +312,12 @@ def _choosing_s(doc, results, plan, tests, by_dataset, out, written):
     doc.bullets([explanations[name] + _cv_runs_note(name, results)
                  for name in results.selections])
     absent = [name for name in SCORED if name not in results.selections]
-    if absent:
+    if absent == ["auc"]:
+        doc.paragraph(
+            "Not in this cube: auc. It needs the held-out pair AUC (`auc_score`, `auc_se`), "
+            "which a store with cv scores made before it lacks; the next `pcskm run` of its "
+            "spec adds it (docs/reference/cube-schema.md).")
+    elif absent:
         doc.paragraph(
             f"Not in this cube: {', '.join(absent)}. They need the per-s selection scores, "
             "which a spec stores with `cv_folds` and `gap_permutations` "

@@ -114,7 +114,8 @@ def status_codes(status):
     return {flag: int(value) for flag, value in zip(flags, values, strict=True)}
 
 
-SCORE_VARIABLES = ("cv_score", "gap", "gap_sd")  # per-s selection scores, when stored
+# per-s selection scores, when stored
+SCORE_VARIABLES = ("cv_score", "gap", "gap_sd", "auc_score", "auc_se")
 ZERO_WEIGHTS = "n_zero_weights"  # per fit, from weights_per_s, when stored
 
 

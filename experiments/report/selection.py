@@ -20,6 +20,11 @@ rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s
   without the gap. ``cv-smallest``, ``cv-median`` and ``cv-largest``: the same score with
   ties -> the smallest, the lower median or the largest tied s, to show how much cv owes to
   its tie rule.
+* ``auc``: per cell, the held-out pair AUC of the weighted distance (``auc_score``, its
+  standard error ``auc_se``; selection.md §7) with the one-standard-error choice toward the
+  unthresholded s (§7.2). A cell without an AUC at any s (every cell of kinds must-link and
+  cannot-link, whose constraints are of one kind) takes ``cv``'s choice. A sensitivity
+  selection: primary only where a spec's ``[preregistration]`` rule names it.
 * ``gap``: per cell, the largest gap statistic (``gap``, selection.md §3.3, sparcl's
   ``bestw``; ties -> smallest s); ``gap-1sd``: the smallest s with gap(s) >= max gap -
   gap_sd(s) (its score is 1 for those s, 0 for the others, ties -> smallest s).
@@ -33,12 +38,13 @@ rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s
 * ``fixed-loo``: one s per algorithm for a whole data set, chosen on the other data sets
   (:mod:`.fixed_s`); it needs every data set, so :mod:`.aggregate` adds it after the others.
 
-``cv``, ``gap`` and ``gap-1sd`` need the scores a spec's ``cv_folds`` / ``gap_permutations``
-store (docs/reference/cube-schema.md, Selection scores): a cube without them does not have
-these selections. A sparse algorithm whose cells carry no such score (outside the spec's
+``cv``, ``auc``, ``gap`` and ``gap-1sd`` need the scores a spec's ``cv_folds`` /
+``gap_permutations`` store (docs/reference/cube-schema.md, Selection scores): a cube without
+them does not have these selections (``auc`` also needs a store made or extended since the
+pair AUC exists). A sparse algorithm whose cells carry no such score (outside the spec's
 ``cv_algorithms``) is not computed under that selection (counted as missing, not failed).
-A store whose spec limits the CV scores to its first runs (``cv_runs``) has the ``cv``
-selection in those runs only, for every algorithm.
+A store whose spec limits the CV scores to its first runs (``cv_runs``) has the ``cv`` and
+``auc`` selections in those runs only, for every algorithm.
 
 Aggregates (§9): Fbar = nanmean over (run, fold) of F at the selected s; the standard
 deviation is over runs of the per-run mean over folds; every aggregate carries its counts of
@@ -52,8 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pcskm.algorithms.selection import best_sparsity_index
-from pcskm.runner.store import CV_SCORES, GAP_SCORES
+from pcskm.algorithms.selection import best_sparsity_index, one_standard_error_index
+from pcskm.runner.store import AUC_SCORES, CV_SCORES, GAP_SCORES
 
 from .fits import quiet
 
@@ -63,10 +69,10 @@ CELL = ("run", "fold")
 @dataclass(frozen=True)
 class Selection:
     """A best-s selection: its ``name`` (the CSV's ``selection`` column), ``title``, the fit
-    variables it ``needs`` beyond f_score and satisfied, the score bit its algorithms must
-    carry (``bit``, ``runner.store.CV_SCORES`` or ``GAP_SCORES``; 0: none),
-    ``choose(fits)`` (None for ``fixed-loo``, chosen across data sets) and whether it gets
-    its own performance grids (``main``)."""
+    variables it ``needs`` beyond f_score and satisfied, the score bits its algorithms must
+    carry (``bit``, of ``runner.store.CV_SCORES``, ``AUC_SCORES`` and ``GAP_SCORES``; 0:
+    none), ``choose(fits)`` (None for ``fixed-loo``, chosen across data sets) and whether
+    it gets its own performance grids (``main``)."""
 
     name: str
     title: str
@@ -81,21 +87,36 @@ class Selection:
         return self.name.replace("-", "_")
 
 
+def _key(fits, score):
+    """``score`` on the applicable entries, 0 at a non-sparse algorithm's only entry (always
+    chosen)."""
+    return xr.where(fits.sparse, score, 0.0).where(fits.applies)
+
+
+def best_index(fits, score, ties="smallest", tie_scores=None):
+    """Position along ``sparsity`` of the largest ``score`` (NaN: no score), ties broken by
+    the largest ``tie_scores`` (None: none), then by ``ties`` (``best_sparsity_index``), per
+    the other dims of ``score``; -1 where nothing has a score."""
+    key = _key(fits, score)
+    if tie_scores is None:
+        return xr.apply_ufunc(best_sparsity_index, key, input_core_dims=[["sparsity"]],
+                              kwargs={"ties": ties})
+    key, second = xr.broadcast(key, tie_scores)
+    return xr.apply_ufunc(
+        lambda scores, second: best_sparsity_index(scores, ties=ties, tie_scores=second),
+        key, second, input_core_dims=[["sparsity"], ["sparsity"]])
+
+
 def choose(fits, score, ties="smallest", tie_scores=None):
     """The generic rule: ``s`` with the largest ``score`` along ``sparsity`` (NaN: no score),
     ties broken by the largest ``tie_scores`` (None: none), then by ``ties``
-    (``best_sparsity_index``), per the other dims of ``score``, and ``f_score`` at it per
-    (run, fold) cell; NaN where nothing has a score. A non-sparse algorithm's only entry is
-    always chosen."""
-    key = xr.where(fits.sparse, score, 0.0).where(fits.applies)
-    if tie_scores is None:
-        index = xr.apply_ufunc(best_sparsity_index, key, input_core_dims=[["sparsity"]],
-                               kwargs={"ties": ties})
-    else:
-        key, second = xr.broadcast(key, tie_scores)
-        index = xr.apply_ufunc(
-            lambda scores, second: best_sparsity_index(scores, ties=ties, tie_scores=second),
-            key, second, input_core_dims=[["sparsity"], ["sparsity"]])
+    (:func:`best_index`), and ``f_score`` at it per (run, fold) cell; NaN where nothing has
+    a score. A non-sparse algorithm's only entry is always chosen."""
+    return chosen_at(fits, best_index(fits, score, ties, tie_scores))
+
+
+def chosen_at(fits, index):
+    """``s`` and ``f_score`` at the positions ``index`` along ``sparsity`` (-1: none, NaN)."""
     found, at = index >= 0, index.clip(min=0)
     f = fits.f_score.where(fits.applies & fits.computed)
     return xr.Dataset({
@@ -122,12 +143,32 @@ def satisfaction_selection(ties):
     return lambda fits: choose(fits, fits.satisfied.where(_usable(fits)), ties)
 
 
-def cv_selection(fits):
-    """Constraint cross-validation (docs/method/selection.md §2.5): ties -> the largest gap
-    among the tied s, then the lower median; the lower median alone without the gap."""
+def cv_index(fits):
+    """The position of ``cv``'s choice (docs/method/selection.md §2.5): the largest cv
+    score, ties -> the largest gap among the tied s, then the lower median; the lower median
+    alone without the gap."""
     usable = _usable(fits)
     gap = fits.gap.where(usable) if "gap" in fits else None
-    return choose(fits, fits.cv_score.where(usable), "median", gap)
+    return best_index(fits, fits.cv_score.where(usable), "median", gap)
+
+
+def cv_selection(fits):
+    """Constraint cross-validation (docs/method/selection.md §2.5)."""
+    return chosen_at(fits, cv_index(fits))
+
+
+def auc_selection(fits):
+    """The held-out pair AUC with the one-standard-error choice toward the unthresholded s
+    (docs/method/selection.md §7.2, ``one_standard_error_index``); a cell without an AUC at
+    any s (kinds must-link and cannot-link: one kind of pair) takes ``cv``'s choice
+    (:func:`cv_index`)."""
+    usable = _usable(fits)
+    score = _key(fits, fits.auc_score.where(usable))
+    error = xr.where(fits.sparse, fits.auc_se, np.nan)
+    score, error = xr.broadcast(score, error)
+    index = xr.apply_ufunc(one_standard_error_index, score, error,
+                           input_core_dims=[["sparsity"], ["sparsity"]])
+    return chosen_at(fits, xr.where(score.notnull().any("sparsity"), index, cv_index(fits)))
 
 
 def cv_tie_selection(ties):
@@ -182,6 +223,10 @@ REGISTRY = (
               cv_tie_selection("median"), needs=("cv_score",), bit=CV_SCORES),
     Selection("cv-largest", "constraint cross-validation, ties -> largest s",
               cv_tie_selection("largest"), needs=("cv_score",), bit=CV_SCORES),
+    Selection("auc", "held-out pair AUC (largest s within one standard error of the best "
+              "mean AUC per run and fold; cells without an AUC, kinds must-link and "
+              "cannot-link: cv's choice)", auc_selection,
+              needs=("cv_score", "auc_score", "auc_se"), bit=CV_SCORES | AUC_SCORES),
     Selection("gap", "gap statistic (largest gap per run and fold; ties -> smallest s)",
               gap_selection, needs=("gap",), bit=GAP_SCORES, main=True),
     Selection("gap-1sd", "gap statistic, one-SD rule (smallest s within one SD of the "
@@ -203,12 +248,12 @@ FIXED = "fixed-loo"
 
 
 def covers(fits, bit):
-    """Per algorithm and run: its cells carry the score kind ``bit`` (every algorithm for 0; a
-    non-sparse algorithm always: its only fit needs no score). CV scores only in the store's
-    ``cv_runs`` (``cv_run``), and there for every algorithm: a selection is compared on the
-    same cells for all."""
+    """Per algorithm and run: its cells carry the score kinds ``bit`` (every algorithm for 0;
+    a non-sparse algorithm always: its only fit needs no score). CV scores (and the AUC)
+    only in the store's ``cv_runs`` (``cv_run``), and there for every algorithm: a selection
+    is compared on the same cells for all."""
     carried = ~fits.sparse | ((fits.score_bits & bit) == bit)
-    return carried & fits.cv_run if bit == CV_SCORES else carried
+    return carried & fits.cv_run if bit & CV_SCORES else carried
 
 
 def available(variables):

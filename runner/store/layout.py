@@ -17,7 +17,14 @@ from pcskm.experiments.spec import ADDED_DEFAULTS
 
 from .errors import IncompatibleStore
 from .provenance import describe
-from .schema import CHUNKED_BY, SCHEMA_VERSION, SCORE_SETTINGS, WEIGHTS_PER_S
+from .schema import (
+    AUC_SETTING,
+    CHUNKED_BY,
+    SCHEMA_VERSION,
+    SCORE_SETTINGS,
+    WEIGHTS_PER_S,
+    auc_setting,
+)
 
 log = logging.getLogger("pcskm")
 
@@ -143,6 +150,7 @@ def spec_layout(spec, data_dir=None):
         )
     spec_dict = spec.to_dict()
     fixed = json_copy({k: v for k, v in spec_dict.items() if k not in EXTENDABLE + FREE})
+    fixed[AUC_SETTING] = auc_setting(fixed)
     variants = {v.name: algorithm_definition(v) for v in spec.algorithms}
     return Layout(groups=groups, fixed=fixed, algorithms=variants)
 
@@ -244,8 +252,9 @@ def _merge_scores(old, new, store, problems):
     without a kind of score takes the spec's; a store with it keeps it, and the spec must
     have the same number of folds or permutations, and the same ``cv_runs`` for CV;
     ``cv_algorithms`` grows, but an algorithm of the spec that has CV scores in the store
-    must keep them."""
-    merged = {}
+    must keep them. The pair AUC (``cv_auc``) comes with the CV scores: a store with CV
+    scores made before it gets it from a spec with CV scores."""
+    merged = {AUC_SETTING: bool(old.fixed.get(AUC_SETTING) or new.fixed.get(AUC_SETTING))}
     for key in ("cv_folds", "gap_permutations"):
         before, wanted = old.fixed.get(key, 0), new.fixed.get(key, 0)
         merged[key] = before or wanted
@@ -296,9 +305,10 @@ def layout_of(root, path):
             uninformative=uninformative,
             attrs=gattrs,
         )
-    # a store written before a spec key existed was made with the key's implied value
+    # a store written before a spec key existed was made with the key's implied value; one
+    # written before the pair AUC has CV scores without it
     implied = {k: v for k, v in ADDED_DEFAULTS.items() if k not in EXTENDABLE}
-    return Layout(groups=groups, fixed={**implied, **attrs["protocol"]},
+    return Layout(groups=groups, fixed={**implied, AUC_SETTING: False, **attrs["protocol"]},
                   algorithms=attrs["algorithm_definitions"], weights_per_s=weights_per_s,
                   schema_version=version)
 

@@ -21,7 +21,10 @@ docs/method/selection.md) adds their variables to the store, and the ``scored`` 
 record which of them the done cells of each block carry: a store written before, or
 without them, is extended in place and its done cells computed again (with the same values)
 to get them. Once on, a store keeps them: a spec that turns them off, or changes their
-number of folds or permutations, is refused.
+number of folds or permutations, is refused. The held-out pair AUC (selection.md §7) comes
+with the CV scores, from the same fold fits: a store's protocol records it as ``cv_auc``
+(:func:`auc_setting`), false in a store made before it, which a spec with ``cv_folds``
+extends the same way.
 """
 
 import asyncio
@@ -129,8 +132,10 @@ FIT_VARIABLES = {  # name: (dtype, fill value, attributes)
 # The per-s selection scores (docs/method/selection.md), stored when the store's spec turns
 # them on: the bit of each kind in the ``scored`` markers, the spec keys that set them, and
 # the variables of each kind, name: (bit, dims, dtype, fill value, attributes).
-CV_SCORES, GAP_SCORES = 1, 2
-SCORE_SETTINGS = ("cv_folds", "gap_permutations", "cv_algorithms", "cv_runs")
+CV_SCORES, GAP_SCORES, AUC_SCORES = 1, 2, 4
+# cv_auc: the CV fold fits also give the pair AUC; set from cv_folds (:func:`auc_setting`)
+AUC_SETTING = "cv_auc"
+SCORE_SETTINGS = ("cv_folds", "gap_permutations", "cv_algorithms", "cv_runs", AUC_SETTING)
 SCORE_VARIABLES = {
     "cv_score": (CV_SCORES, FIT_DIMS, "f4", np.nan, {
         "long_name": "constraint cross-validation score: mean held-out CVCP F-measure over "
@@ -149,18 +154,38 @@ SCORE_VARIABLES = {
     "gap_sd": (GAP_SCORES, FIT_DIMS, "f4", np.nan, {
         "long_name": "standard deviation of log O*_b(s) over the permutations (sparcl's "
                      "sdgaps, docs/method/selection.md §3.3)"}),
+    "auc_score": (AUC_SCORES, FIT_DIMS, "f4", np.nan, {
+        "long_name": "held-out pair AUC of the weighted distance: mean over the CV folds "
+                     "that have one (docs/method/selection.md §7.1)",
+        "comment": "NaN in cells of kinds must-link and cannot-link (one kind of pair: no "
+                   "AUC), for a failed fit, where no fold has an AUC, and where cv_score is "
+                   "not computed"}),
+    "auc_se": (AUC_SCORES, FIT_DIMS, "f4", np.nan, {
+        "long_name": "standard error of auc_score: the folds' sample standard deviation over "
+                     "the square root of their number (docs/method/selection.md §7.1)",
+        "comment": "NaN where auc_score is, and where fewer than 2 folds have an AUC"}),
 }
 SCORED_ATTRS = {
     "long_name": "selection scores the done cells of this (algorithm, init, kind, percent, "
-                 "run) carry: bit 1 cv_score and cv_folds_used, bit 2 gap and gap_sd",
+                 "run) carry: bit 1 cv_score and cv_folds_used, bit 2 gap and gap_sd, bit 4 "
+                 "auc_score and auc_se",
     "comment": "written with the done markers; a done block without the scores its "
                "algorithm gets is computed again by the next run"}
 
 
+def auc_setting(fixed):
+    """The ``cv_auc`` of the settings ``fixed`` (a spec's, :func:`pcskm.runner.store.layout.
+    spec_layout`): on with the CV scores, whose fold fits give the AUC."""
+    return bool(fixed.get("cv_folds", 0))
+
+
 def score_bits(fixed):
-    """The score kinds (bits) that the settings ``fixed`` (a store's or a spec's) turn on."""
-    return ((CV_SCORES if fixed.get("cv_folds", 0) else 0)
-            | (GAP_SCORES if fixed.get("gap_permutations", 0) else 0))
+    """The score kinds (bits) that the settings ``fixed`` (a store's or a spec's) turn on:
+    the AUC only where ``cv_auc`` records it (a store made before it has CV without it)."""
+    cv = fixed.get("cv_folds", 0)
+    return ((CV_SCORES if cv else 0)
+            | (GAP_SCORES if fixed.get("gap_permutations", 0) else 0)
+            | (AUC_SCORES if cv and fixed.get(AUC_SETTING, False) else 0))
 
 
 def score_variables(fixed):
@@ -181,12 +206,13 @@ FIT_ERROR_ATTRS = {
 
 def wanted_scores(fixed, definitions, algorithms):
     """Per algorithm (in the order of ``algorithms``), the score kinds (bits) its cells get:
-    CV for ``cv_algorithms``, the gap for every SKM and PCSKM algorithm (``definitions``:
-    name -> {"estimator", "params"})."""
+    CV (and the AUC, where ``fixed`` has it) for ``cv_algorithms``, the gap for every SKM
+    and PCSKM algorithm (``definitions``: name -> {"estimator", "params"})."""
+    cv = score_bits(fixed) & (CV_SCORES | AUC_SCORES)
     wanted = np.zeros(len(algorithms), np.uint8)
     for a, name in enumerate(algorithms):
-        if fixed.get("cv_folds", 0) and name in fixed.get("cv_algorithms", ()):
-            wanted[a] |= CV_SCORES
+        if name in fixed.get("cv_algorithms", ()):
+            wanted[a] |= cv
         if fixed.get("gap_permutations", 0) and \
                 definitions.get(name, {}).get("estimator") in cells.SPARSE:
             wanted[a] |= GAP_SCORES

@@ -34,6 +34,7 @@ from pcskm.algorithms._result import FIT_FAILED
 
 from .places import by_place, recording
 from .schema import (
+    AUC_SCORES,
     CHUNKED_BY,
     CV_SCORES,
     FIT_DIMS,
@@ -99,9 +100,12 @@ def block_records(result, setting, n_sparsity, scores=(), weights_per_s=False):
     return records
 
 
-def carried_scores(setting):
-    """The selection scores (``scored`` bits) that the cells of ``setting`` carry."""
-    return ((CV_SCORES if setting.cv_folds else 0)
+def carried_scores(setting, scores):
+    """The selection scores (``scored`` bits) that the cells of ``setting`` carry in a group
+    whose score variables are ``scores`` (:func:`score_names`): the pair AUC with the CV
+    scores where the group has its variables."""
+    auc = AUC_SCORES if "auc_score" in scores else 0
+    return ((CV_SCORES | auc if setting.cv_folds else 0)
             | (GAP_SCORES if setting.gap_permutations else 0))
 
 
@@ -238,7 +242,7 @@ def write_task(group, result, target):
             counts[0, 0, runs] = block_result.n_constraints[rows]
             n_failed += int(np.isin(block_result.status[rows], list(FIT_FAILED)).sum())
             a, i, k, p = place
-            regions.append((a, i, [k], [p], runs, carried_scores(setting)))
+            regions.append((a, i, [k], [p], runs, carried_scores(setting, scores)))
         write_regions([*((arrays[name], region, chunk_values)
                         for name, chunk_values in values.items()),
                       (arrays["n_constraints"], counts_region, counts)])
