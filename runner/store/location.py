@@ -610,8 +610,10 @@ class Repository:
     def holds_done_markers(self):
         import zarr
 
+        from .layout import dataset_groups
+
         root = zarr.open_group(self.zarr_store(), mode="r")
-        return any(bool(group["done"][...].any()) for _, group in root.groups())
+        return any(bool(group["done"][...].any()) for _, group in dataset_groups(root))
 
     def chunk_name(self, key):
         return PurePosixPath(key)
