@@ -268,6 +268,9 @@ def write_regions(writes):
             raise outcome
 
 
+TITLE = "pcskm results cube"  # root attribute title of a cube
+# title of the best-s selections pcskm report writes beside a cube (experiments.report)
+SELECTIONS_TITLE = "pcskm best-s selections"
 RUNNING = "run_in_progress"  # root attribute: the run writing the store (Cube.begin_run)
 
 
