@@ -353,7 +353,7 @@ def verify(store):
     found.foreign = foreign_nodes(zarr.open_group(location.zarr_store(), mode="r",
                                                   use_consolidated=False))
     for name, group in dataset_groups(root):
-        arrays = {name: array for name, array in group.arrays() if name in GROUP_ARRAYS}
+        arrays = {key: array for key, array in group.arrays() if key in GROUP_ARRAYS}
         found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
         labels = _labels(group)
         _verify_done(location, name, group, found)
