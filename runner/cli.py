@@ -1,6 +1,7 @@
 """The ``pcskm`` command line: run experiments, inspect and report cubes, manage data."""
 
 import argparse
+import errno
 import logging
 import math
 import os
@@ -232,6 +233,12 @@ def cmd_run(args):
                     resume)
         return EXIT_INTERRUPTED
     except OSError as error:  # ConnectionError, distributed's CommClosedError, ...
+        if error.errno == errno.ENOSPC:
+            log.error("no space left on the disk holding %s (the file system mounted at "
+                      "%s)%s. The cells marked done are kept; free space there and resume "
+                      "with: %s", store, _mount_point(store),
+                      f" while writing {error.filename}" if error.filename else "", resume)
+            return EXIT_USAGE
         log.error("%s\nThe store keeps every finished cell. Resume with: %s", error, resume)
         return EXIT_FAILED
     if summary is None:
@@ -249,6 +256,14 @@ def cmd_run(args):
              "" if is_url(str(store)) else
              f" or xarray.open_datatree({str(store)!r}, engine='zarr')")
     return EXIT_OK
+
+
+def _mount_point(store):
+    """The mount point of the file system holding the folder ``store``."""
+    folder = Path(store).resolve()
+    while not os.path.ismount(folder):
+        folder = folder.parent
+    return folder
 
 
 def cmd_compile(args):
@@ -317,6 +332,10 @@ def _existing_store(text):
     there is none (a path checked before the imports: an answer at once)."""
     if not is_url(text):
         if not Path(text).exists():
+            if Path(text).is_symlink():  # to nothing, or a loop: where() says which
+                from .store import where
+
+                where(text)
             log.error("no store at %s", text)
             return None
         return Path(text)

@@ -17,6 +17,7 @@ tasks) / (worker time available).
 """
 
 import contextlib
+import errno
 import logging
 import math
 import os
@@ -320,6 +321,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 if isinstance(error, (WorkersLackData, WorkersLackStore)):  # every task
                     client.cancel(futures)  # would fail alike
                     raise type(error)(str(error)) from None
+                if isinstance(error, OSError) and error.errno == errno.ENOSPC:  # alike too
+                    client.cancel(futures)
+                    raise OSError(error.errno, error.strerror, error.filename) from None
                 message = "".join(traceback.format_exception_only(type(error), error)).strip()
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)

@@ -25,11 +25,11 @@ def fit_errors(path):
 
 def _error_rows(path):
     """The rows of :func:`fit_errors`, as tuples in the order of ``COLUMNS``."""
-    from .store import open_root
+    from .store import dataset_groups, open_root
 
     root = open_root(path)
     rows = []
-    for name, group in root.groups():
+    for name, group in dataset_groups(root):
         if "fit_error" not in group:
             continue
         labels = {dim: [str(v) for v in group[dim][:]] for dim in ("algorithm", "init", "kind")}

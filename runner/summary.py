@@ -23,6 +23,7 @@ from .fit_errors import error_lines
 from .store import (
     applicable,
     complete_blocks,
+    dataset_groups,
     definition_is_sparse,
     open_root,
     wanted_scores,
@@ -81,7 +82,7 @@ def _read(path, found):
                kinds=_labels(group["kind"]), percents=group["percent"][:],
                n_folds=group["fold"].shape[0], n_sparsity=group["sparsity"].shape[0] - 1,
                done=_complete(name, group, attrs, found), run_index=read_run_index(group))
-        for name, group in root.groups()]
+        for name, group in dataset_groups(root)]
     return _Store(attrs=attrs,
                   spec=parse_spec(attrs["spec_toml"], default_name=attrs.get("spec_name", ""),
                                   check_external=False),

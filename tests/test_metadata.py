@@ -312,3 +312,116 @@ def test_the_smoke_store_records_forty_six_metadata_files(smoke_report, cli):
     assert code == 0, err
     assert "metadata: 46 zarr.json files" in out
     assert len(list(store.rglob("zarr.json"))) == 46
+
+
+# Nodes the layout does not name (docs/reference/cube-schema.md): written by hand into a
+# store, they are named by verify, ignored by every command and never recorded by a run.
+def extra_array(store):
+    """An array written by hand into the group of data set iris."""
+    group = zarr.open_group(str(store / "iris"), mode="r+", use_consolidated=False)
+    group.create_array("extra", shape=(3,), dtype="f8")[:] = 1.0
+    return "iris/extra"
+
+
+def extra_group(store):
+    """A group ``wine`` written by hand, with a ``done`` array (no dimension names)."""
+    root = zarr.open_group(str(store), mode="r+", use_consolidated=False)
+    root.create_group("wine").create_array("done", shape=(2,), dtype="u1")[:] = 1
+    return "wine"
+
+
+FOREIGN = {"an array in a data set's group": extra_array, "a group with done markers": extra_group}
+
+
+def layout_files(store):
+    """The keys of the record of digests and of the consolidated metadata."""
+    root = read(store / "zarr.json")
+    return sorted(root["attributes"][RECORD]), sorted(root["consolidated_metadata"]["metadata"])
+
+
+def assert_foreign_named(cli, store, node):
+    code, err, out = cli("verify", store)
+    assert code == 0, err
+    assert f"not part of the store's layout: {node} " in out, out
+    assert "no damage" in out
+
+
+@pytest.mark.parametrize("case", FOREIGN)
+def test_a_node_the_layout_does_not_name_is_ignored_and_never_recorded(
+        reference, spec_file, cli, tmp_path, case):
+    store = copy(reference, tmp_path)
+    node = FOREIGN[case](store)
+    assert_foreign_named(cli, store, node)
+    for command in (["status", store], ["status", "--verify", store],
+                    ["report", store, "--out", tmp_path / "report"]):
+        code, err, _ = cli(*command)
+        assert code == 0 and "Traceback" not in err, err
+    code, err, _ = cli("run", spec_file, "--store", store)
+    assert code == 0 and "Traceback" not in err, err
+    assert f"not part of the store's layout: {node} " in err
+    # the run recorded and consolidated exactly what the reference records, and kept the node
+    assert layout_files(store) == layout_files(reference)
+    assert (store / node / "zarr.json").is_file()
+    assert_foreign_named(cli, store, node)
+    assert_same_cube(reference, store)
+    code, err, _ = cli("run", spec_file, "--store", store)  # and so on every later run
+    assert code == 0, err
+    assert_foreign_named(cli, store, node)
+
+
+@pytest.mark.parametrize("case", FOREIGN)
+def test_a_node_recorded_by_an_older_pcskm_is_ignored_then_dropped_from_the_record(
+        reference, spec_file, cli, tmp_path, case):
+    """A pcskm before this consolidated and recorded every node of the folder: readers
+    would see the node, so every command refuses the store in one line, and the next run
+    consolidates and records the layout alone."""
+    store = copy(reference, tmp_path)
+    node = FOREIGN[case](store)
+    with warnings.catch_warnings():  # consolidated metadata is not in the Zarr 3 spec
+        warnings.simplefilter("ignore", UserWarning)
+        zarr.consolidate_metadata(str(store))
+    record = {str(p.relative_to(store)): sha256_of(read(p)) for p in store.rglob("zarr.json")
+              if p.parent != store}
+    edit(store / "zarr.json", lambda d: d["attributes"][RECORD].update(record))
+    assert any(file.startswith(node) for file in layout_files(store)[0])
+    for command in (["verify", store], ["status", store],
+                    ["report", store, "--out", tmp_path / "report"]):
+        assert_one_line(*cli(*command)[:2], f"{store / 'zarr.json'}: its consolidated metadata "
+                        f"copies {node}, not part of the store's layout",
+                        f"pcskm run tiny-metadata --store {store}")
+    code, err, _ = cli("run", spec_file, "--store", store)
+    assert code == 0 and "repaired:" in err and "Traceback" not in err, err
+    assert layout_files(store) == layout_files(reference)
+    assert_same_cube(reference, store)
+    assert_foreign_named(cli, store, node)
+
+
+def test_an_extension_is_refused_while_a_foreign_node_is_in_the_store(reference, cli,
+                                                                      tmp_path):
+    """Extending builds the store anew: it would lose the node, so it is refused, in one
+    line, before anything is written."""
+    store = copy(reference, tmp_path)
+    node = extra_array(store)
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    wider = tmp_path / "wider.toml"
+    wider.write_text(SPEC_TEXT.replace("percentages = [1]", "percentages = [1, 5]"))
+    assert_one_line(*cli("run", wider, "--store", store)[:2],
+                    f"holds nodes that are not part of its layout: {node}",
+                    "move them out of the store and rerun")
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_the_arrays_of_a_layout_are_those_pcskm_writes():
+    """:data:`GROUP_ARRAYS` (what the layout names) against the arrays of a group written
+    with every option on (selection scores, fit errors, per-s weights, uninformative)."""
+    from pcskm.runner.store.create import write_group
+    from pcskm.runner.store.layout import GroupLayout
+    from pcskm.runner.store.schema import GROUP_ARRAYS
+
+    group = GroupLayout(dataset="toy", algorithms=("PCSKM",), inits=("dkm++",),
+                        kinds=("random",), percents=(1.0,), n_runs=1, n_folds=2,
+                        sparsity=(1.1,), feature_names=("a", "b"),
+                        uninformative=(False, True), attrs={})
+    root = zarr.open_group(zarr.storage.MemoryStore(), mode="w", zarr_format=3)
+    write_group(root, group, {"cv_folds": 2, "gap_permutations": 2}, fit_errors=True)
+    assert {name for name, _ in root["toy"].arrays()} == GROUP_ARRAYS

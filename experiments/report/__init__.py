@@ -58,9 +58,10 @@ def write_report(store, out_dir=None, focus=None):
     store fails verification, ValueError for a ``focus`` that is not an algorithm of the
     cube (before anything is written). A store swapped by another run while it is read is
     read again (:func:`pcskm.runner.store.access.read_consistently`)."""
-    from pcskm.runner.store import read_consistently, where, write_error
+    from pcskm.runner.store import check_store, read_consistently, where, write_error
 
     store = where(store).pinned()  # a store on object storage read at one snapshot
+    check_store(store)  # before the report folder is made: not a cube, damaged metadata
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
     if focus is not None:
         study.check_focus(open_store(store), focus)

@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 import zarr
 
-from pcskm.runner.store import WEIGHTS_PER_S
+from pcskm.runner.store import SELECTIONS_TITLE, WEIGHTS_PER_S
 
 from .. import spec
 from . import (
@@ -244,7 +244,7 @@ def _add_fixed(results):
 def _finish_sidecar(path, store):
     root = zarr.open_group(str(path), mode="r+")
     root.attrs.update({
-        "title": "pcskm best-s selections (docs/method/protocol.md §9.1 paper-style, §9.2 "
+        "title": f"{SELECTIONS_TITLE} (docs/method/protocol.md §9.1 paper-style, §9.2 "
                  "honest; the others: docs/guide/choosing-s.md)",
         "cube": str(store.path.resolve()),
         "cube_spec_hash": store.attrs.get("spec_hash"),

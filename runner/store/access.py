@@ -16,7 +16,7 @@ from .errors import DamagedStore, IncompatibleStore, NotAStore, StoreChanged
 from .layout import layout_of
 from .location import where
 from .metadata import checked_metadata
-from .schema import CHUNKED_BY, SCHEMA_VERSION
+from .schema import CHUNKED_BY, SCHEMA_VERSION, SELECTIONS_TITLE, TITLE
 
 
 def metadata_problem(path):
@@ -49,9 +49,26 @@ def half_created(path):
         return None
     if not isinstance(metadata, dict) or metadata.get("consolidated_metadata"):
         return None
-    if (metadata.get("attributes") or {}).get("title") != "pcskm results cube":
+    if (metadata.get("attributes") or {}).get("title") != TITLE:
         return None
     return "its root zarr.json lacks the consolidated metadata written last"
+
+
+def not_a_cube(path):
+    """Why the Zarr store at ``path`` is not a pcskm cube (its root has neither a cube's
+    title nor a schema version: the best-s selections that ``pcskm report`` writes beside a
+    cube, or another Zarr store), or None."""
+    try:
+        attrs = json.loads((Path(path) / "zarr.json").read_bytes()).get("attributes")
+    except (OSError, ValueError, AttributeError):
+        return None  # damaged metadata: check_folder names it
+    if not isinstance(attrs, dict) or attrs.get("title") == TITLE or "schema_version" in attrs:
+        return None
+    if str(attrs.get("title", "")).startswith(SELECTIONS_TITLE):
+        return (f"{path} holds the best-s selections that pcskm report wrote for the cube "
+                f"{attrs.get('cube', '(not named)')}, not a results cube: give the cube's "
+                "store (the report writes the selections again)")
+    return f"{path} is a Zarr store but not a pcskm results cube (its root has no schema_version)"
 
 
 def holds_done_markers(path):
@@ -87,6 +104,9 @@ def check_folder(path):
                "copy, or delete it and compute again" if holds_done_markers(path) else
                "it holds no computed cell: pcskm run creates it again"))
     found = checked_metadata(path)
+    other = not_a_cube(path)
+    if other:
+        raise NotAStore(other)
     problem = metadata_problem(path)
     if problem:
         raise DamagedStore(f"the metadata of {path} is damaged: {problem}. pcskm cannot repair "

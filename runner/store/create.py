@@ -170,7 +170,7 @@ def root_attrs(layout, spec, history=(), runs=()):
     """The root attributes of a store of ``layout`` made for ``spec``
     (docs/reference/cube-schema.md, Root attributes)."""
     return {
-        "title": "pcskm results cube",
+        "title": schema.TITLE,
         "schema_version": layout.schema_version,
         "spec_name": spec.name,
         "spec_toml": spec.source_text,

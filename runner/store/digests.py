@@ -13,10 +13,13 @@ fill value, an ``endian``, a shape, a codec) is found before any value is read
 
 import hashlib
 import json
+import os
 import warnings
 from pathlib import Path
 
 import zarr
+
+from .schema import in_layout, layout_datasets
 
 RECORD = "metadata_sha256"  # root attribute: {path of a zarr.json in the store: SHA-256}
 ROOT = "zarr.json"
@@ -76,9 +79,12 @@ def _digests(store, attrs):
     ``attrs``."""
     root = read_document(store / ROOT)[0]
     record = {ROOT: digest(root_document(root, attrs))}
+    datasets = layout_datasets(attrs)
     group = zarr.open_group(str(store), mode="r", use_consolidated=False)
     for node, _ in group.members(max_depth=None):
-        record[node_file(node)] = digest(node_document(read_document(store / node_file(node))[0]))
+        if in_layout(node, datasets):
+            record[node_file(node)] = digest(
+                node_document(read_document(store / node_file(node))[0]))
     return dict(sorted(record.items()))
 
 
@@ -96,8 +102,21 @@ def record_metadata(store, attrs=None):
 
 
 def consolidate(path):
-    """Copy the metadata of every node of the store at ``path`` into its root ``zarr.json``."""
+    """Copy the metadata of every node of the layout of the store at ``path``
+    (:func:`.schema.in_layout`) into its root ``zarr.json``; a node the layout does not name
+    is left out, so that no reader sees it."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
         zarr.consolidate_metadata(str(path))
+    file = Path(path) / ROOT
+    root = json.loads(file.read_bytes())
+    datasets = layout_datasets(root.get("attributes") or {})
+    copies = root["consolidated_metadata"]["metadata"]
+    foreign = [node for node in copies if not in_layout(node, datasets)]
+    if foreign:
+        for node in foreign:
+            del copies[node]
+        partial = file.with_name(ROOT + ".partial")  # deleted by the next run if cut short
+        partial.write_text(json.dumps(root, indent=2))
+        os.replace(partial, file)
 

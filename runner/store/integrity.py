@@ -33,15 +33,18 @@ from pathlib import PurePath
 
 import google_crc32c
 import numpy as np
+import zarr
 from zarr.codecs import Crc32cCodec
 
 from .access import check_store, open_root
 from .errors import DamagedStore
+from .layout import dataset_groups, foreign_nodes
 from .location import where
 from .places import RECORD, chunk_digest, is_placed, place_of, read_record
 from .schema import (
     DONE_DIMS,
     FIT_DIMS,
+    GROUP_ARRAYS,
     MISSING,
     NOT_APPLICABLE,
     RECORDS_SINCE,
@@ -90,6 +93,7 @@ class Verification:
     wanted: dict = field(default_factory=dict)  # group -> score bits of each algorithm
     n_folds: dict = field(default_factory=dict)
     metadata: object = None  # the MetadataCheck of pcskm.runner.store.metadata
+    foreign: list = field(default_factory=list)  # nodes the layout does not name
     version: int | None = None  # the store's schema version
 
     @property
@@ -134,6 +138,8 @@ class Verification:
                 f"{len(self.unchecksummed)} arrays carry no checksums (the store was made "
                 "before pcskm wrote them): missing and undecodable chunks are found, a changed "
                 "byte that still decodes is not")
+        if self.foreign:
+            lines.append(self.foreign_line())
         if self.ok:
             lines.append("no damage: every cell marked done has intact chunks")
             return "\n".join(lines)
@@ -141,6 +147,12 @@ class Verification:
         lines.append(f"pcskm run {self.spec} --store {self.store} (the store's spec, or its "
                      "TOML file) clears their done markers and recomputes those cells")
         return "\n".join(lines)
+
+    def foreign_line(self):
+        """The line naming the nodes that are not part of the store's layout."""
+        return (f"not part of the store's layout: {', '.join(self.foreign)} (written by hand, "
+                "not by pcskm); pcskm ignores them (reads, checks and records none of them), "
+                "and a run that extends the store refuses until they are moved out of it")
 
     def listing(self):
         """One line per damaged chunk (the first :data:`MAX_LISTED`), after a count."""
@@ -338,8 +350,10 @@ def verify(store):
     version = attrs.get("schema_version")
     found = Verification(store=location, spec=attrs.get("spec_name", "SPEC"), metadata=metadata,
                          version=version)
-    for name, group in root.groups():
-        arrays = dict(group.arrays())
+    found.foreign = foreign_nodes(zarr.open_group(location.zarr_store(), mode="r",
+                                                  use_consolidated=False))
+    for name, group in dataset_groups(root):
+        arrays = {key: array for key, array in group.arrays() if key in GROUP_ARRAYS}
         found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
         labels = _labels(group)
         _verify_done(location, name, group, found)

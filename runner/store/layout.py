@@ -24,6 +24,8 @@ from .schema import (
     SCORE_SETTINGS,
     WEIGHTS_PER_S,
     auc_setting,
+    layout_datasets,
+    not_in_layout,
 )
 
 log = logging.getLogger("pcskm")
@@ -276,6 +278,22 @@ def _merge_scores(old, new, store, problems):
     return merged
 
 
+def dataset_groups(root):
+    """``(name, group)`` of each data set's group of the store whose root group ``root`` is
+    open: those of its layout (:func:`.schema.layout_datasets`), never a group written by
+    hand."""
+    datasets = layout_datasets(root.attrs.asdict())
+    return [(name, group) for name, group in root.groups() if name in datasets]
+
+
+def foreign_nodes(root):
+    """The paths of the nodes of the store whose root group ``root`` is open (without its
+    consolidated metadata, so that every node is listed) that its layout does not name
+    (:func:`.schema.not_in_layout`): an array or a group written by hand."""
+    return not_in_layout((node for node, _ in root.members(max_depth=None)),
+                         layout_datasets(root.attrs.asdict()))
+
+
 def layout_of(root, path):
     """The layout of the store at ``path``, whose root group ``root`` is open."""
     attrs = root.attrs.asdict()
@@ -287,7 +305,7 @@ def layout_of(root, path):
             "it, or it is not a cube"
         )
     groups, weights_per_s = {}, True
-    for name, group in root.groups():
+    for name, group in dataset_groups(root):
         weights_per_s &= WEIGHTS_PER_S in group
         gattrs = group.attrs.asdict()
         uninformative = (tuple(bool(v) for v in group["uninformative"][:])

@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlsplit
 from pcskm.runner.locations import is_url
 
 from .errors import NotAStore, StoreBusy, StoreNotWritable, UncommittedWrites, UnsupportedStore
-from .schema import RUNNING
+from .schema import RUNNING, TITLE
 
 SUPPORTED = ("a folder on a local or network file system (a path, or file:///path) or an "
              "Icechunk repository on S3-compatible object storage (s3://bucket/prefix)")
@@ -46,7 +46,7 @@ def where(store):
     if isinstance(store, Folder | Repository):
         return store
     if not is_url(store):
-        return Folder(store)
+        return Folder(folder_path(store))
     parts = urlsplit(store)
     scheme = parts.scheme.lower()
     if "::" in store.partition("://")[0]:
@@ -55,7 +55,7 @@ def where(store):
         if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
             raise UnsupportedStore(f"{store}: a file:// URL names a folder of this machine "
                                    "(file:///path); give the path itself")
-        return Folder(unquote(parts.path))
+        return Folder(folder_path(unquote(parts.path)))
     elif scheme == "s3":
         prefix = parts.path.strip("/")
         if not parts.netloc or not prefix or parts.query or parts.fragment:
@@ -63,6 +63,26 @@ def where(store):
                                    "(a bucket and a prefix inside it, nothing after)")
         return Repository(parts.netloc, prefix)
     raise UnsupportedStore(f"{store}: {scheme}:// stores are not supported; a store is {SUPPORTED}")
+
+
+def folder_path(path):
+    """The folder that the store path ``path`` names, such that the files a run builds beside
+    it (``<store>.rebuild``, ``<store>.old``) are beside it: ``path`` as given, or its real
+    path if it is a symbolic link (the link's target is the store) or holds ``..``
+    (``x.zarr/../x.zarr`` is ``x.zarr``). Raises :class:`NotAStore` for a symbolic link to
+    nothing or a loop of links."""
+    given = Path(path)
+    if given.is_symlink():
+        try:
+            return given.resolve(strict=True)
+        except FileNotFoundError:
+            raise NotAStore(f"{given} is a symbolic link to {os.readlink(given)}, which does "
+                            "not exist: create the folder it points to, or give the store's "
+                            "real path") from None
+        except (RuntimeError, OSError):  # a loop: RuntimeError before Python 3.13
+            raise NotAStore(f"{given} is a loop of symbolic links, not a store: give the "
+                            "store's real path") from None
+    return Path(os.path.realpath(given)) if ".." in given.parts else given
 
 
 class Folder:
@@ -470,7 +490,7 @@ class Repository:
         if not self._has_root(store):
             raise NotAStore(f"{self} holds no Zarr store (an Icechunk repository without "
                             "a committed pcskm cube: pcskm run creates it)")
-        if zarr.open_group(store, mode="r").attrs.get("title") != "pcskm results cube":
+        if zarr.open_group(store, mode="r").attrs.get("title") != TITLE:
             raise NotAStore(f"{self} holds a Zarr store that is not a pcskm results cube")
         base = self.transaction.base if self.transaction else self.readonly().snapshot_id
         return SnapshotCheck(base)
@@ -610,8 +630,10 @@ class Repository:
     def holds_done_markers(self):
         import zarr
 
+        from .layout import dataset_groups
+
         root = zarr.open_group(self.zarr_store(), mode="r")
-        return any(bool(group["done"][...].any()) for _, group in root.groups())
+        return any(bool(group["done"][...].any()) for _, group in dataset_groups(root))
 
     def chunk_name(self, key):
         return PurePosixPath(key)

@@ -38,7 +38,7 @@ from .digests import (
 from .errors import DamagedStore
 from .layout import has_user_algorithms, layout_of
 from .lock import check_writable
-from .schema import RECORDS_SINCE
+from .schema import RECORDS_SINCE, in_layout, layout_datasets, not_in_layout
 
 log = logging.getLogger("pcskm")
 
@@ -173,7 +173,6 @@ def check_metadata(store):
         found.changes.append(Change(ROOT, "", f"its attribute {RECORD} is not a record of "
                                     "digests", None))
         return found
-    found.n_files = len(record)
     if digest(root_document(root, attrs)) != record.get(ROOT):
         found.changes.append(Change(ROOT, "", "the root attributes or format changed", None))
     consolidated = root.get("consolidated_metadata")
@@ -183,7 +182,11 @@ def check_metadata(store):
     if {k: v for k, v in consolidated.items() if k != "metadata"} != HEADER:
         found.changes.append(Change(ROOT, "", "the header of its consolidated metadata changed",
                                     RECONSOLIDATED))
-    nodes = sorted(file.removesuffix("/" + ROOT) for file in record if file != ROOT)
+    # a node the layout does not name is not checked (a pcskm before this recorded it)
+    datasets = layout_datasets(attrs)
+    nodes = sorted(node for node in (file.removesuffix("/" + ROOT) for file in record
+                                     if file != ROOT) if in_layout(node, datasets))
+    found.n_files = 1 + len(nodes)
     deleted = {node for node in nodes if "/" not in node and not (store / node).is_dir()}
     for node in nodes:
         if node in deleted:
@@ -191,6 +194,11 @@ def check_metadata(store):
                                         "missing (its folder was deleted)", GROUP_DROPPED))
         elif node.partition("/")[0] not in deleted:
             _check_node(store, node, record[node_file(node)], copies, found.changes)
+    adopted = not_in_layout(copies, datasets)
+    if adopted:
+        found.changes.append(Change(ROOT, "", f"its consolidated metadata copies "
+                                    f"{', '.join(adopted)}, not part of the store's layout (a "
+                                    "pcskm before this copied every node)", RECONSOLIDATED))
     lost = [change.node for change in found.changes if change.node and change.repair is None]
     if lost:
         regenerated = _regenerated(store, lost, record)

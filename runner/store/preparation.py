@@ -31,7 +31,7 @@ from .create import (
 )
 from .errors import IncompatibleStore
 from .integrity import repair, verify
-from .layout import label_positions, merge_layouts, spec_layout
+from .layout import dataset_groups, label_positions, merge_layouts, spec_layout
 from .location import CREATED, PREPARED, RECORDED, RUN_TAG, where
 from .places import RECORD, read_record, record_stored, record_values
 from .provenance import RUN_INDEX, read_run_index
@@ -122,7 +122,7 @@ def _record_as_stored(path):
     ``path`` as they are stored (:func:`.places.record_stored`): the chunks an extension
     copied, or those of a store of schema version 2 upgraded; returns how many."""
     location, root, count = where(path), open_root(path, "r+"), 0
-    for _, group in root.groups():
+    for _, group in dataset_groups(root):
         arrays = writable_arrays(group)
         if RECORD not in arrays:
             continue
@@ -141,7 +141,7 @@ def _bind_chunks(location, version):
     each bound to its place): create each group's record of chunk digests, record the
     chunks as they are (verified intact just before), then the new version."""
     root = open_root(location, "r+")
-    for _, group in root.groups():
+    for _, group in dataset_groups(root):
         if RECORD not in group:
             create_record(group, (group["kind"].shape[0], group["percent"].shape[0]))
     location.consolidate()  # readers of a folder see the new arrays
@@ -160,7 +160,7 @@ def _add_run_index(location):
     code), so that this run's blocks are recorded; returns whether it added any."""
     root = open_root(location, "r+")
     added = False
-    for _, group in root.groups():
+    for _, group in dataset_groups(root):
         if RUN_INDEX not in group:
             create_run_index(group, group["done"].shape)
             added = True
@@ -255,12 +255,20 @@ def prepare(path, spec, data_dir=None):
             action = "extended"
         elif merged.groups != old.groups or merged.fixed != old.fixed \
                 or merged.algorithms.keys() != old.algorithms.keys():
+            if found.foreign:
+                raise IncompatibleStore(
+                    f"{location} holds nodes that are not part of its layout: "
+                    f"{', '.join(found.foreign)} (written by hand, not by pcskm); this spec "
+                    "extends the store, which builds it anew without them: move them out of "
+                    "the store and rerun")
             check_sizes(merged, location, copies=True)
             _rebuild(location, old, merged, spec, history, runs)
             action = "extended"
         else:
             location.record_metadata(root_attrs(merged, spec, history, runs))
             action = "opened"
+        if found.foreign:
+            log.warning("%s: %s", location, found.foreign_line())
     cube = Cube(location)
     cube.mark_applicability(spec)
     location.commit(f"store {action} for spec {spec.name}",
@@ -282,7 +290,7 @@ def _record_unfinished_run(location, found):
         return
     number = len(attrs.get("runs", []))  # the place its blocks name
     marked = sum(int(((found.done[name] > 0) & (read_run_index(group) == number)).sum())
-                 * found.n_folds[name] for name, group in root.groups())
+                 * found.n_folds[name] for name, group in dataset_groups(root))
     cells_written = max(0, found.done_cells() - entry.pop("done_cells", 0), marked)
     if cells_written:
         log.warning("a previous run (%s, started %s on %s, process %s) wrote %d cells and "

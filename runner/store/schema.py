@@ -204,6 +204,44 @@ FIT_ERROR_ATTRS = {
     "comment": "the fits with status error are counted by the status variable"}
 
 
+# The arrays of a data set's group as pcskm writes them (:func:`.create.write_group`; the
+# record of chunk digests, :data:`.places.RECORD`, and of the runs, :data:`.provenance.RUN_INDEX`,
+# named here too, since those modules come after this one). The store's layout is its root,
+# the groups of the data sets its root attribute ``data_sha256`` names, and these arrays in
+# them; any other node (an array or a group written by hand) is not part of it: verify names
+# it, every command ignores it, and a run never records it (docs/reference/cube-schema.md,
+# Nodes the layout does not name).
+GROUP_ARRAYS = frozenset({*FIT_DIMS, "feature", "feature_name", "uninformative",
+                          *FIT_VARIABLES, "weights", WEIGHTS_PER_S, "n_constraints", "done",
+                          "run_index", *SCORE_VARIABLES, "scored", "chunk_sha256",
+                          "fit_error"})
+
+
+def layout_datasets(attrs):
+    """The data sets whose groups the store with root attributes ``attrs`` holds (the keys
+    of ``data_sha256``)."""
+    names = attrs.get("data_sha256")
+    return frozenset(names) if isinstance(names, dict) else frozenset()
+
+
+def in_layout(node, datasets):
+    """Whether the node at path ``node`` ("iris", "iris/f_score") of a store holding the
+    data sets ``datasets`` (:func:`layout_datasets`) is part of its layout."""
+    group, _, array = node.partition("/")
+    return group in datasets and (not array or array in GROUP_ARRAYS)
+
+
+def not_in_layout(nodes, datasets):
+    """The paths among ``nodes`` of the nodes that are not part of the layout of a store
+    holding the data sets ``datasets`` (:func:`in_layout`), sorted; of a group, not its
+    members."""
+    found = []
+    for node in sorted(nodes):
+        if not in_layout(node, datasets) and not any(node.startswith(f"{f}/") for f in found):
+            found.append(node)
+    return found
+
+
 def wanted_scores(fixed, definitions, algorithms):
     """Per algorithm (in the order of ``algorithms``), the score kinds (bits) its cells get:
     CV (and the AUC, where ``fixed`` has it) for ``cv_algorithms``, the gap for every SKM
@@ -256,6 +294,9 @@ def write_regions(writes):
             raise outcome
 
 
+TITLE = "pcskm results cube"  # root attribute title of a cube
+# title of the best-s selections pcskm report writes beside a cube (experiments.report)
+SELECTIONS_TITLE = "pcskm best-s selections"
 RUNNING = "run_in_progress"  # root attribute: the run writing the store (Cube.begin_run)
 
 
