@@ -423,5 +423,6 @@ def test_the_arrays_of_a_layout_are_those_pcskm_writes():
                         sparsity=(1.1,), feature_names=("a", "b"),
                         uninformative=(False, True), attrs={})
     root = zarr.open_group(zarr.storage.MemoryStore(), mode="w", zarr_format=3)
-    write_group(root, group, {"cv_folds": 2, "gap_permutations": 2}, fit_errors=True)
+    write_group(root, group, {"cv_folds": 2, "gap_permutations": 2, "cv_auc": True},
+                fit_errors=True)
     assert {name for name, _ in root["toy"].arrays()} == GROUP_ARRAYS

@@ -55,20 +55,17 @@ def half_created(path):
 
 
 def not_a_cube(path):
-    """Why the Zarr store at ``path`` is not a pcskm cube (its root has neither a cube's
-    title nor a schema version: the best-s selections that ``pcskm report`` writes beside a
-    cube, or another Zarr store), or None."""
+    """Why the Zarr store at ``path`` is not a pcskm cube: the best-s selections that
+    ``pcskm report`` writes beside a cube (its root's title says so), or None."""
     try:
         attrs = json.loads((Path(path) / "zarr.json").read_bytes()).get("attributes")
     except (OSError, ValueError, AttributeError):
         return None  # damaged metadata: check_folder names it
-    if not isinstance(attrs, dict) or attrs.get("title") == TITLE or "schema_version" in attrs:
-        return None
-    if str(attrs.get("title", "")).startswith(SELECTIONS_TITLE):
+    if isinstance(attrs, dict) and str(attrs.get("title", "")).startswith(SELECTIONS_TITLE):
         return (f"{path} holds the best-s selections that pcskm report wrote for the cube "
                 f"{attrs.get('cube', '(not named)')}, not a results cube: give the cube's "
                 "store (the report writes the selections again)")
-    return f"{path} is a Zarr store but not a pcskm results cube (its root has no schema_version)"
+    return None
 
 
 def holds_done_markers(path):

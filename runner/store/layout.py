@@ -283,7 +283,8 @@ def dataset_groups(root):
     open: those of its layout (:func:`.schema.layout_datasets`), never a group written by
     hand."""
     datasets = layout_datasets(root.attrs.asdict())
-    return [(name, group) for name, group in root.groups() if name in datasets]
+    return [(name, group) for name, group in root.groups()
+            if datasets is None or name in datasets]
 
 
 def foreign_nodes(root):
