@@ -96,6 +96,17 @@ def study_plan(results, focus):
     return Plan(focus, others, settings, tuple(labels))
 
 
+def signed_rank_test(d, method="auto"):
+    """(statistic, p-value) of the two-sided signed-rank test of docs/method/protocol.md §10
+    on the differences d (zeros dropped, no continuity correction; ``method`` as in
+    ``scipy.stats.wilcoxon``); (NaN, NaN) when every difference is zero."""
+    if not np.any(d != 0):
+        return np.nan, np.nan
+    test = scipy.stats.wilcoxon(d, zero_method="wilcox", correction=False,
+                                alternative="two-sided", method=method)
+    return float(test.statistic), float(test.pvalue)
+
+
 def wilcoxon(x, y, method="auto"):
     """The signed-rank test of docs/method/protocol.md §10 on paired vectors without NaN: n,
     the number of non-zero differences, scipy's statistic and p-value (``method`` as in
@@ -111,11 +122,7 @@ def wilcoxon(x, y, method="auto"):
     d = x - y
     n_nonzero = int((d != 0).sum())
     r_plus, r_minus = inference.rank_sums(d)
-    statistic = p_value = np.nan
-    if n_nonzero:
-        test = scipy.stats.wilcoxon(x, y, zero_method="wilcox", correction=False,
-                                    alternative="two-sided", method=method)
-        statistic, p_value = float(test.statistic), float(test.pvalue)
+    statistic, p_value = signed_rank_test(d, method)
     direction = "x" if r_plus > r_minus else "y" if r_minus > r_plus else "none"
     # the estimate and interval that go with the test: its differences, zeros dropped
     estimate, low, high, attained = inference.hodges_lehmann(d[d != 0])
