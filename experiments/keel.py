@@ -123,10 +123,9 @@ def keel_file(name):
     return folder / relpath(name)
 
 
-def read_keel(path):
-    """``(X, labels)`` of a raw KEEL file: every column but the last a float feature, the last
-    the class (stripped text). A ValueError names the 1-based line and column of a cell that
-    is not a number, or a line with another number of cells."""
+def read_cells(path):
+    """``(rows, line numbers)`` of a raw KEEL file: the stripped cells of each non-empty line
+    and its 1-based number; a ValueError names a line with another number of cells."""
     rows, numbers = [], []
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
         if line.strip():
@@ -141,7 +140,15 @@ def read_keel(path):
                          f"{numbers[0]} {widths[0]}")
     if widths[0] < 2:
         raise ValueError(f"{path} needs a feature column and the class column")
-    X = np.empty((len(rows), widths[0] - 1))
+    return rows, numbers
+
+
+def read_keel(path):
+    """``(X, labels)`` of a raw KEEL file: every column but the last a float feature, the last
+    the class (stripped text). A ValueError names the 1-based line and column of a cell that
+    is not a number, or a line with another number of cells."""
+    rows, numbers = read_cells(path)
+    X = np.empty((len(rows), len(rows[0]) - 1))
     for i, row in enumerate(rows):
         for j, cell in enumerate(row[:-1]):
             try:

@@ -262,3 +262,62 @@ def keel_vowel():
                    description=f"{full.description}, without its first {VOWEL_IDENTIFIERS} "
                    "columns (train/test flag, speaker, sex)",
                    source=full.source, code=full.code, subset=full.subset)
+
+
+def nominal_pool(n, train_fraction=0.9):
+    """The nominal constraint pool of ``n`` points: all pairs of the L = 0.9 n training points
+    of a fold, (L² − L) / 2 (docs/method/protocol.md §4.1), rounded half away from zero."""
+    L = train_fraction * n
+    return int((L * L - L) / 2 + 0.5)
+
+
+def _sizes(item, data_dir=None):
+    """``(n, p, class sizes)`` of a candidate as its source holds it (before any cut)."""
+    from . import keel
+    from .datasets import load
+
+    table = item.table
+    if table is None:
+        data = load(item.name, data_dir)
+        return data.n_samples, data.n_features, np.bincount(data.y)
+    if table.get("source", "").startswith(keel.KEEL):
+        rows, _ = keel.read_cells(keel.keel_file(table["source"][len(keel.KEEL):]))
+        _, counts = np.unique([row[-1] for row in rows], return_counts=True)
+        return len(rows), len(rows[0]) - 1, counts
+    full = {key: value for key, value in table.items() if key != "per_class"}
+    data = load_definition(parse_definition(item.name, full), data_dir)
+    return data.n_samples, data.n_features, np.bincount(data.y)
+
+
+def catalogue_rows(data_dir=None):
+    """One row per candidate for docs/method/real_datasets.csv: n, p, k and smallest class as
+    the source holds the set, and for an included set the same after its cut with the
+    nominal constraint pool and the constraints at 10 %."""
+    import warnings
+
+    from .datasets import load
+
+    rows = []
+    for item in CANDIDATES:
+        with warnings.catch_warnings():  # constant columns: said when a spec reads the set
+            warnings.simplefilter("ignore", UserWarning)
+            n, p, counts = _sizes(item, data_dir)
+            used = None
+            if item.included:
+                used = load(item.name, data_dir) if item.table is None else load_definition(
+                    parse_definition(item.name, item.table), data_dir)
+        row = {"name": item.name, "origin": item.origin,
+               "source": "registry" if item.table is None else
+               "; ".join(f"{key} = {value}" for key, value in item.table.items()),
+               "n": n, "p": p, "k": len(counts), "smallest_class": int(counts.min()),
+               "status": "IN" if item.included else "OUT"}
+        if used is None:
+            row.update(n_used="", k_used="", smallest_class_used="", pool="",
+                       constraints_at_10pct="")
+        else:
+            pool = nominal_pool(used.n_samples)
+            row.update(n_used=used.n_samples, k_used=used.n_clusters,
+                       smallest_class_used=int(np.bincount(used.y).min()), pool=pool,
+                       constraints_at_10pct=int(pool / 10 + 0.5))
+        rows.append({**row, "licence": item.licence, "reason": item.reason})
+    return rows
