@@ -301,3 +301,20 @@ def test_the_catalogue_table_is_what_the_sets_give(keel_env, data_dir, clustbenc
             assert (int(row["n"]), int(row["p"]), int(row["k"]), int(row["smallest_class"])) \
                 == (len(frame), frame.shape[1] - 1, len(counts), counts.min()), row["name"]
     assert sum(row["status"] == "IN" for row in committed) == len(family)
+
+
+def test_the_docs_page_shows_the_catalogue_table():
+    page = (CATALOGUE.parent / "real-datasets.md").read_text()
+    with CATALOGUE.open(newline="") as handle:
+        committed = list(csv.DictReader(handle))
+    lines = page.splitlines()
+    lines = [line for line in lines[lines.index(next(x for x in lines
+                                                      if x.startswith("| name |"))):]
+             if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    shown = [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
+             for line in lines[1:] if line.split("|")[1].strip() in {r["name"] for r in
+                                                                      committed}]
+    assert shown == [{key: row[key] for key in header} for row in committed]
+    included = sum(row["status"] == "IN" for row in committed)
+    assert f"{included} sets are in" in page and included == len(real_family())
