@@ -85,10 +85,11 @@ def cause(error):
 def detail(error):
     """The innermost line of an Icechunk error's chain of causes (``Connection refused (os
     error 111)``, ``NoSuchBucket: ...``), else its first line."""
-    lines = [line.strip(" x|`->") for line in str(error).splitlines()]
-    causes = [line for raw, line in zip(str(error).splitlines(), lines, strict=True)
-              if raw.lstrip().startswith(("|->", "`->")) and line]
-    return (causes or [line for line in lines if line] or [type(error).__name__])[-1]
+    lines = str(error).splitlines()
+    causes = [line.strip()[3:].strip() for line in lines
+              if line.strip().startswith(("|->", "`->"))]
+    first = [line.strip(" x|") for line in lines if line.strip(" x|")][:1]
+    return (causes[-1:] or first or [type(error).__name__])[0]
 
 
 def explain(error, bucket, probe=None):
@@ -114,8 +115,9 @@ def explain(error, bucket, probe=None):
                 "key, a wrong secret or an expired session token; check AWS_ACCESS_KEY_ID, "
                 "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
     if found == READ_ONLY:
-        return (f"the credentials may only read it ({words}); pcskm status, verify and "
-                "report only read, pcskm run needs credentials that may write the bucket")
+        return (f"the bucket refused the write: credentials that may only read it ({words}); "
+                "pcskm status, verify and report only read, pcskm run needs credentials that "
+                "may write the bucket")
     if found == DENIED:
         return (f"the credentials may not read the bucket {bucket} ({words}); give them "
                 "s3:GetObject and s3:ListBucket on it")
