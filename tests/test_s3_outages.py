@@ -7,6 +7,8 @@ a failed access has its own line: no credentials, credentials refused, a missing
 one an endpoint lost), an unreachable endpoint (credentials that may only read:
 tests/test_s3_store.py)."""
 
+import os
+
 import pytest
 from s3_server import Proxy
 from test_s3_store import GROWN, SMALL, assert_same, read_local, read_s3
@@ -14,7 +16,7 @@ from test_s3_store import GROWN, SMALL, assert_same, read_local, read_s3
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
 from pcskm.runner.cli import main
-from pcskm.runner.store import StoreNotWritable, StoreUnreachable, where
+from pcskm.runner.store import StoreNotWritable, where
 
 IN_PROCESS_CLIENT = True  # one worker thread: a small spec in seconds
 SPEC = parse_spec(GROWN)  # several tasks: outages between them
@@ -76,25 +78,36 @@ def test_outages_of_20_s_at_several_moments_are_waited_out(s3, client, proxy, di
 
 @pytest.mark.slow
 def test_an_endpoint_down_longer_than_the_wait_is_named_and_the_rerun_resumes(
-        s3, client, proxy, direct, monkeypatch, caplog):
-    """The endpoint goes down after the run's first results and stays down past
-    PCSKM_S3_RETRY_SECONDS: the run stops saying the endpoint was unreachable, for how long,
-    and that a rerun resumes, never blaming the credentials; the rerun, with the endpoint
-    back, gives the cube of the run without the outage."""
-    monkeypatch.setenv("PCSKM_S3_RETRY_SECONDS", "3")
+        s3, client, proxy, direct, tmp_path):
+    """``pcskm run`` loses its endpoint once its first results are in, for longer than
+    PCSKM_S3_RETRY_SECONDS: it exits 1 saying the endpoint was unreachable, for how long, and
+    how to resume, never blaming the credentials; the rerun, with the endpoint back, records
+    it and gives the cube of the run without the outage."""
+    import subprocess
+    import sys
+    import time
+
+    from cubes import Progress
+
     bucket = s3.bucket("long-down")
     url = f"s3://{bucket}/grown"
-
-    def cut_after(receipt, summary):
-        if summary.n_written == 1:
-            proxy.cut()
-
-    with pytest.raises(StoreUnreachable) as stopped:
-        run_spec(SPEC, url, client=client, progress=False, on_result=cut_after)
-    message = str(stopped.value)
-    assert f"{url}: the object store's endpoint {proxy.endpoint_url} was unreachable for" in message
-    assert "PCSKM_S3_RETRY_SECONDS=3 s" in message and "pcskm run again resumes" in message
-    assert "credentials" not in message
+    spec = tmp_path / "grown.toml"
+    spec.write_text(GROWN)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pcskm.runner.cli", "run", str(spec), "--store", url,
+         "--workers", "1"], cwd=tmp_path, stderr=subprocess.PIPE,
+        env={**os.environ, "PCSKM_S3_RETRY_SECONDS": "3"})
+    progress = Progress(process)
+    deadline = time.monotonic() + 300
+    while progress.cells() == 0 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proxy.cut()
+    assert process.wait(timeout=600) == 1
+    err = progress.join()
+    stop = next(line for line in err.splitlines() if "was unreachable for" in line)
+    assert f"{url}: the object store's endpoint {proxy.endpoint_url} was unreachable" in stop
+    assert "PCSKM_S3_RETRY_SECONDS=3 s" in stop and "pcskm run again resumes" in stop
+    assert "credentials" not in stop and "Resume with:" in err
     proxy.restore()
     rerun = run_spec(SPEC, url, client=client, progress=False)
     assert rerun.complete
