@@ -367,7 +367,9 @@ class Transaction:
 
     def commit(self, message, metadata=None):
         """Commit the writes since the last commit (None if there are none); returns the new
-        snapshot's id. Raises ``icechunk.ConflictError`` if the branch moved."""
+        snapshot's id. Raises ``icechunk.ConflictError`` if the branch moved; an outage of
+        the endpoint is waited out (:class:`.outages.Patience`: a failed commit leaves the
+        session's writes, committed by the next try)."""
         if not self.changed:
             return None
         snapshot = self.patience.call(self.session.commit, message, metadata=metadata)
