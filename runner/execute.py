@@ -37,7 +37,14 @@ from pathlib import Path
 from pcskm.experiments import DataNotFoundError, cells
 
 from .progress import Progress
-from .store import DoneMarks, StoreNotWritable, task_target, where, write_task
+from .store import (
+    DoneMarks,
+    StoreNotWritable,
+    StoreUnreachable,
+    task_target,
+    where,
+    write_task,
+)
 from .store.location import process_start
 from .tasks import fits, format_only, task_key
 
@@ -318,8 +325,8 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                     on_result(receipt, summary)
             elif future.status == "error":
                 error = future.exception()
-                if isinstance(error, (WorkersLackData, WorkersLackStore)):  # every task
-                    client.cancel(futures)  # would fail alike
+                if isinstance(error, (WorkersLackData, WorkersLackStore, StoreUnreachable)):
+                    client.cancel(futures)  # every task would fail alike
                     raise type(error)(str(error)) from None
                 if isinstance(error, OSError) and error.errno == errno.ENOSPC:  # alike too
                     client.cancel(futures)

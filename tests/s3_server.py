@@ -1,10 +1,12 @@
 """An S3-compatible server on 127.0.0.1 for the tests of object storage (issue 32): moto in
 server mode, started in a thread of the test session on a free port and stopped after it.
-Nothing leaves the machine; the credentials are moto's made-up ones."""
+Nothing leaves the machine; the credentials are moto's made-up ones. :class:`Proxy` puts an
+endpoint that can be cut in front of it (tests/test_s3_outages.py)."""
 
 import contextlib
 import os
 import socket
+import threading
 from dataclasses import dataclass
 
 # moto accepts any key; these only have to be set, and the same for every client.
@@ -67,3 +69,85 @@ def s3_server():
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1 in front of the server at ``port``, which can be cut
+    (:meth:`cut`): the listening socket closed, so that a new connection is refused, and every
+    open connection closed, as an S3 endpoint that went down does; :meth:`restore` listens on
+    the same port again (the server kept its state). ``outages`` counts the cuts."""
+
+    def __init__(self, port):
+        self.target = ("127.0.0.1", port)
+        self.port = _free_port()
+        self.endpoint_url = f"http://127.0.0.1:{self.port}"
+        self.outages = 0
+        self._lock = threading.Lock()
+        self._open = set()
+        self._listener = None
+        self.restore()
+
+    def restore(self):
+        if self._listener is not None:  # listening already
+            return
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        listener.settimeout(0.05)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self):
+        listener, self._listener = self._listener, None
+        if listener is None:  # cut already
+            return
+        listener.close()
+        self.outages += 1
+        with self._lock:
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            self._open.clear()
+
+    def outage(self, seconds):
+        """Cut now and restore after ``seconds`` (in a thread, returned)."""
+        self.cut()
+        timer = threading.Timer(seconds, self.restore)
+        timer.start()
+        return timer
+
+    def close(self):
+        if self._listener is not None:
+            self.cut()
+
+    def _accept(self, listener):
+        while self._listener is listener:
+            try:
+                near, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            near.settimeout(None)
+            try:
+                far = socket.create_connection(self.target)
+            except OSError:
+                near.close()
+                continue
+            with self._lock:
+                self._open.update((near, far))
+            for source, sink in ((near, far), (far, near)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)

@@ -7,6 +7,8 @@ code), each importing only those listed before it.
   chunks and codecs.
 * :mod:`.lock`: who may write a store: one run at a time (:func:`store_lock`), where files
   can be written.
+* :mod:`.outages`: what went wrong with a store on object storage (no credentials, a
+  missing bucket, an unreachable endpoint, ...), and an outage of its endpoint waited out.
 * :mod:`.location`: where a store lives (:func:`where`): a folder, or an Icechunk repository
   on object storage, and what the workers write into (the folder, or a fork of the run's
   session that the client merges back); the folder's operations of the modules below are
@@ -35,8 +37,8 @@ from pcskm._lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(["DamagedStore", "IncompatibleStore", "NotAStore", "StoreBusy",
-                     "StoreChanged", "StoreNotWritable", "UncommittedWrites",
-                     "UnsupportedStore"], ".errors"),
+                     "StoreChanged", "StoreNotWritable", "StoreUnreachable",
+                     "UncommittedWrites", "UnsupportedStore"], ".errors"),
     **dict.fromkeys(["AUC_SCORES", "AUC_SETTING", "CHUNKED_BY", "COMPRESSORS", "CV_SCORES",
                      "ERROR", "FIT_DIMS", "GAP_SCORES", "MISSING", "NOT_APPLICABLE", "RUNNING",
                      "SCHEMA_VERSION", "SCORE_SETTINGS", "SCORE_VARIABLES", "SELECTIONS_TITLE",

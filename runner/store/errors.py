@@ -34,3 +34,8 @@ class DamagedStore(ValueError):
 class StoreChanged(ValueError):
     """The store was replaced (extended) or its metadata rewritten while it was read."""
 
+
+
+class StoreUnreachable(ConnectionError):
+    """The endpoint of a store on object storage did not answer for the time pcskm waits out
+    an outage (:mod:`.outages`); what was committed is kept, and a rerun resumes."""

@@ -335,13 +335,18 @@ class Transaction:
     to the branch meanwhile (``icechunk.ConflictError``); :meth:`fork` and :meth:`merge` let
     other processes write into it (forks of its session, merged before a commit)."""
 
-    def __init__(self, repository, branch=BRANCH):
+    def __init__(self, repository, branch=BRANCH, patience=None):
+        from .outages import Patience
+
         self.repository, self.branch = repository, branch
-        self.session = repository.writable_session(branch)
+        self.patience = patience or Patience(f"branch {branch}")
+        self.session = self.patience.call(repository.writable_session, branch)
 
     @property
     def store(self):
-        return self.session.store
+        from .outages import PatientStore
+
+        return PatientStore(self.session.store, self.patience)
 
     @property
     def base(self):
@@ -362,11 +367,13 @@ class Transaction:
 
     def commit(self, message, metadata=None):
         """Commit the writes since the last commit (None if there are none); returns the new
-        snapshot's id. Raises ``icechunk.ConflictError`` if the branch moved."""
+        snapshot's id. Raises ``icechunk.ConflictError`` if the branch moved; an outage of
+        the endpoint is waited out (:class:`.outages.Patience`: a failed commit leaves the
+        session's writes, committed by the next try)."""
         if not self.changed:
             return None
-        snapshot = self.session.commit(message, metadata=metadata)
-        self.session = self.repository.writable_session(self.branch)
+        snapshot = self.patience.call(self.session.commit, message, metadata=metadata)
+        self.session = self.patience.call(self.repository.writable_session, self.branch)
         return snapshot
 
 
@@ -378,9 +385,12 @@ class Repository:
     branch's tip."""
 
     def __init__(self, bucket, prefix, snapshot=None):
+        from .outages import Patience
+
         self.bucket, self.prefix, self.snapshot = bucket, prefix, snapshot
         self.transaction = None
         self._repo = self._session = self._before = None
+        self.patience = Patience(str(self))  # an outage of the endpoint waited out
 
     def __str__(self):
         return f"s3://{self.bucket}/{self.prefix}"
@@ -403,18 +413,31 @@ class Repository:
         """The repository's URL (absolute already)."""
         return self
 
-    def _error(self, error, doing, cause="the bucket, the AWS credentials or "
-                                          "AWS_ENDPOINT_URL"):
-        """:class:`StoreNotWritable` for an Icechunk ``error``: what was being done, the first
-        line of Icechunk's message and ``cause``, what to check."""
-        return StoreNotWritable(f"{self}: cannot {doing} ({_first_line(error)}); check {cause} "
-                                "(docs/guide/hpc.md, \"The store on object storage\")")
+    def _error(self, error, doing):
+        """:class:`StoreNotWritable` for an Icechunk ``error``: what was being done and its
+        cause, what to do (:func:`.outages.explain`; a plain read of the repository, the
+        probe, names the cause of an error of Icechunk's that kept none)."""
+        from .outages import explain
+
+        cause = explain(error, self.bucket, self._probe)
+        return StoreNotWritable(f"{self}: cannot {doing}: {cause} (docs/guide/hpc.md, \"The "
+                                "store on object storage\")")
+
+    def _probe(self):
+        """The error of a plain read of the repository (its branch), or None if it reads."""
+        icechunk = _icechunk()
+        try:
+            icechunk.Repository.exists(_storage(self.bucket, self.prefix))
+        except icechunk.IcechunkError as error:
+            return error
+        return None
 
     def exists(self):
         """Whether a repository exists at the URL (with a committed pcskm store or not)."""
         icechunk = _icechunk()
         try:
-            return icechunk.Repository.exists(_storage(self.bucket, self.prefix))
+            return self.patience.call(icechunk.Repository.exists,
+                                      _storage(self.bucket, self.prefix))
         except icechunk.IcechunkError as error:
             raise self._error(error, "reach the repository") from None
 
@@ -423,7 +446,8 @@ class Repository:
         icechunk = _icechunk()
         if self._repo is None:
             try:
-                self._repo = icechunk.Repository.open(_storage(self.bucket, self.prefix))
+                self._repo = self.patience.call(icechunk.Repository.open,
+                                                _storage(self.bucket, self.prefix))
             except icechunk.IcechunkError as error:
                 if not self.exists():
                     raise NotAStore(f"{self} is missing: no Icechunk repository there "
@@ -450,10 +474,17 @@ class Repository:
                 self._session = self.readonly(self.snapshot)
             return self._session
         if snapshot is None:
-            return self.repo.readonly_session(BRANCH)
+            return self.patience.call(self.repo.readonly_session, BRANCH)
         if snapshot in self.tags():
-            return self.repo.readonly_session(tag=snapshot)
-        return self.repo.readonly_session(snapshot_id=snapshot)
+            return self.patience.call(self.repo.readonly_session, tag=snapshot)
+        return self.patience.call(self.repo.readonly_session, snapshot_id=snapshot)
+
+    def _patient(self, session):
+        """The Zarr store of the Icechunk ``session``, its reads tried again through an
+        outage (:class:`.outages.PatientStore`)."""
+        from .outages import PatientStore
+
+        return PatientStore(session.store, self.patience)
 
     def pinned(self):
         """This store as of now, for a reader that reads it several times: the snapshot at
@@ -466,14 +497,14 @@ class Repository:
         return pinned
 
     def tags(self):
-        return self.repo.list_tags()
+        return self.patience.call(self.repo.list_tags)
 
     def zarr_store(self, mode="r"):
         """The transaction's store while a run writes (:meth:`writing`), else a read-only
         store of the version read."""
         if mode != "r" or self.transaction is not None:
             return self._writing().store
-        return self.readonly().store
+        return self._patient(self.readonly())
 
     def _writing(self):
         """The transaction of the run writing the store, or :class:`StoreNotWritable`."""
@@ -504,19 +535,18 @@ class Repository:
         icechunk = _icechunk()
         if not self.exists():
             try:
-                icechunk.Repository.create(_storage(self.bucket, self.prefix))
+                self.patience.call(icechunk.Repository.create,
+                                   _storage(self.bucket, self.prefix))
             except icechunk.IcechunkError as error:
                 if not self.exists():  # else another run created it meanwhile
                     raise self._error(error, "create the repository") from None
-        self.transaction = Transaction(self.repo)
+        self.transaction = Transaction(self.repo, patience=self.patience)
         try:
             self.check_free(take_over)
             yield self
         except icechunk.IcechunkError as error:  # a write or commit the bucket refused
-            raise self._error(error, "write the repository", "credentials that may only "
-                              "read it (pcskm status, verify and report only read) or a "
-                              "bucket that refuses the write; nothing this run had not "
-                              "committed was kept") from None
+            raise self._error(error, "write the repository (nothing this run had not "
+                              "committed was kept)") from None
         finally:
             self.transaction = None
 
@@ -525,7 +555,7 @@ class Repository:
         ``run_in_progress``), or None."""
         import zarr
 
-        store = self.readonly().store
+        store = self._patient(self.readonly())
         if not self._has_root(store):
             return None
         return zarr.open_group(store, mode="r").attrs.get(RUNNING)
@@ -554,7 +584,11 @@ class Repository:
 
     def last_commit(self):
         """The time of the commit at the branch's tip."""
-        return next(iter(self.repo.ancestry(branch=BRANCH))).written_at
+        return self._commit_info(branch=BRANCH).written_at
+
+    def _commit_info(self, **version):
+        """Icechunk's record of the commit of ``version`` (``branch=`` or ``snapshot_id=``)."""
+        return self.patience.call(lambda: next(iter(self.repo.ancestry(**version))))
 
     def busy(self, error):
         """The :class:`StoreBusy` for a commit refused because another run committed."""
@@ -624,7 +658,7 @@ class Repository:
         except icechunk.ConflictError as error:
             raise self.busy(error) from None
         if snapshot is not None and tag is not None:
-            self.repo.create_tag(tag, snapshot)
+            self.patience.call(self.repo.create_tag, tag, snapshot)
         return snapshot
 
     def holds_done_markers(self):
@@ -676,7 +710,8 @@ class Repository:
         if run is not None and run not in self.tags():
             raise ValueError(f"{self} has no run {run!r}; its runs are "
                              f"{', '.join(sorted(self.tags())) or 'none'}")
-        return xr.open_datatree(self.readonly(run).store, engine="zarr", consolidated=False)
+        return xr.open_datatree(self._patient(self.readonly(run)), engine="zarr",
+                                consolidated=False)
 
     def for_workers(self):
         """What the workers write their tasks' chunks into: one fork of the run's session
@@ -690,7 +725,7 @@ class Repository:
                 f"{self}: the workers' fork of the run's session was asked for while the "
                 "session holds writes not yet committed, which the workers would not see and "
                 "Icechunk does not fork: commit them first (Repository.commit)")
-        return ForkForWorkers(str(self), transaction.fork())
+        return ForkForWorkers(str(self), transaction.fork(), self.patience)
 
     def absorb(self, written):
         """Merge the forks ``written`` (each a task's, returned in its receipt) into the
@@ -704,8 +739,8 @@ class Repository:
         """``[(tag, time, record, snapshot id)]`` of the runs recorded (oldest first)."""
         found = []
         for tag in self.tags():
-            snapshot = self.repo.lookup_tag(tag)
-            info = next(iter(self.repo.ancestry(snapshot_id=snapshot)))
+            snapshot = self.patience.call(self.repo.lookup_tag, tag)
+            info = self._commit_info(snapshot_id=snapshot)
             found.append((tag, info.written_at, (info.metadata or {}).get("run") or {},
                           snapshot))
         return sorted(found)
@@ -720,14 +755,33 @@ class ForkForWorkers:
     the credentials of the worker's own environment and handed back in the task's receipt
     (docs/guide/hpc.md, "The store on object storage")."""
 
-    def __init__(self, url, fork):
+    def __init__(self, url, fork, patience=None):
+        from .outages import Patience
+
         self.url, self.fork = url, fork
+        self.patience = patience or Patience(url)  # the client's time, pickled with the fork
+
+    @property
+    def store(self):
+        """The fork's Zarr store, its reads and writes tried again through an outage."""
+        from .outages import PatientStore
+
+        return PatientStore(self.fork.store, self.patience)
 
     def _cannot(self, error):
-        """The message of a worker that cannot read or write the fork (``error``)."""
+        """The message of a worker that cannot read or write the fork (``error``): its
+        cause when it is not the credentials of the worker (:func:`.outages.cause`)."""
+        from .outages import NO_BUCKET, READ_ONLY, UNREACHABLE, cause, explain
+
         first = _first_line(error)
         if isinstance(error, FileNotFoundError):  # Zarr's: Icechunk read nothing
             first = "its root group cannot be read"
+        elif cause(error) in (NO_BUCKET, READ_ONLY, UNREACHABLE):
+            bucket = urlsplit(self.url).netloc
+            return (f"the Dask workers cannot write the store: on worker host "
+                    f"{platform.node()} the Icechunk repository {self.url} cannot be read or "
+                    f"written: {explain(error, bucket)} (docs/guide/hpc.md, \"The store on "
+                    "object storage\")")
         return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
                 f"the Icechunk repository {self.url} cannot be read or written ({first}), "
                 "while the client writes it. Give every worker the client's credentials in "
@@ -742,7 +796,7 @@ class ForkForWorkers:
 
         icechunk = _icechunk()
         try:
-            zarr.open_group(self.fork.store, mode="r")
+            zarr.open_group(self.store, mode="r")
         except (icechunk.IcechunkError, FileNotFoundError) as error:
             return self._cannot(error)
         return None
@@ -755,7 +809,7 @@ class ForkForWorkers:
 
         icechunk = _icechunk()
         try:
-            yield zarr.open_group(self.fork.store, mode="r+", path=dataset)
+            yield zarr.open_group(self.store, mode="r+", path=dataset)
         except (icechunk.IcechunkError, FileNotFoundError) as error:
             raise StoreNotWritable(self._cannot(error)) from None
 
