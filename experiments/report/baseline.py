@@ -51,6 +51,7 @@ RUN_FOLD_KEYS = ["dataset", "failures", "algorithm", "init", "kind", "run", "fol
 # settings that name algorithms, which differ between the two by design
 NOT_COMPARED = ("cv_algorithms",)
 FULL_PRECISION = "%.17g"  # a float64 read back is the same number
+GZIP = {"method": "gzip", "mtime": 0}  # the same values, the same file
 
 
 class BaselineMismatch(ValueError):
@@ -142,11 +143,18 @@ def write(results, primary, out, written):
     if results.baseline is not None:
         record["joined"] = results.baseline.described()
     paths = (out / VALUES_FILE, out / RUN_FOLD_FILE, out / PROTOCOL_FILE)
-    _long_values(results.families).to_csv(paths[0], index=False, float_format=FULL_PRECISION)
-    _long_run_fold(results.run_fold, primary).to_csv(paths[1], index=False,
-                                                     float_format=FULL_PRECISION)
+    _long_values(results.families).to_csv(paths[0], index=False, float_format=FULL_PRECISION,
+                                            compression=GZIP)
+    _long_run_fold(results.run_fold, primary).to_csv(
+        paths[1], index=False, float_format=FULL_PRECISION, compression=GZIP)
     paths[2].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     written.extend(paths)
+
+
+def _typed(data):
+    """``data`` with its counts as integers and ``complete`` as booleans."""
+    return data.assign({name: data[name].astype(np.int64) for name in COUNTS}
+                       | {"complete": data.complete.astype(bool)})
 
 
 @dataclass
@@ -181,9 +189,9 @@ def read(folder):
               .set_index(["family", *KEYS[1:]]).to_xarray())
     rules = xr.concat([values[RULE_COLUMNS[rule]] for rule in RULES],
                       dim=xr.DataArray(list(RULES), dims=DIM, name=DIM))
-    values = values[VARIABLES].assign(f_rules=rules)
-    values = values.fillna({name: 0 for name in COUNTS} | {"complete": False})
-    values = values.astype({name: np.int64 for name in COUNTS} | {"complete": bool})
+    order = [a for a in record.get("algorithms", []) if a in values.algorithm.values]
+    values = values[VARIABLES].assign(f_rules=rules).reindex(algorithm=order)
+    values = _typed(values.fillna({name: 0 for name in COUNTS} | {"complete": False}))
     run_fold = {}
     table = pd.read_csv(folder / RUN_FOLD_FILE, dtype={"init": str, "kind": str,
                                                        "algorithm": str, "failures": str})
@@ -348,7 +356,8 @@ def join(results, baseline):
     kept, taken = _taken(results.store, baseline)
     order = [str(a) for a in data.algorithm.values]
     order += [a for a in taken if a not in order]
-    fill = {name: 0 for name in COUNTS} | {"complete": False}
+    fill = ({name: np.nan for name in data.data_vars} | {name: 0 for name in COUNTS}
+            | {"complete": False})
     # the store's coordinates, in its order (a data set, selection or setting the baseline
     # lacks: nothing computed)
     at = {dim: data[dim].values for dim in data.dims if dim != "algorithm"}
@@ -357,7 +366,7 @@ def join(results, baseline):
                                and a not in taken])
     joined = xr.concat([mine, theirs], dim="algorithm", join="outer", fill_value=fill)
     joined = joined.reindex(at | {"algorithm": order}, fill_value=fill)
-    joined = joined.astype({name: np.int64 for name in COUNTS} | {"complete": bool})
+    joined = _typed(joined)
     failure_value = baseline.record.get("failure_value")
     exact = _exact(joined, taken, failure_value)
     rules = joined.f_rules
@@ -384,7 +393,7 @@ def paragraph(joined, primary):
         f"{_listed(joined.kept)} of this store (`pcskm report --baseline`). The protocol "
         "matches: the settings that fix the results, the data digests, every data set's "
         "grid and its constraint counts. Every test of the report runs on the joined values; "
-        "the tables of cells, failures and selections describe this store alone."]
+        "the tables of cells, failures, selections and weights describe this store alone."]
     dropped = {rule: n for rule, n in joined.dropped.items() if n}
     if dropped:
         lines.append(
