@@ -7,9 +7,9 @@ Every report writes what a later report needs to compare with it without its cub
   (``Results.families``): per (data set, selection, algorithm, init, kind, percent) the mean
   F (§9), its standard deviation, the counts of computed, expected and failed cells, and the
   mean F under each rule for failed fits (:mod:`.failure_rules`), at full precision;
-* ``baseline_run_fold.csv.gz``: per (data set, rule, algorithm, init, kind, run, fold) the mean
-  over the percentages of F under the primary selection (the per-data-set Bayesian t-test's
-  values, :func:`decisions.dataset_t_table`);
+* ``baseline_run_fold.csv.gz``: per (data set, algorithm, init, kind, run, fold) the mean
+  over the percentages of F under each rule, at the primary selection (the per-data-set
+  Bayesian t-test's values, :func:`decisions.dataset_t_table`);
 * ``baseline_protocol.json``: what must match for the values to be compared: the spec's
   settings that fix the results (the store's ``protocol``: seed, folds, design, s grid, ...),
   the failure value, and per data set its data digest (SHA-256), grid (inits, kinds,
@@ -47,9 +47,10 @@ KEYS = ["dataset", "selection", "algorithm", "init", "kind", "percent"]
 COUNTS = ["n_subsets", "n_cells", "n_expected", "n_failed"]
 VARIABLES = ["f_mean", "f_std", *COUNTS, "complete"]
 RULE_COLUMNS = {rule: "f_" + rule.replace("-", "_") for rule in RULES}
-RUN_FOLD_KEYS = ["dataset", "failures", "algorithm", "init", "kind", "run", "fold"]
+RUN_FOLD_KEYS = ["dataset", "algorithm", "init", "kind", "run", "fold"]
 # settings that name algorithms, which differ between the two by design
 NOT_COMPARED = ("cv_algorithms",)
+LABELS = {key: str for key in ("dataset", "selection", "algorithm", "init", "kind")}
 FULL_PRECISION = "%.17g"  # a float64 read back is the same number
 GZIP = {"method": "gzip", "mtime": 0}  # the same values, the same file
 
@@ -72,14 +73,15 @@ def _family_of(names):
 
 def _constraint_digests(counts):
     """Per (kind, percent), ``"<kind> <percent>"``: the SHA-256 (16 hex digits) of the
-    constraint counts m of its (run, fold) cells, where every cell is computed (m >= 0)."""
+    constraint counts m of its (run, fold) cells, where every cell is computed."""
     digests = {}
     for kind in counts.kind.values:
         for percent in counts.percent.values:
-            m = counts.sel(kind=kind, percent=percent).values.astype(np.int64)
-            if (m >= 0).all():
+            m = counts.sel(kind=kind, percent=percent).values
+            if np.isfinite(m).all() and (m >= 0).all():
+                m = np.ascontiguousarray(m, dtype=np.int64)
                 key = f"{kind} {float(percent):g}"
-                digests[key] = hashlib.sha256(np.ascontiguousarray(m).tobytes()).hexdigest()[:16]
+                digests[key] = hashlib.sha256(m.tobytes()).hexdigest()[:16]
     return digests
 
 
@@ -119,17 +121,17 @@ def _long_values(data):
     return frame.sort_values([*KEYS[:1], *KEYS[2:], "selection"], kind="stable")
 
 
-def _long_run_fold(run_fold, primary):
-    frames = [values.sel(selection=primary, drop=True).to_dataframe(name="f").reset_index()
-              .assign(dataset=label)
+def _wide_run_fold(run_fold, primary):
+    """``Results.run_fold`` under the ``primary`` selection as one row per (data set,
+    algorithm, init, kind, run, fold), the rules as columns."""
+    frames = [values.sel(selection=primary, drop=True).to_dataset(DIM).rename(RULE_COLUMNS)
+              .to_dataframe().reset_index().assign(dataset=label)
               for label, values in run_fold.items() if primary in values.selection.values]
+    columns = [*RUN_FOLD_KEYS, *RULE_COLUMNS.values()]
     if not frames:
-        return pd.DataFrame(columns=[*RUN_FOLD_KEYS, "f"])
-    frame = pd.concat(frames, ignore_index=True)
-    frame = frame[frame.f.notna()][[*RUN_FOLD_KEYS, "f"]]
-    # the rules last: they agree but where fits failed, and compress
-    return frame.sort_values([*RUN_FOLD_KEYS[:1], *RUN_FOLD_KEYS[2:], "failures"],
-                             kind="stable")
+        return pd.DataFrame(columns=columns)
+    frame = pd.concat(frames, ignore_index=True)[columns]
+    return frame[frame[list(RULE_COLUMNS.values())].notna().any(axis=1)]
 
 
 def write(results, primary, out, written):
@@ -145,10 +147,16 @@ def write(results, primary, out, written):
     paths = (out / VALUES_FILE, out / RUN_FOLD_FILE, out / PROTOCOL_FILE)
     _long_values(results.families).to_csv(paths[0], index=False, float_format=FULL_PRECISION,
                                             compression=GZIP)
-    _long_run_fold(results.run_fold, primary).to_csv(
+    _wide_run_fold(results.run_fold, primary).to_csv(
         paths[1], index=False, float_format=FULL_PRECISION, compression=GZIP)
     paths[2].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     written.extend(paths)
+
+
+def _rules(wide):
+    """The rules' columns of ``wide`` stacked along ``failures``."""
+    return xr.concat([wide[RULE_COLUMNS[rule]] for rule in RULES],
+                     dim=xr.DataArray(list(RULES), dims=DIM, name=DIM))
 
 
 def _typed(data):
@@ -183,20 +191,18 @@ def read(folder):
                          "folder, or one written before reports carried them (write it again "
                          "with pcskm report from its store)")
     record = json.loads((folder / PROTOCOL_FILE).read_text())
-    frame = pd.read_csv(folder / VALUES_FILE, dtype={"init": str, "kind": str,
-                                                     "algorithm": str, "selection": str})
+    frame = pd.read_csv(folder / VALUES_FILE, dtype=LABELS)
     values = (frame.rename(columns={"dataset": "family"})
               .set_index(["family", *KEYS[1:]]).to_xarray())
-    rules = xr.concat([values[RULE_COLUMNS[rule]] for rule in RULES],
-                      dim=xr.DataArray(list(RULES), dims=DIM, name=DIM))
+    rules = _rules(values)
     order = [a for a in record.get("algorithms", []) if a in values.algorithm.values]
     values = values[VARIABLES].assign(f_rules=rules).reindex(algorithm=order)
     values = _typed(values.fillna({name: 0 for name in COUNTS} | {"complete": False}))
     run_fold = {}
-    table = pd.read_csv(folder / RUN_FOLD_FILE, dtype={"init": str, "kind": str,
-                                                       "algorithm": str, "failures": str})
+    table = pd.read_csv(folder / RUN_FOLD_FILE, dtype=LABELS)
     for label, part in table.groupby("dataset", sort=False):
-        run_fold[label] = part.drop(columns="dataset").set_index(RUN_FOLD_KEYS[1:]).f.to_xarray()
+        wide = part.drop(columns="dataset").set_index(RUN_FOLD_KEYS[1:]).to_xarray()
+        run_fold[label] = _rules(wide)
     return Baseline(folder=folder, record=record, values=values, run_fold=run_fold)
 
 
