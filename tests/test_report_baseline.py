@@ -5,9 +5,11 @@ same spec, gives the tests of the full report; a store of another protocol is re
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from cubes import pcskm
 
 from pcskm.experiments.report import baseline, open_store
+from pcskm.experiments.report.failure_rules import RULES
 
 SPEC = """
 name = "{name}"
@@ -132,3 +134,42 @@ def test_a_baseline_that_adds_nothing_or_is_no_report_is_refused(studies):
                 studies)
     assert out.returncode == 2 and f"has no {baseline.PROTOCOL_FILE}" in out.stderr
     assert not (studies / "none").exists()
+
+
+def _slices(n_failed):
+    """Family aggregates of one data set, selection, init and kind at two percentages, for
+    FOCUS (the store's), OTHER and LKM (the baseline's); ``n_failed`` per algorithm and
+    percentage; 4 cells each, all computed."""
+    dims = ("family", "selection", "algorithm", "init", "kind", "percent")
+    coords = {"family": ["d"], "selection": ["honest"], "algorithm": ["FOCUS", "OTHER", "LKM"],
+              "init": ["dkm++"], "kind": ["random"], "percent": [1.0, 2.0]}
+    shape = (1, 1, 3, 1, 1, 2)
+    failed = np.array(n_failed).reshape(shape)
+    four = np.full(shape, 4)
+    rules = np.stack([np.full(shape, 0.5), np.full(shape, 0.4), np.full(shape, 0.3)], axis=2)
+    return xr.Dataset(
+        {"n_failed": (dims, failed), "n_cells": (dims, four), "n_expected": (dims, four),
+         "f_rules": (("family", "selection", "failures", *dims[2:]), rules)},
+        coords=coords | {"failures": list(RULES)})
+
+
+def test_itt_and_complete_case_are_kept_only_where_exact():
+    """FOCUS has a failed cell at 1 %. complete-case pairs every algorithm: at 1 % no joined
+    mean is exact (n/a for all), at 2 % each is the available mean. itt fills a failed cell
+    with LKM's F in that cell: the baseline's OTHER was filled from the baseline's LKM
+    (exact), FOCUS's failed cell was not (n/a at 1 %); with a number as the failure value
+    every itt mean is exact."""
+    data = _slices([[1, 0], [0, 0], [0, 0]])
+    joined = baseline._with_exact_rules(data.f_rules,
+                                        baseline._exact(data, ["OTHER", "LKM"], "LKM"))
+    cc = joined.sel(failures="complete-case").squeeze()
+    assert np.isnan(cc.sel(percent=1.0)).all()
+    assert (cc.sel(percent=2.0) == 0.5).all()
+    itt = joined.sel(failures="itt").squeeze()
+    assert np.isnan(itt.sel(algorithm="FOCUS", percent=1.0))
+    assert itt.sel(algorithm="FOCUS", percent=2.0) == 0.4
+    assert (itt.sel(algorithm=["OTHER", "LKM"]) == 0.4).all()
+    assert (joined.sel(failures="available") == 0.5).all()
+    number = baseline._with_exact_rules(data.f_rules,
+                                        baseline._exact(data, ["OTHER", "LKM"], 0.0))
+    assert (number.sel(failures="itt") == 0.4).all()
