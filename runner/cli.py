@@ -358,7 +358,7 @@ def cmd_report(args):
     name = Path(store.name).stem + "-report"
     out_dir = Path(args.out) if args.out else (Path(name) if is_url(args.store)
                                                else store.with_name(name))
-    write_report(store, out_dir, focus=args.focus)
+    write_report(store, out_dir, focus=args.focus, baseline=args.baseline)
     log.info("report written to %s", out_dir)
     return EXIT_OK
 
@@ -573,6 +573,10 @@ def build_parser():
     report.add_argument("--out", help="output folder (default: <store>-report)")
     report.add_argument("--focus", help="the algorithm Analysis 1 compares with every other "
                                         "one (default: the spec's [report] focus, else PCSKM)")
+    report.add_argument("--baseline", metavar="FOLDER",
+                        help="a report folder (e.g. docs/results/extended) computed with the "
+                             "same protocol: its algorithms that STORE has not computed are "
+                             "compared with STORE's")
     report.set_defaults(func=cmd_report)
 
     check = commands.add_parser(

@@ -14,6 +14,7 @@ as computed.
 import logging
 from pathlib import Path
 
+from . import baseline as baselines
 from . import study
 from .aggregate import collect, sidecar_path
 from .document import write_document
@@ -51,13 +52,15 @@ def _sidecar_for(store, out):
     return out / beside.name
 
 
-def write_report(store, out_dir=None, focus=None):
+def write_report(store, out_dir=None, focus=None, baseline=None):
     """Write the report of the cube at ``store`` into ``out_dir``; returns the path of
     ``report.md``. ``focus``: the algorithm Analysis 1 compares with every other one (default:
-    the spec's ``[report] focus``, else PCSKM; :mod:`.study`). Raises ``DamagedStore`` if the
-    store fails verification, ValueError for a ``focus`` that is not an algorithm of the
-    cube (before anything is written). A store swapped by another run while it is read is
-    read again (:func:`pcskm.runner.store.access.read_consistently`)."""
+    the spec's ``[report] focus``, else PCSKM; :mod:`.study`). ``baseline``: a report folder
+    whose algorithms the store has not computed are compared with the store's
+    (:mod:`.baseline`). Raises ``DamagedStore`` if the store fails verification, ValueError
+    for a ``focus`` that is not an algorithm of the cube or a ``baseline`` of another protocol
+    (before anything is written). A store swapped by another run while it is read is read
+    again (:func:`pcskm.runner.store.access.read_consistently`)."""
     from pcskm.runner.store import check_store, read_consistently, where, write_error
 
     store = where(store).pinned()  # a store on object storage read at one snapshot
@@ -65,6 +68,9 @@ def write_report(store, out_dir=None, focus=None):
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
     if focus is not None:
         study.check_focus(open_store(store), focus)
+    if baseline is not None:
+        baseline = baselines.read(baseline)
+        baselines.check(open_store(store), baseline)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -75,15 +81,19 @@ def write_report(store, out_dir=None, focus=None):
         raise OutputNotWritable(f"cannot write the report into {out} ({error.strerror}); "
                                 "give another folder with --out")
     sidecar = _sidecar_for(store, out)
-    return read_consistently(store, lambda: write_document(_verified_results(store, sidecar),
-                                                           out, focus=focus))
+    return read_consistently(store, lambda: write_document(
+        _verified_results(store, sidecar, baseline), out, focus=focus))
 
 
-def _verified_results(store, sidecar):
-    """The results of the store, which must pass verification."""
+def _verified_results(store, sidecar, baseline=None):
+    """The results of the store, which must pass verification, with the algorithms of
+    ``baseline`` (:func:`baselines.read`) joined."""
     from pcskm.runner.store import DamagedStore, verify
 
     found = verify(store)
     if not found.ok:
         raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
-    return collect(open_store(store), sidecar=sidecar)
+    results = collect(open_store(store), sidecar=sidecar)
+    if baseline is not None:
+        baselines.join(results, baseline)
+    return results

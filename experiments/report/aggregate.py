@@ -75,6 +75,7 @@ class Results:
     fixed_s: pd.DataFrame | None = None  # fixed_s.choose_fixed's table of candidates
     ties: list = field(default_factory=list)  # DataFrames (ties.tie_counts), one per data set
     choices: list = field(default_factory=list)  # DataFrames (ties.choice_counts)
+    baseline: object = None  # baseline.Joined: another report's algorithms joined in
 
     def cell_sample_table(self):
         return (pd.concat(self.cell_sample, ignore_index=True) if self.cell_sample

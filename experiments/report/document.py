@@ -7,6 +7,7 @@ import pandas as pd
 
 from . import (
     added_features,
+    baseline,
     best_s,
     cell_sample,
     claims,
@@ -1062,6 +1063,7 @@ def _no_used_case(results, found, tests, most=6):
 def _summary(results, found, tests, primary, prereg, totals, contents):
     """The one-screen summary at the top of report.md (docs/guide/quick-study.md)."""
     lines = ["## Summary", _computed_line(results, totals),
+             *baseline.summary(results.baseline),
              *_no_used_case(results, found, tests),
              *_headline(results, found, tests, primary, prereg), "**Contents**:"]
     lines.append("\n".join(f"- [{title}](#{anchor(title)})" + (f": {note}" if note else "")
@@ -1085,6 +1087,10 @@ def write_document(results, out, focus=None):
     primary = (_preregistered(doc, results, found, tests, prereg, decided, out, written)
                if prereg is not None else None)
     _header(doc, results, found, out, written)
+    primary_selection = decisions.primary_selection(results, prereg)
+    if results.baseline is not None:
+        for line in baseline.paragraph(results.baseline, primary_selection):
+            doc.paragraph(line)
     totals = _coverage(doc, results, out, written)
     _failures(doc, results, out, written)
     table1 = _table1(doc, results, found, out, written)
@@ -1096,6 +1102,7 @@ def write_document(results, out, focus=None):
     _claims(doc, results, found, table1, tests, prereg, out, written)
     _cell_sample(doc, results, out, written)
     _decisions(doc, results, found, prereg, decided, out, written)
+    baseline.write(results, primary_selection, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])
     notes = {"2. Table 1: data set constraints": "" if found.table1 else "does not apply",
