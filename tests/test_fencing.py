@@ -14,8 +14,7 @@ import time
 import cloudpickle
 import pytest
 import xarray as xr
-import zarr
-from cubes import REPO, Progress, pcskm, results_attrs, results_data
+from cubes import Progress, pcskm, results_attrs, results_data
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner import run_spec
