@@ -116,6 +116,8 @@ def publish(path, token, written):
     :func:`check_token`) from the run's staging folder into the store at ``path``, each with
     one ``rename`` (the file replaced at once); the caller holds the store's lock."""
     check_token(token, written, path)
+    if not written:
+        return
     source, target = staging_folder(path, token), Path(path)
     for chunks in written:
         for key in chunks.chunks:
