@@ -210,8 +210,8 @@ def test_files_staged_for_a_run_that_no_longer_holds_the_folder_are_never_moved_
     while the next run holds the store; handed to the next run (as a stray receipt would
     be), they are refused by their token and the store's files stay byte for byte."""
     from pcskm.runner import execute
-    from pcskm.runner.store import where
-    from pcskm.runner.store.fencing import StaleWrites, staging_folder
+    from pcskm.runner.store import StaleWrites, where
+    from pcskm.runner.store.fencing import staging_folder
 
     store = tmp_path / "s.zarr"
     task, target, sent = a_task_of_a_run_that_ends(store)
@@ -242,8 +242,7 @@ def test_a_fork_of_a_dead_clients_session_is_never_merged_into_the_next_run(s3):
     import icechunk
 
     from pcskm.runner import execute
-    from pcskm.runner.store import where
-    from pcskm.runner.store.fencing import StaleWrites
+    from pcskm.runner.store import StaleWrites, where
 
     bucket = s3.bucket("dead-fork")
     url = f"s3://{bucket}/small"

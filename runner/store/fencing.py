@@ -27,16 +27,14 @@ from pathlib import Path
 
 from zarr.storage import LocalStore, WrapperStore
 
+from .errors import StaleWrites
+
 STAGED = ".staged"  # <store>.staged/<token>/: the chunk files a run's workers wrote
 
 
 def new_token():
     """A run token: 128 random bits as hex, drawn by each run when it takes a store."""
     return secrets.token_hex(16)
-
-
-class StaleWrites(RuntimeError):
-    """A worker's writes made under the token of a run that no longer holds the store."""
 
 
 @dataclass(frozen=True)
