@@ -119,8 +119,12 @@ def publish(path, token, written):
     source, target = staging_folder(path, token), Path(path)
     for chunks in written:
         for key in chunks.chunks:
-            (target / key).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source / key, target / key)
+            there = os.path.join(target, key)
+            try:
+                os.replace(os.path.join(source, key), there)
+            except FileNotFoundError:  # its folder is new in the store (or the file gone)
+                os.makedirs(os.path.dirname(there), exist_ok=True)
+                os.replace(os.path.join(source, key), there)
 
 
 def clear_staged(path, keep=None):
