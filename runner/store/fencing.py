@@ -127,18 +127,18 @@ def publish(path, token, written):
                 os.replace(os.path.join(source, key), there)
 
 
-def clear_staged(path, keep=None):
-    """Delete the staging folders of ``path`` but that of the run of token ``keep`` (a run
-    that has just taken the store: every other is a dead run's), and ``<store>.staged``
-    itself once empty. A worker of a dead run may write into its folder again meanwhile: that
-    file is never published, and the next run deletes it."""
+def clear_staged(path):
+    """Delete every staging folder of the store at ``path``, and ``<store>.staged``: called
+    by a run holding the store when it takes it (every folder there is a dead run's) and when
+    it ends (its own, with the files of receipts it never received). A worker of a dead run
+    may write into its folder again meanwhile: that file is never published, and the next run
+    deletes it."""
     root = staging_root(path)
     if not root.is_dir():
         return
     for folder in root.iterdir():
-        if folder.name != keep:
-            shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
     try:
         root.rmdir()
-    except OSError:  # not empty: the run of ``keep`` stages there, or a late write
+    except OSError:  # a late write made a folder again meanwhile
         pass
