@@ -1,6 +1,6 @@
 """A worker's write lands only while its run holds the store (issue 46, point 1;
 docs/guide/hpc.md, "A killed client's workers"): the task of a killed client that a stopped
-worker finishes after the next run has completed the store changes nothing, in a folder and
+worker finishes after the next run has completed the store changes nothing in a folder, and
 a late task's fork handed to the next run of an Icechunk repository on S3 (the moto server of
 the test session) is never merged."""
 
