@@ -147,6 +147,7 @@ def assert_nothing_changed_and_nothing_to_do(store, reference):
     assert_same_cube(store, reference)
 
 
+@pytest.mark.slow  # 145 s on the shared VM, 303 s at a load average of 15
 def test_a_killed_clients_task_finished_after_the_next_run_changes_no_folder(
         reference, tmp_path):
     """The late task writes its chunk files into the staging folder of the killed run, which
