@@ -234,7 +234,8 @@ def compute_and_write(task, target, place):
     :meth:`pcskm.runner.store.location.Folder.for_workers`) can be written here, compute
     ``task`` (:func:`evaluate_on_worker`), write its chunks into it at ``target``
     (:func:`pcskm.runner.store.writer.write_task`) and return the receipt, with what the
-    client merges (``place.written()``)."""
+    client publishes (``place.written(group)``: the files staged, or the fork, under the
+    run's token; :mod:`pcskm.runner.store.fencing`)."""
     problem = place.problem()
     if problem:
         raise WorkersLackStore(problem)
@@ -242,9 +243,10 @@ def compute_and_write(task, target, place):
     try:
         with place.writing(task.dataset) as group:
             receipt = write_task(group, result, target)
+            written = place.written(group)
     except StoreNotWritable as error:
         raise WorkersLackStore(str(error)) from None
-    return replace(receipt, written=place.written())
+    return replace(receipt, written=written)
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,

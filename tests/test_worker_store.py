@@ -96,6 +96,6 @@ def test_a_task_on_a_worker_that_cannot_reach_the_store_computes_nothing(tmp_pat
 
     monkeypatch.setattr(execute, "evaluate_on_worker", computes)
     elsewhere = tmp_path / "not-mounted" / "s.zarr"
-    with pytest.raises(execute.WorkersLackStore, match=f"{elsewhere} does not exist"):
-        execute.compute_and_write(task, task_target(cube, task),
-                                  where(elsewhere).for_workers())
+    with where(elsewhere).writing() as location, \
+            pytest.raises(execute.WorkersLackStore, match=f"{elsewhere} does not exist"):
+        execute.compute_and_write(task, task_target(cube, task), location.for_workers())

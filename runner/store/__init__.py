@@ -9,6 +9,8 @@ code), each importing only those listed before it.
   can be written.
 * :mod:`.outages`: what went wrong with a store on object storage (no credentials, a
   missing bucket, an unreachable endpoint, ...), and an outage of its endpoint waited out.
+* :mod:`.fencing`: a worker's write lands only while its run holds the store: run tokens,
+  the staging folder of a folder's workers and the client's publishing of their files.
 * :mod:`.location`: where a store lives (:func:`where`): a folder, or an Icechunk repository
   on object storage, and what the workers write into (the folder, or a fork of the run's
   session that the client merges back); the folder's operations of the modules below are
@@ -37,7 +39,7 @@ from pcskm._lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(["DamagedStore", "IncompatibleStore", "NotAStore", "StoreBusy",
-                     "StoreChanged", "StoreNotWritable", "StoreUnreachable",
+                     "StaleWrites", "StoreChanged", "StoreNotWritable", "StoreUnreachable",
                      "UncommittedWrites", "UnsupportedStore"], ".errors"),
     **dict.fromkeys(["AUC_SCORES", "AUC_SETTING", "CHUNKED_BY", "COMPRESSORS", "CV_SCORES",
                      "ERROR", "FIT_DIMS", "GAP_SCORES", "MISSING", "NOT_APPLICABLE", "RUNNING",

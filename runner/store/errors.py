@@ -19,6 +19,11 @@ class UncommittedWrites(RuntimeError):
     writes were committed (a fault of the caller, not of the store)."""
 
 
+class StaleWrites(RuntimeError):
+    """A worker's writes made under the token of a run that does not hold the store
+    (:mod:`.fencing`): never published."""
+
+
 class UnsupportedStore(ValueError):
     """The store is named by a URL of a kind pcskm cannot write (docs/reference/cli.md)."""
 

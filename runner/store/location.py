@@ -93,6 +93,7 @@ class Folder:
 
     def __init__(self, path):
         self.path = Path(path)
+        self.token = None  # the run token, while a run holds the store (:meth:`writing`)
 
     def __fspath__(self):
         return os.fspath(self.path)
@@ -134,13 +135,22 @@ class Folder:
 
     @contextlib.contextmanager
     def writing(self, take_over=False):
-        """Hold the store's lock file while a run writes (:func:`.lock.store_lock`).
-        ``take_over`` changes nothing: the kernel frees the lock of a killed run, so a lock
-        held is a live run's, never taken over."""
+        """Hold the store's lock file while a run writes (:func:`.lock.store_lock`), with a
+        run token of its own (:mod:`.fencing`): the staging folders of the runs before it are
+        deleted when it takes the store, its own when it ends. ``take_over`` changes nothing:
+        the kernel frees the lock of a killed run, so a lock held is a live run's, never taken
+        over."""
+        from .fencing import clear_staged, new_token
         from .lock import store_lock
 
         with store_lock(self.path):
-            yield self
+            self.token = new_token()
+            clear_staged(self.resolve())
+            try:
+                yield self
+            finally:
+                self.token = None
+                clear_staged(self.resolve())
 
     def check_writable(self):
         from .lock import check_writable
@@ -233,34 +243,53 @@ class Folder:
         return []
 
     def for_workers(self):
-        """What the workers write their tasks' chunks into: the folder at its absolute path
-        (:class:`FolderForWorkers`)."""
-        return FolderForWorkers(str(self.resolve()))
+        """What the workers write their tasks' chunks into: the run's staging folder beside
+        the folder, at its absolute path (:class:`FolderForWorkers`); only while a run holds
+        the store (:meth:`writing`)."""
+        if self.token is None:
+            raise StoreNotWritable(f"{self} is written only by a run holding it (pcskm run; "
+                                   "from Python, inside `with where(path).writing():`)")
+        return FolderForWorkers(str(self.resolve()), self.token)
 
     def absorb(self, written):
-        """Nothing: the workers wrote into the folder itself."""
+        """Move the chunk files that the workers staged (``written``: each a task's
+        :class:`.fencing.Written`, of this run's token) into the folder
+        (:func:`.fencing.publish`)."""
+        from .fencing import publish
+
+        publish(self.resolve(), self.token, written)
 
 
 class FolderForWorkers:
     """A folder as a worker writes it: at the path the client gave, which every worker must
-    mount (docs/guide/hpc.md, "How the workers write")."""
+    mount (docs/guide/hpc.md, "How the workers write"); the chunk files go to the staging
+    folder of the run of ``token`` beside it, which the client moves into place
+    (:mod:`.fencing`)."""
 
-    def __init__(self, path):
-        self.path = path
+    def __init__(self, path, token):
+        self.path, self.token = path, token
 
     def problem(self):
         """Why this process cannot write the store (a message naming this host and the
-        path), or None if it can: the folder must exist here and take a new file."""
+        path), or None if it can: the folder must exist here, and the run's staging folder
+        beside it take a new file."""
+        from .fencing import staging_folder
         from .lock import write_error
 
         path = Path(self.path)
         if not path.is_dir():
             problem = "does not exist"
         else:
-            error = write_error(path)
-            if error is None:
-                return None
-            problem = f"cannot be written ({error.strerror})"
+            staged = staging_folder(path, self.token)
+            try:
+                staged.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                problem = f"cannot be written ({error.strerror}: {staged})"
+            else:
+                error = write_error(staged)
+                if error is None:
+                    return None
+                problem = f"cannot be written ({error.strerror}: {staged})"
         return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
                 f"{path} {problem}, while the client opened it there. Put the store on a file "
                 "system that every worker mounts at the same path (docs/guide/hpc.md, How the "
@@ -269,14 +298,20 @@ class FolderForWorkers:
     @contextlib.contextmanager
     def writing(self, dataset):
         """The Zarr group of ``dataset``, opened to write (its group alone: opening the root
-        would read every group's metadata)."""
+        would read every group's metadata): read from the folder, written into the run's
+        staging folder (:class:`.fencing.Staging`)."""
         import zarr
 
-        yield zarr.open_group(self.path, mode="r+", path=dataset)
+        from .fencing import staging
 
-    def written(self):
-        """Nothing to hand back: the chunks are in the folder."""
-        return None
+        yield zarr.open_group(staging(self.path, self.token), mode="r+", path=dataset)
+
+    def written(self, group):
+        """The keys of the chunk files staged through ``group`` (one task's), under the run's
+        token: what the client moves into the folder (:meth:`Folder.absorb`)."""
+        from .fencing import Written
+
+        return Written(self.token, tuple(group.store.keys))
 
 
 class SnapshotCheck:
@@ -336,11 +371,13 @@ class Transaction:
     other processes write into it (forks of its session, merged before a commit)."""
 
     def __init__(self, repository, branch=BRANCH, patience=None):
+        from .fencing import new_token
         from .outages import Patience
 
         self.repository, self.branch = repository, branch
         self.patience = patience or Patience(f"branch {branch}")
         self.session = self.patience.call(repository.writable_session, branch)
+        self.token = new_token()  # the run's: its forks carry it (:mod:`.fencing`)
 
     @property
     def store(self):
@@ -725,14 +762,19 @@ class Repository:
                 f"{self}: the workers' fork of the run's session was asked for while the "
                 "session holds writes not yet committed, which the workers would not see and "
                 "Icechunk does not fork: commit them first (Repository.commit)")
-        return ForkForWorkers(str(self), transaction.fork(), self.patience)
+        return ForkForWorkers(str(self), transaction.fork(), transaction.token, self.patience)
 
     def absorb(self, written):
-        """Merge the forks ``written`` (each a task's, returned in its receipt) into the
-        run's session: the next :meth:`commit` holds their chunks. A worker in this process
-        (a threaded Dask client) writes the fork it was given itself: it is merged once."""
-        forks = list({id(fork): fork for fork in written}.values())
+        """Merge the forks ``written`` (each a task's :class:`.fencing.Written`, returned in
+        its receipt) into the run's session: the next :meth:`commit` holds their chunks. A
+        fork made for another run (its token differs) is refused, never merged
+        (:func:`.fencing.check_token`). A worker in this process (a threaded Dask client)
+        writes the fork it was given itself: it is merged once."""
+        from .fencing import check_token
+
+        forks = list({id(w.chunks): w.chunks for w in written}.values())
         if forks:
+            check_token(self._writing().token, written, self)
             self._writing().merge(*forks)
 
     def runs(self):
@@ -755,10 +797,10 @@ class ForkForWorkers:
     the credentials of the worker's own environment and handed back in the task's receipt
     (docs/guide/hpc.md, "The store on object storage")."""
 
-    def __init__(self, url, fork, patience=None):
+    def __init__(self, url, fork, token, patience=None):
         from .outages import Patience
 
-        self.url, self.fork = url, fork
+        self.url, self.fork, self.token = url, fork, token
         self.patience = patience or Patience(url)  # the client's time, pickled with the fork
 
     @property
@@ -813,9 +855,13 @@ class ForkForWorkers:
         except (icechunk.IcechunkError, FileNotFoundError) as error:
             raise StoreNotWritable(self._cannot(error)) from None
 
-    def written(self):
-        """The fork, for the client to merge (:meth:`Repository.absorb`)."""
-        return self.fork
+    def written(self, group):
+        """The fork, under the run's token, for the client to merge
+        (:meth:`Repository.absorb`); ``group`` changes nothing (the fork holds the writes of
+        every task of this worker)."""
+        from .fencing import Written
+
+        return Written(self.token, self.fork)
 
 
 def process_start(pid):

@@ -2,9 +2,10 @@
 computed a task writes the task's chunks whole (:func:`write_task`), then returns a
 :class:`TaskReceipt`; the client marks done the blocks of the receipts it has received
 (:class:`DoneMarks`), every ``flush_seconds`` and when the run ends. The worker writes into
-what :meth:`.location.Folder.for_workers` gives: the folder itself, or on object storage a
-fork of the run's Icechunk session, handed back in the receipt; the client merges the forks
-it holds before it marks their blocks done, and commits both at once.
+what :meth:`.location.Folder.for_workers` gives, under the run's token (:mod:`.fencing`):
+the run's staging folder beside a folder store, or on object storage a fork of the run's
+Icechunk session, handed back in the receipt; the client moves the staged files into the
+folder (merges the forks) before it marks their blocks done (and commits both at once).
 
 The cube's per-cell variables are cut into one chunk per (kind, percent) (schema version 2,
 :data:`pcskm.runner.store.schema.CHUNKED_BY`), holding every algorithm, init, run, fold and
@@ -19,10 +20,10 @@ and the client writes the ``done`` markers of a block only after it has the rece
 replaces each chunk file atomically, and a repository's commit holds the merged chunks and
 their markers together. So a kill of the client, of a worker or of the
 scheduler at any moment leaves a readable store whose every cell marked done is intact: a
-worker killed while writing leaves chunks whose new cells are not marked done (the next run
-computes them again, with the same values) and whose done cells were rewritten with their
-stored values; a client killed outright loses at most the last ``flush_seconds`` of
-markers.
+worker killed while writing leaves staged files (or a fork) that no receipt names, never
+published; a client killed outright loses at most the last ``flush_seconds`` of markers; a
+task of a killed client that ends after the next run has taken the store publishes nothing
+(:mod:`.fencing`).
 """
 
 import time
@@ -275,7 +276,8 @@ class DoneMarks:
             self.write()
 
     def write(self):
-        """Merge the forks held into the store (:meth:`.location.Repository.absorb`), record
+        """Publish the writes held into the store (:meth:`.location.Folder.absorb`: the
+        staged files moved in; :meth:`.location.Repository.absorb`: the forks merged), record
         the digests of their chunks and mark done every region held (the chunks they vouch
         for are written: each came with its receipt), and commit all at once
         (:meth:`pcskm.runner.store.views.Cube.commit`; nothing to do in a folder)."""
