@@ -365,7 +365,8 @@ CANDIDATES = (
          "maximum)"),
     _out("r-car-test-frame", _r("rpart/car.test.frame", "Type", ["Price", "Weight", "Disp.",
                                                                  "HP"]), *_rdata("rpart"),
-         "cars of r-car90 (the same Consumer Reports 1990; so are cu.summary's)"),
+         "49 of its 60 cars are points of r-car90 (price, weight, displacement, power; the "
+         "same Consumer Reports 1990, as cu.summary)"),
     _out("r-cushings", _r("MASS/Cushings", "Type"), *_rdata("MASS"),
          "one class of 10 or more points (the others 6, 5 and 6)"),
     _out("r-plasma", _r("HSAUR/plasma", "ESR"), *_rdata("HSAUR"), "a class of 6 points"),
