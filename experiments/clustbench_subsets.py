@@ -10,10 +10,14 @@ as the paper's digits subsets do, drawn from the key of the spec-defined set ``u
 :func:`yeast_50` keeps at most 50 per class of uci/yeast (its smaller classes whole).
 """
 
-import numpy as np
-
 from .datasets import PER_CLASS, Dataset
-from .sources import SPEC_CODE, load_definition, parse_definition, per_class_rows
+from .sources import (
+    SPEC_CODE,
+    load_definition,
+    parse_definition,
+    per_class_rows,
+    without_small_classes_rows,
+)
 
 MIN_CLASS_SIZE = 10  # the paper's n_folds (docs/method/protocol.md §3)
 
@@ -23,13 +27,9 @@ def without_small_classes(source, min_size=MIN_CLASS_SIZE):
     without the points of its classes with fewer than ``min_size`` points."""
     name = source.split("/")[-1]
     full = load_definition(parse_definition(name, {"source": source}))
-    counts = np.bincount(full.y)
-    kept = counts >= min_size
-    rows = kept[full.y]
-    dropped = ", ".join(f"{label} ({counts[label]} points)"
-                        for label in np.flatnonzero(~kept))
+    rows, y, dropped = without_small_classes_rows(full.y, min_size)
     return Dataset(
-        name=name, X=full.X[rows], y=np.cumsum(kept)[full.y[rows]] - 1,
+        name=name, X=full.X[rows], y=y,
         feature_names=full.feature_names, uninformative=None,
         description=f"{full.description}, without the classes of fewer than {min_size} points "
         f"(0-based labels {dropped or 'none'})",

