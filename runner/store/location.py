@@ -463,13 +463,14 @@ class Repository:
         (:class:`.objects.DamagedObject`; ``where``: how the store reaches it) and the run
         tags that lead back to a readable version (``pcskm run --from-tag``)."""
         back = self._ways_back(found)
-        advice = (f"the run tags {', '.join(back)} lead to readable versions: go back to one "
-                  f"with pcskm run SPEC --store {self} --from-tag {back[0]} (the branch "
-                  f"{BRANCH} is reset to it and the cells it lacks are computed again)"
+        advice = (f"readable versions have the run tags {', '.join(back)}: go back to "
+                  f"{back[0]} with pcskm run SPEC --store {self} --from-tag {back[0]} (the "
+                  f"branch {BRANCH} is reset to it, then the cells it lacks are computed)"
                   if back else "no run tag leads to a readable version: restore the prefix "
                   "from a copy, or delete it and compute again")
-        return DamagedRepository(f"{self}: {found.describe()}{where}; {advice} "
-                                 "(docs/guide/hpc.md, \"The store on object storage\")")
+        return DamagedRepository(f"{self}: {found.what}{where}, object {found.key}, is "
+                                 f"{found.problem}; {advice} (docs/guide/hpc.md, \"The store "
+                                 "on object storage\")")
 
     def _ways_back(self, found):
         """The run tags, newest first, whose snapshot is not the object ``found`` and can be
@@ -477,10 +478,9 @@ class Repository:
         from .objects import run_tags
 
         icechunk = _icechunk()
-        try:
-            tags = {tag: self.repo.lookup_tag(tag) for tag in self.repo.list_tags()}
-        except (icechunk.IcechunkError, DamagedRepository, NotAStore):
+        if found.kind == "refs":  # Icechunk cannot open the repository
             return sorted(run_tags(self.bucket, self.prefix), reverse=True)
+        tags = {tag: self.repo.lookup_tag(tag) for tag in self.repo.list_tags()}
         back = []
         for tag, snapshot in sorted(tags.items(), reverse=True):
             try:
@@ -831,8 +831,10 @@ class Repository:
         now)``."""
         from .objects import restore_branch, run_tags
 
+        before = None
         try:
             tags = self.tags()
+            before = self.repo.lookup_branch(BRANCH)
         except DamagedRepository:  # the branch's ref: Icechunk cannot open the repository
             tags = run_tags(self.bucket, self.prefix)
             if tag in tags:
@@ -843,7 +845,6 @@ class Repository:
                              f"{', '.join(sorted(tags)) or 'none'} (pcskm status lists them)")
         snapshot = self.repo.lookup_tag(tag)
         self._check_snapshot(snapshot, f" (tag {tag})")
-        before = self.repo.lookup_branch(BRANCH)
         try:
             self.check_free(take_over)
         except DamagedRepository:  # the tip cannot be read: no run can write it

@@ -25,10 +25,9 @@ WHAT = {
     "refs": "the ref of branch {} (which snapshot is the store)",
 }
 # what Icechunk's errors name (their context: the function and its arguments)
-_MANIFEST = re.compile(r"fetch_manifest\W.*?\bmanifest_id=(\w+)|"
-                       r"fetch_manifest\w*\s+with id=(\w+)", re.S)
-_SNAPSHOT = re.compile(r"fetch_snapshot\w*\s+with (?:snapshot_)?id=(\w+)")
-_REF = re.compile(r"fetch_branch\w*\s+with name=\"([^\"]+)\"")
+_MANIFEST = re.compile(r"fetch_manifest\w*[\s|]+with (?:manifest_)?id=(\w+)")
+_SNAPSHOT = re.compile(r"fetch_snapshot\w*[\s|]+with (?:snapshot_)?id=(\w+)")
+_REF = re.compile(r"fetch_branch\w*[\s|]+with name=\"([^\"]+)\"")
 
 
 @dataclass(frozen=True)
@@ -40,9 +39,6 @@ class DamagedObject:
     kind: str
     what: str
     problem: str
-
-    def describe(self):
-        return f"{self.what}, object {self.key}, is {self.problem}"
 
 
 def _cause(text):
@@ -60,9 +56,8 @@ def damaged_object(error, prefix):
     problem = "missing" if missing else f"unreadable ({_cause(text)}: truncated or changed)"
     manifest, snapshot, ref = _MANIFEST.search(text), _SNAPSHOT.search(text), _REF.search(text)
     if manifest:
-        name = manifest.group(1) or manifest.group(2)
-        return DamagedObject(f"{prefix}/manifests/{name}", "manifests", WHAT["manifests"],
-                             problem)
+        return DamagedObject(f"{prefix}/manifests/{manifest.group(1)}", "manifests",
+                             WHAT["manifests"], problem)
     if snapshot:
         return DamagedObject(f"{prefix}/snapshots/{snapshot.group(1)}", "snapshots",
                              WHAT["snapshots"], problem)
