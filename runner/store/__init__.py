@@ -3,6 +3,9 @@ code), each importing only those listed before it.
 
 * :mod:`.errors`: the errors a store raises (:class:`IncompatibleStore`, :class:`StoreBusy`,
   :class:`DamagedStore`, ...).
+* :mod:`.objects`: the objects of an Icechunk repository in its bucket: which one an error
+  names as damaged (a snapshot, a manifest, a branch's ref), the refs read and written where
+  Icechunk cannot open the repository.
 * :mod:`.schema`: what a store holds: dims, variables, status codes, selection scores,
   chunks and codecs.
 * :mod:`.lock`: who may write a store: one run at a time (:func:`store_lock`), where files
@@ -34,7 +37,8 @@ The public names are imported from here, on first use (:mod:`pcskm._lazy`).
 from pcskm._lazy import lazy_exports
 
 _EXPORTS = {
-    **dict.fromkeys(["DamagedStore", "IncompatibleStore", "NotAStore", "StoreBusy",
+    **dict.fromkeys(["DamagedRepository", "DamagedStore", "IncompatibleStore", "NotAStore",
+                     "StoreBusy",
                      "StoreChanged", "StoreNotWritable", "UncommittedWrites",
                      "UnsupportedStore"], ".errors"),
     **dict.fromkeys(["AUC_SCORES", "AUC_SETTING", "CHUNKED_BY", "COMPRESSORS", "CV_SCORES",
