@@ -7,6 +7,7 @@ version taken mid-run runs at once; a group written by hand is left out of the r
 Each object is deleted, cut in half or scrambled (tests/test_integrity.py's ``damage``), and
 every repaired cube is compared value for value with the same spec run into a folder."""
 
+import asyncio
 import json
 import logging
 
@@ -96,7 +97,8 @@ def test_a_lost_manifest_is_named_and_its_cells_recomputed(s3, client, two_runs,
     recomputes exactly the cells of those chunks."""
     bucket, prefix, url = copy_of(s3, two_runs, f"manifest-{mode}")
     repo = repository(s3, bucket, prefix)
-    snapshot = json.loads(repo.inspect_snapshot(repo.lookup_branch("main")))
+    # the async call: the blocking one holds the GIL that the in-process S3 server needs
+    snapshot = json.loads(asyncio.run(repo.inspect_snapshot_async(repo.lookup_branch("main"))))
     node = next(n for n in snapshot["nodes"] if n["path"] == "/iris/f_score")
     key = f"{prefix}/manifests/{node['manifest_refs'][0]['id']}"
     damage_object(s3, tmp_path, bucket, key, mode)

@@ -805,22 +805,15 @@ class Repository:
         import xarray as xr
         import zarr
 
-        from .schema import in_layout, layout_datasets
+        from .schema import layout_datasets
 
         if run is not None and run not in self.tags():
             raise ValueError(f"{self} has no run {run!r}; its runs are "
                              f"{', '.join(sorted(self.tags())) or 'none'}")
         store = self.readonly(run).store
         root = zarr.open_group(store, mode="r", use_consolidated=False)
-        datasets = layout_datasets(root.attrs.asdict())
-        tree = {"/": xr.Dataset(attrs=root.attrs.asdict())}
-        for name, group in root.groups():  # the nodes of the layout alone, as in a folder
-            if in_layout(name, datasets):
-                foreign = [key for key in group.array_keys()
-                           if not in_layout(f"{name}/{key}", datasets)]
-                tree[name] = xr.open_dataset(store, group=name, engine="zarr",
-                                             consolidated=False, drop_variables=foreign)
-        return xr.DataTree.from_dict(tree)
+        return xr.open_datatree(layout_only(store, layout_datasets(root.attrs.asdict())),
+                                engine="zarr", consolidated=False)
 
     def roll_back(self, tag, take_over=False):
         """Reset the branch to the snapshot of the run tag ``tag`` (``pcskm run
@@ -883,6 +876,24 @@ class Repository:
             found.append((tag, info.written_at, (info.metadata or {}).get("run") or {},
                           snapshot))
         return sorted(found)
+
+
+def layout_only(store, datasets):
+    """A repository's Zarr ``store`` whose listings leave out the nodes that the layout of a
+    store holding ``datasets`` does not name (:func:`.schema.in_layout`): what xarray reads of
+    a repository, as the consolidated metadata of a folder leaves them out."""
+    from zarr.storage import WrapperStore
+
+    from .schema import in_layout
+
+    class LayoutOnly(WrapperStore):
+        async def list_dir(self, prefix):
+            async for key in self._store.list_dir(prefix):
+                node = f"{prefix.strip('/')}/{key}".strip("/")
+                if key == "zarr.json" or node.count("/") > 1 or in_layout(node, datasets):
+                    yield key
+
+    return LayoutOnly(store)
 
 
 CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
