@@ -26,8 +26,9 @@ def default_store(spec_name):
 
 # Options of `pcskm run` that a resume leaves out: a forced run cleared its done markers when
 # it began, so that its resume computes only what is left; a dry run computes nothing.
-# A run that took over a store (--take-over) holds it: its resume needs no take-over.
-NOT_RESUMED = ("force", "dry_run", "calibration_seconds", "take_over")
+# A run that took over a store (--take-over) holds it: its resume needs no take-over; a run
+# that reset the branch to a tag (--from-tag) resumes from where it stopped.
+NOT_RESUMED = ("force", "dry_run", "calibration_seconds", "take_over", "from_tag")
 # A run estimated under two minutes is mostly its fixed start, which the machine's load
 # stretches: the smoke and quick specs' whole runs took SMALL_RUN_RANGE times their estimate
 # at the load averages of SMALL_RUN_LOADS on 2 cores (docs/guide/paper-study.md, Small specs)
@@ -218,7 +219,7 @@ def cmd_run(args):
                            reuse_from=args.reuse_from, preload=args.preload or (),
                            worker_timeout=(None if args.worker_timeout is None else
                                            args.worker_timeout or math.inf),
-                           take_over=args.take_over,
+                           take_over=args.take_over, from_tag=args.from_tag,
                            recompute_changed=args.recompute_changed)
     except DataNotFoundError:
         raise  # a usage error (fetch the data), not a failed run: main() reports it
@@ -501,6 +502,11 @@ def build_parser():
                      help="on object storage (s3://): write the store although the note of "
                           "a run of another host, killed, says that run writes it (if it "
                           "is alive, its next commit is refused and it stops)")
+    run.add_argument("--from-tag", metavar="TAG",
+                     help="on object storage (s3://): first reset the store's branch to the "
+                          "version of the run tag TAG (run-NNNN, pcskm status lists them), "
+                          "then compute what it lacks; the way back from a damaged snapshot "
+                          "or branch ref, which pcskm names with the readable tags")
     run.add_argument("--dry-run", action="store_true",
                      help="print cells, tasks and an estimated run time; compute nothing")
     run.add_argument("--calibration-seconds", type=float, default=60.0,

@@ -366,7 +366,8 @@ class ClusterStartError(RuntimeError):
 
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
              data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None,
-             preload=(), worker_timeout=None, take_over=False, recompute_changed=False):
+             preload=(), worker_timeout=None, take_over=False, recompute_changed=False,
+             from_tag=None):
     """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
 
     ``preload``: Python files of user estimators (single modules) that every worker imports
@@ -386,9 +387,16 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     names a run of another host, taken for killed (``pcskm run --take-over``,
     :meth:`pcskm.runner.store.location.Repository.check_free`). ``recompute_changed``: also
     compute again the done cells whose code differs from the current one (``pcskm run
-    --recompute-changed``, :meth:`pcskm.runner.store.views.CubeView.changed`).
+    --recompute-changed``, :meth:`pcskm.runner.store.views.CubeView.changed`). ``from_tag``:
+    first reset the repository's branch to the version of that run tag (``pcskm run
+    --from-tag``, :meth:`pcskm.runner.store.location.Repository.roll_back`).
     """
     location = where(store)  # a folder (locked) or a repository (a transaction)
+    if from_tag is not None:
+        before, now = location.roll_back(from_tag, take_over)
+        log.warning("%s: the branch is reset to snapshot %s, the version of %s (it was at "
+                    "%s); the commits after it stay in the repository under their tags",
+                    location, now, from_tag, before or "a version that cannot be read")
     with location.writing(take_over):
         return _run_locked(spec, location, client, cluster_options, selection, force, data_dir,
                            progress, on_result, min_work, reuse_from, preload, worker_timeout,

@@ -3,6 +3,9 @@ code), each importing only those listed before it.
 
 * :mod:`.errors`: the errors a store raises (:class:`IncompatibleStore`, :class:`StoreBusy`,
   :class:`DamagedStore`, ...).
+* :mod:`.objects`: the objects of an Icechunk repository in its bucket: which one an error
+  names as damaged (a snapshot, a manifest, a branch's ref), the refs read and written where
+  Icechunk cannot open the repository.
 * :mod:`.schema`: what a store holds: dims, variables, status codes, selection scores,
   chunks and codecs.
 * :mod:`.lock`: who may write a store: one run at a time (:func:`store_lock`), where files
@@ -38,9 +41,9 @@ The public names are imported from here, on first use (:mod:`pcskm._lazy`).
 from pcskm._lazy import lazy_exports
 
 _EXPORTS = {
-    **dict.fromkeys(["DamagedStore", "IncompatibleStore", "NotAStore", "StoreBusy",
-                     "StaleWrites", "StoreChanged", "StoreNotWritable", "StoreUnreachable",
-                     "UncommittedWrites", "UnsupportedStore"], ".errors"),
+    **dict.fromkeys(["DamagedRepository", "DamagedStore", "IncompatibleStore", "NotAStore",
+                     "StaleWrites", "StoreBusy", "StoreChanged", "StoreNotWritable",
+                     "StoreUnreachable", "UncommittedWrites", "UnsupportedStore"], ".errors"),
     **dict.fromkeys(["AUC_SCORES", "AUC_SETTING", "CHUNKED_BY", "COMPRESSORS", "CV_SCORES",
                      "ERROR", "FIT_DIMS", "GAP_SCORES", "MISSING", "NOT_APPLICABLE", "RUNNING",
                      "SCHEMA_VERSION", "SCORE_SETTINGS", "SCORE_VARIABLES", "SELECTIONS_TITLE",

@@ -36,6 +36,17 @@ class DamagedStore(ValueError):
     """The store's metadata or layout cannot be read; names the file."""
 
 
+class DamagedRepository(DamagedStore):
+    """An object of an Icechunk repository that pcskm cannot rebuild (a snapshot, a branch's
+    ref) is missing or unreadable; names its key and the run tags that lead back to a
+    readable version (``pcskm run --from-tag``)."""
+
+
+class LostReference(FileNotFoundError):
+    """A chunk of an Icechunk repository cannot be found because the manifest that holds
+    its reference is missing or unreadable; names the manifest's object."""
+
+
 class StoreChanged(ValueError):
     """The store was replaced (extended) or its metadata rewritten while it was read."""
 

@@ -37,7 +37,7 @@ import zarr
 from zarr.codecs import Crc32cCodec
 
 from .access import check_store, open_root
-from .errors import DamagedStore
+from .errors import DamagedStore, LostReference
 from .layout import dataset_groups, foreign_nodes
 from .location import where
 from .places import RECORD, chunk_digest, is_placed, place_of, read_record
@@ -174,11 +174,15 @@ def _chunk_key(array, coords):
 
 
 def _read_chunk(location, key):
-    """The bytes of the chunk ``key``, or None if it is missing."""
+    """``(bytes, None)`` of the chunk ``key``; ``(None, None)`` if it is missing; ``(None,
+    why)`` if the manifest holding its reference in a repository is lost
+    (:class:`.errors.LostReference`), which loses every chunk it references, done or not."""
     try:
-        return location.read_chunk(key)
+        return location.read_chunk(key), None
+    except LostReference as error:
+        return None, f"missing: {error}"
     except FileNotFoundError:
-        return None
+        return None, None
 
 
 def _has_checksum(array):
@@ -240,13 +244,14 @@ def _verify_done(location, name, group, found):
     found.done[name] = np.zeros(done_array.shape, done_array.dtype)
     coords = (0,) * done_array.ndim
     key = _chunk_key(done_array, coords)
-    file, data = location.chunk_name(key), _read_chunk(location, key)
-    if data is None:
+    file, (data, lost) = location.chunk_name(key), _read_chunk(location, key)
+    if data is None and lost is None:
         return
-    found.n_chunks += 1
-    problem = _corruption(done_array, coords, data, _has_checksum(done_array))
+    found.n_chunks += data is not None
+    problem = lost or _corruption(done_array, coords, data, _has_checksum(done_array))
     if problem:
-        found.damage.append(Damage(name, "done", coords, file, "corrupt", problem,
+        found.damage.append(Damage(name, "done", coords, file, "missing" if lost else
+                                   "corrupt", problem,
                                    "done markers: every block of the group is recomputed",
                                    np.ones(done_array.shape, bool)))
         found.done[name] = _computed_blocks(group, done_array.shape)
@@ -373,15 +378,15 @@ def verify(store):
                 found.unchecksummed.append(f"{name}/{array_name}")
             for coords in itertools.product(*map(range, array.cdata_shape)):
                 key = _chunk_key(array, coords)
-                file, data = location.chunk_name(key), _read_chunk(location, key)
+                file, (data, lost) = location.chunk_name(key), _read_chunk(location, key)
                 blocks = None if layout else _blocks_of(array, coords, done.shape)
                 under_done = blocks is not None and bool(needed[blocks].any())
                 label = _where(array, coords, labels)
                 if data is None:
                     # a layout array of a checksummed store is written whole when it is made
-                    if under_done or (layout and checksummed):
+                    if under_done or (layout and checksummed) or lost:
                         found.damage.append(Damage(name, array_name, coords, file, "missing",
-                                                   "missing", label, blocks))
+                                                   lost or "missing", label, blocks))
                     continue
                 found.n_chunks += 1
                 problem = _corruption(array, coords, data, checksummed)

@@ -27,7 +27,15 @@ from urllib.parse import unquote, urlsplit
 
 from pcskm.runner.locations import is_url
 
-from .errors import NotAStore, StoreBusy, StoreNotWritable, UncommittedWrites, UnsupportedStore
+from .errors import (
+    DamagedRepository,
+    LostReference,
+    NotAStore,
+    StoreBusy,
+    StoreNotWritable,
+    UncommittedWrites,
+    UnsupportedStore,
+)
 from .schema import RUNNING, TITLE
 
 SUPPORTED = ("a folder on a local or network file system (a path, or file:///path) or an "
@@ -242,6 +250,10 @@ class Folder:
         """The versions of the store (none in a folder)."""
         return []
 
+    def roll_back(self, tag, take_over=False):
+        raise ValueError(f"{self}: a store in a folder keeps no versions; --from-tag names a "
+                         "run tag of a store on object storage (s3://)")
+
     def for_workers(self):
         """What the workers write their tasks' chunks into: the run's staging folder beside
         the folder, at its absolute path (:class:`FolderForWorkers`); only while a run holds
@@ -428,6 +440,7 @@ class Repository:
         self.transaction = None
         self._repo = self._session = self._before = None
         self.patience = Patience(str(self))  # an outage of the endpoint waited out
+        self._readable = set()  # snapshots found readable (_check_snapshot)
 
     def __str__(self):
         return f"s3://{self.bucket}/{self.prefix}"
@@ -471,12 +484,18 @@ class Repository:
 
     def exists(self):
         """Whether a repository exists at the URL (with a committed pcskm store or not)."""
+        from .objects import holds_repository, lost_branch_ref
+
         icechunk = _icechunk()
         try:
-            return self.patience.call(icechunk.Repository.exists,
-                                      _storage(self.bucket, self.prefix))
+            if self.patience.call(icechunk.Repository.exists,
+                                  _storage(self.bucket, self.prefix)):
+                return True
         except icechunk.IcechunkError as error:
-            raise self._error(error, "reach the repository") from None
+            raise self._unreadable(error, "reach the repository") from None
+        if holds_repository(self.bucket, self.prefix):
+            raise self.damaged(lost_branch_ref(self.prefix, BRANCH))
+        return False
 
     @property
     def repo(self):
@@ -489,8 +508,66 @@ class Repository:
                 if not self.exists():
                     raise NotAStore(f"{self} is missing: no Icechunk repository there "
                                     "(pcskm run creates it)") from None
-                raise self._error(error, "open the repository") from None
+                raise self._unreadable(error, "open the repository") from None
         return self._repo
+
+    def _unreadable(self, error, doing):
+        """:meth:`damaged` for an Icechunk ``error`` naming a damaged object
+        (:func:`.objects.damaged_object`), else :meth:`_error`."""
+        from .objects import damaged_object
+
+        found = damaged_object(error, self.prefix)
+        return self._error(error, doing) if found is None else self.damaged(found)
+
+    def damaged(self, found, where=""):
+        """The :class:`DamagedRepository` naming the object ``found``
+        (:class:`.objects.DamagedObject`; ``where``: how the store reaches it) and the run
+        tags that lead back to a readable version (``pcskm run --from-tag``)."""
+        back = self._ways_back(found)
+        advice = (f"readable versions have the run tags {', '.join(back)}: go back to "
+                  f"{back[0]} with pcskm run SPEC --store {self} --from-tag {back[0]} (the "
+                  f"branch {BRANCH} is reset to it, then the cells it lacks are computed)"
+                  if back else "no run tag leads to a readable version: restore the prefix "
+                  "from a copy, or delete it and compute again")
+        return DamagedRepository(f"{self}: {found.what}{where}, object {found.key}, is "
+                                 f"{found.problem}; {advice} (docs/guide/hpc.md, \"The store "
+                                 "on object storage\")")
+
+    def _ways_back(self, found):
+        """The run tags, newest first, whose snapshot is not the object ``found`` and can be
+        read (listed as objects of the bucket when Icechunk cannot open the repository)."""
+        from .objects import run_tags
+
+        icechunk = _icechunk()
+        if found.kind == "refs":  # Icechunk cannot open the repository
+            return sorted(run_tags(self.bucket, self.prefix), reverse=True)
+        tags = {tag: self.repo.lookup_tag(tag) for tag in self.repo.list_tags()}
+        back = []
+        for tag, snapshot in sorted(tags.items(), reverse=True):
+            try:
+                if not found.key.endswith(f"/{snapshot}"):
+                    self.repo.lookup_snapshot(snapshot)
+                    back.append(tag)
+            except icechunk.IcechunkError:
+                continue
+        return back
+
+    def _check_snapshot(self, snapshot, where):
+        """Raise :meth:`damaged` if the snapshot ``snapshot`` cannot be read (Icechunk's
+        store reads a missing snapshot as an empty one)."""
+        icechunk = _icechunk()
+        if snapshot in self._readable:
+            return
+        try:
+            self.repo.lookup_snapshot(snapshot)
+        except icechunk.IcechunkError as error:
+            from .objects import damaged_object
+
+            found = damaged_object(error, self.prefix)
+            if found is None:
+                raise self._error(error, "read the repository") from None
+            raise self.damaged(found, where) from None
+        self._readable.add(snapshot)
 
     def is_new(self):
         """Whether the store is yet to be created: no repository, or one whose creating run
@@ -511,10 +588,16 @@ class Repository:
                 self._session = self.readonly(self.snapshot)
             return self._session
         if snapshot is None:
-            return self.patience.call(self.repo.readonly_session, BRANCH)
-        if snapshot in self.tags():
-            return self.patience.call(self.repo.readonly_session, tag=snapshot)
-        return self.patience.call(self.repo.readonly_session, snapshot_id=snapshot)
+            session = self.patience.call(self.repo.readonly_session, BRANCH)
+            where = f" (the tip of branch {BRANCH})"
+        elif snapshot in self.tags():
+            session = self.patience.call(self.repo.readonly_session, tag=snapshot)
+            where = f" (tag {snapshot})"
+        else:
+            session = self.patience.call(self.repo.readonly_session, snapshot_id=snapshot)
+            where = ""
+        self._check_snapshot(session.snapshot_id, where)
+        return session
 
     def _patient(self, session):
         """The Zarr store of the Icechunk ``session``, its reads tried again through an
@@ -579,6 +662,7 @@ class Repository:
                     raise self._error(error, "create the repository") from None
         self.transaction = Transaction(self.repo, patience=self.patience)
         try:
+            self._check_snapshot(self.transaction.base, f" (the tip of branch {BRANCH})")
             self.check_free(take_over)
             yield self
         except icechunk.IcechunkError as error:  # a write or commit the bucket refused
@@ -605,7 +689,7 @@ class Repository:
         another host is taken for a killed run's too; a live process of this host is never
         taken over (docs/guide/hpc.md, "The store on object storage")."""
         note = self.running()
-        if note is None or _gone(note):
+        if note is None or _gone(note) or recorded_as(note, self.runs()):
             return
         elsewhere = note.get("client_host") != platform.node()
         if take_over and elsewhere:
@@ -695,8 +779,18 @@ class Repository:
         except icechunk.ConflictError as error:
             raise self.busy(error) from None
         if snapshot is not None and tag is not None:
-            self.patience.call(self.repo.create_tag, tag, snapshot)
+            self.patience.call(self.repo.create_tag, self.free_tag(tag), snapshot)
         return snapshot
+
+    def free_tag(self, tag):
+        """``tag``, or if a run tag of that name exists (the branch was reset to an older
+        version, :meth:`roll_back`) the run tag after the last one."""
+        tags = self.tags()
+        if tag not in tags:
+            return tag
+        numbers = [int(name[4:]) for name in tags
+                   if name.startswith("run-") and name[4:].isdigit()]
+        return RUN_TAG.format(max(numbers) + 1)
 
     def holds_done_markers(self):
         import zarr
@@ -716,20 +810,60 @@ class Repository:
         from zarr.core.buffer import default_buffer_prototype
         from zarr.core.sync import sync
 
+        from .objects import damaged_object
+
         store = self.zarr_store()
         try:
             data = sync(store.get(key, default_buffer_prototype()))
-        except icechunk.IcechunkError:
+        except icechunk.IcechunkError as error:
+            found = damaged_object(error, self.prefix)
+            if found is not None and found.kind == "manifests":
+                raise LostReference(f"its manifest, object {found.key}, is {found.problem}"
+                                    ) from None
             raise FileNotFoundError(f"{self}: the object of chunk {key} is missing") from None
         if data is None:
             raise FileNotFoundError(key)
         return data.to_bytes()
 
     def delete_chunk(self, name):
-        """Delete the chunk :meth:`chunk_name` named ``name`` from the transaction."""
+        """Delete the chunk :meth:`chunk_name` named ``name`` from the transaction; if the
+        manifest of its array is lost (:class:`.errors.LostReference`), which Icechunk
+        needs to write the array's next manifest, the array is written anew
+        (:meth:`_rewrite_array`)."""
         from zarr.core.sync import sync
 
+        try:
+            self.read_chunk(str(name))
+        except LostReference:
+            self._rewrite_array(str(name).partition("/c/")[0])
+        except FileNotFoundError:
+            pass
         sync(self.zarr_store("r+").delete(str(name)))
+
+    def _rewrite_array(self, path):
+        """Write the array ``path`` anew in the transaction: its node deleted and created
+        again with the same metadata (a new node, with no manifest), holding the chunks
+        that can still be read."""
+        import itertools
+
+        import zarr
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.sync import sync
+
+        store, prototype = self.zarr_store("r+"), default_buffer_prototype()
+        array = zarr.open_array(store, path=path, mode="r")
+        kept = {}
+        for coords in itertools.product(*map(range, array.cdata_shape)):
+            key = f"{path}/{array.metadata.encode_chunk_key(coords)}"
+            try:
+                kept[key] = self.read_chunk(key)
+            except FileNotFoundError:  # LostReference too
+                continue
+        metadata = sync(store.get(f"{path}/zarr.json", prototype))
+        sync(store.delete_dir(path))
+        sync(store.set(f"{path}/zarr.json", metadata))
+        for key, data in kept.items():
+            sync(store.set(key, prototype.buffer.from_bytes(data)))
 
     def version(self):
         """The snapshot read (the branch's tip, or this handle's version)."""
@@ -743,12 +877,47 @@ class Repository:
         """The store as an ``xarray.DataTree``, at the tip or as the run ``run`` (its tag,
         ``run-NNNN``, or a snapshot id) left it."""
         import xarray as xr
+        import zarr
+
+        from .schema import layout_datasets
 
         if run is not None and run not in self.tags():
             raise ValueError(f"{self} has no run {run!r}; its runs are "
                              f"{', '.join(sorted(self.tags())) or 'none'}")
-        return xr.open_datatree(self._patient(self.readonly(run)), engine="zarr",
-                                consolidated=False)
+        store = self._patient(self.readonly(run))
+        root = zarr.open_group(store, mode="r", use_consolidated=False)
+        return xr.open_datatree(layout_only(store, layout_datasets(root.attrs.asdict())),
+                                engine="zarr", consolidated=False)
+
+    def roll_back(self, tag, take_over=False):
+        """Reset the branch to the snapshot of the run tag ``tag`` (``pcskm run
+        --from-tag``), refused (:class:`StoreBusy`) if a run is writing it
+        (:meth:`check_free`); a branch whose ref is lost gets a copy of the tag's
+        (:func:`.objects.restore_branch`). The commits after it stay in the repository,
+        under their tags. Returns ``(snapshot before, or None if unreadable, snapshot
+        now)``."""
+        from .objects import restore_branch, run_tags
+
+        before = None
+        try:
+            tags = self.tags()
+            before = self.repo.lookup_branch(BRANCH)
+        except DamagedRepository:  # the branch's ref: Icechunk cannot open the repository
+            tags = run_tags(self.bucket, self.prefix)
+            if tag in tags:
+                restore_branch(self.bucket, self.prefix, BRANCH, tag)
+                self._repo = None
+        if tag not in tags:
+            raise ValueError(f"{self} has no run tag {tag!r}; its run tags are "
+                             f"{', '.join(sorted(tags)) or 'none'} (pcskm status lists them)")
+        snapshot = self.repo.lookup_tag(tag)
+        self._check_snapshot(snapshot, f" (tag {tag})")
+        try:
+            self.check_free(take_over)
+        except DamagedRepository:  # the tip cannot be read: no run can write it
+            before = None
+        self.repo.reset_branch(BRANCH, snapshot)
+        return before, snapshot
 
     def for_workers(self):
         """What the workers write their tasks' chunks into: one fork of the run's session
@@ -786,6 +955,24 @@ class Repository:
             found.append((tag, info.written_at, (info.metadata or {}).get("run") or {},
                           snapshot))
         return sorted(found)
+
+
+def layout_only(store, datasets):
+    """A repository's Zarr ``store`` whose listings leave out the nodes that the layout of a
+    store holding ``datasets`` does not name (:func:`.schema.in_layout`): what xarray reads of
+    a repository, as the consolidated metadata of a folder leaves them out."""
+    from zarr.storage import WrapperStore
+
+    from .schema import in_layout
+
+    class LayoutOnly(WrapperStore):
+        async def list_dir(self, prefix):
+            async for key in self._store.list_dir(prefix):
+                node = f"{prefix.strip('/')}/{key}".strip("/")
+                if key == "zarr.json" or node.count("/") > 1 or in_layout(node, datasets):
+                    yield key
+
+    return LayoutOnly(store)
 
 
 CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
@@ -895,6 +1082,16 @@ def _gone(note):
         pass
     started = note.get("client_start")
     return started is not None and process_start(pid) not in (None, started)
+
+
+def recorded_as(note, runs):
+    """``(tag, record)`` of the run that the note ``note`` names among ``runs`` (those of
+    :meth:`Repository.runs`) if it recorded itself (a record of the same process and start),
+    else None: a branch reset to a snapshot taken while that run wrote holds its note,
+    though the run ended."""
+    same = ("client_host", "client_pid", "client_start", "started")
+    return next(((tag, record) for tag, _, record, _ in runs
+                 if all(record.get(key) == note.get(key) for key in same)), None)
 
 
 def describe_run(note):

@@ -32,7 +32,7 @@ from .create import (
 from .errors import IncompatibleStore
 from .integrity import repair, verify
 from .layout import dataset_groups, label_positions, merge_layouts, spec_layout
-from .location import CREATED, PREPARED, RECORDED, RUN_TAG, where
+from .location import CREATED, PREPARED, RECORDED, RUN_TAG, recorded_as, where
 from .places import RECORD, read_record, record_stored, record_values
 from .provenance import RUN_INDEX, read_run_index
 from .schema import (
@@ -282,11 +282,25 @@ def _record_unfinished_run(location, found):
     :meth:`.location.Repository.check_free`, says it is gone): the cells it wrote are the
     cells marked done now less those marked done when it began, or if more, the done cells
     whose blocks name it (``run_index``: a forced run or ``--recompute-changed`` marks done
-    again blocks that were done)."""
+    again blocks that were done). A run that did record itself, on commits that the branch
+    no longer holds (reset to an older version), is recorded by its own record."""
     root = open_root(location, "r+")
     attrs = root.attrs.asdict()
     entry = attrs.pop(RUNNING, None)
     if entry is None:
+        return
+    recorded = recorded_as(entry, location.runs())
+    if recorded is not None:
+        tag, record = recorded
+        log.warning("%s is at a version taken while the run %s (started %s) wrote it; that "
+                    "run recorded itself (tag %s) on commits the branch no longer holds: its "
+                    "record is kept, and the cells it marked done after this version are "
+                    "computed again", location, entry.get("command"), entry.get("started"),
+                    tag)
+        attrs["runs"] = [*attrs.get("runs", []), record]
+        root.attrs.put(attrs)
+        location.commit(f"run {len(attrs['runs'])} ({entry.get('spec')}): its record, from "
+                        f"tag {tag}", RECORDED, record)
         return
     number = len(attrs.get("runs", []))  # the place its blocks name
     marked = sum(int(((found.done[name] > 0) & (read_run_index(group) == number)).sum())
