@@ -33,8 +33,8 @@ def test_simulated_rows_are_whole_pilot_rows_centred_and_shifted():
 
 
 def test_rejection_rates_match_a_direct_simulation_of_the_normal_model():
-    pilot = _normal_pilot(4000, 3)
-    n_datasets, effect, n_simulations = 15, 0.6, 400
+    pilot = _normal_pilot(2000, 3)
+    n_datasets, effect, n_simulations = 15, 0.6, 300
     rates = power.power(pilot, effect, n_datasets, rng=np.random.default_rng(1),
                         n_simulations=n_simulations, n_posterior=200)
     rng = np.random.default_rng(2)
@@ -53,7 +53,7 @@ def test_rejection_rates_match_a_direct_simulation_of_the_normal_model():
 
 
 def test_with_no_effect_the_signed_rank_test_rejects_at_about_its_level():
-    pilot = _normal_pilot(4000, 1, seed=5)
+    pilot = _normal_pilot(2000, 1, seed=5)
     rates = power.power(pilot, 0.0, 20, rng=np.random.default_rng(4), n_simulations=1000,
                         n_posterior=200)
     # one side of a two-sided 5 % test: 2.5 %, 4 standard errors of 1000 simulations
