@@ -2,14 +2,15 @@
 turns (old, new, new, old) beside a warm ``pcskm run`` of the store's spec, and the two
 reports compared: every table and report.md byte for byte, every figure as pixels.
 
-    python benchmarks/report_speed.py BEFORE [--spec quick] [--store STORE] [--no-run]
+    python benchmarks/report_speed.py BEFORE [--after COMMIT] [--spec quick] [--store STORE]
     python benchmarks/report_speed.py --compare OLD_REPORT NEW_REPORT
 
 ``BEFORE`` is a git commit; its tree is exported into a temporary folder and imported as
-``pcskm`` from there. Without ``--store`` the spec is run into a temporary store (the first
-run compiles and is not timed; the second, from an empty store again, is the warm run the
-report is compared with). A ``--store`` is only read (the selections go into the report
-folders, :func:`pcskm.experiments.report.write_report`). Each command is timed with
+``pcskm`` from there (``--after``: the same for the new report; default this checkout).
+Without ``--store`` the spec is run into a temporary store (the first run compiles and is not
+timed; the second, from an empty store again, is the warm run the report is compared with).
+A ``--store`` is only read, but for the selections written beside it
+(:func:`pcskm.experiments.report.write_report`). Each command is timed with
 ``/usr/bin/time -v`` (wall seconds and peak memory); the load average is printed before and
 after, since the machine may be shared.
 """
@@ -85,6 +86,8 @@ def load():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", nargs="?", help="the git commit of the old report")
+    parser.add_argument("--after", help="the git commit of the new report (default: this "
+                                        "checkout as it is)")
     parser.add_argument("--spec", default="quick")
     parser.add_argument("--store", help="an existing store (only read); default: run --spec")
     parser.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
@@ -108,7 +111,9 @@ def main():
             open(args.log, "w") as log:
         tmp = Path(tmp)
         old_path, new_path = export(args.before, tmp / "old"), REPO.parent
-        if REPO.name != "pcskm":  # this checkout imported as pcskm through a link
+        if args.after:
+            new_path, head = export(args.after, tmp / "new"), args.after
+        elif REPO.name != "pcskm":  # this checkout imported as pcskm through a link
             new_path = tmp / "new"
             new_path.mkdir()
             (new_path / "pcskm").symlink_to(REPO)
