@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_report import EMPTY, EVERY_DATASET, drawn_y, make_group, write_cube
 
-from pcskm.experiments.report import open_store, performance, plotting
+from pcskm.experiments.report import forking, open_store, performance, plotting
 from pcskm.experiments.report.aggregate import collect
 
 PAPER_PERCENTS = tuple(float(p) for p in np.arange(1.0, 10.01, 0.5))  # 19, as the paper's
@@ -244,7 +244,7 @@ def _drawn(path, text):
     plotting.save(fig, path, dpi=80)
 
 
-@pytest.mark.skipif(not plotting.can_fork(), reason="figures are saved in forked children "
+@pytest.mark.skipif(not forking.can_fork(), reason="figures are saved in forked children "
                                                     "on Linux only")
 def test_figures_saved_in_children_are_the_figures_saved_here(tmp_path):
     """The same figures saved at once and by forked children (parallel_saves, 2 at a time,
@@ -264,7 +264,7 @@ def test_figures_saved_in_children_are_the_figures_saved_here(tmp_path):
     assert not np.array_equal(imread(tmp_path / "here-one.png"), imread(tmp_path / "here-two.png"))
 
 
-@pytest.mark.skipif(not plotting.can_fork(), reason="figures are saved in forked children "
+@pytest.mark.skipif(not forking.can_fork(), reason="figures are saved in forked children "
                                                     "on Linux only")
 def test_a_figure_a_child_cannot_write_is_named(tmp_path):
     """A child that cannot write its PNG (its folder does not exist) fails, and leaving

@@ -9,12 +9,12 @@ import contextlib
 import functools
 import itertools
 import multiprocessing
-import os
 import re
-import sys
 from dataclasses import dataclass
 
 from matplotlib.figure import Figure
+
+from . import forking
 
 TITLE_SIZE, LEGEND_SIZE, NOTE_SIZE = 11, 9, 8  # points
 LINE = 1.3 / 72  # inches per point of font size: one line of text
@@ -168,12 +168,6 @@ def _save_and_exit(fig, path, dpi):
     fig.savefig(path, dpi=dpi)
 
 
-def can_fork():
-    """Whether figures can be saved in forked children: on Linux (fork is the safe start
-    method there; elsewhere they are saved in the process itself)."""
-    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
-
-
 def save(fig, path, dpi):
     """Save ``fig`` as the PNG ``path``: in a forked child when :func:`parallel_saves` is
     active (the child renders the figure as it is now), else at once."""
@@ -188,9 +182,9 @@ def parallel_saves(workers=None):
     """Within the block, :func:`save` renders each figure in a forked child, at most
     ``workers`` at a time (default: the cores this process may use); on leaving it, waits
     for them all and raises RuntimeError naming any figure not written. Without fork
-    (:func:`can_fork`) or with one worker, figures are saved at once."""
+    (:func:`forking.can_fork`) or with one worker, figures are saved at once."""
     global _saves
-    workers = (workers or len(os.sched_getaffinity(0))) if can_fork() else 1
+    workers = (workers or forking.cores()) if forking.can_fork() else 1
     if workers < 2 or _saves is not None:
         yield
         return
