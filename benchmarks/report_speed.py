@@ -66,17 +66,18 @@ def export(commit, folder):
 
 def timed(command, pythonpath, log):
     """Run ``command`` under ``/usr/bin/time -v`` importing pcskm from ``pythonpath``;
-    returns (wall seconds, peak resident MiB) and appends its stderr to ``log``."""
+    returns (wall seconds, peak resident MiB, its stdout) and appends its stdout and stderr to
+    ``log``."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     start = time.perf_counter()
     done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "pcskm.runner.cli",
                            *command], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    log.write(f"$ {' '.join(command)}  (PYTHONPATH={pythonpath})\n{done.stderr}\n")
+    log.write(f"$ {' '.join(command)}  (PYTHONPATH={pythonpath})\n{done.stdout}{done.stderr}\n")
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
-    return wall, peak / 1024
+    return wall, peak / 1024, done.stdout
 
 
 def load():
@@ -121,14 +122,14 @@ def main():
         if args.store is None:
             timed(["run", args.spec, "--store", str(store), "--no-progress"], new_path, log)
             shutil.rmtree(store)
-            wall, peak = timed(["run", args.spec, "--store", str(store), "--no-progress"],
+            wall, peak, _out = timed(["run", args.spec, "--store", str(store), "--no-progress"],
                                new_path, log)
             print(f"pcskm run {args.spec} (warm kernels, empty store): {wall:.1f} s wall, "
                   f"peak {peak:.0f} MiB")
         times = {"old": [], "new": []}
         for turn, which in enumerate(("old", "new", "new", "old")):
             out = tmp / f"{which}-{turn}"
-            wall, peak = timed(["report", str(store), "--out", str(out)],
+            wall, peak, _out = timed(["report", str(store), "--out", str(out)],
                                old_path if which == "old" else new_path, log)
             times[which].append((wall, peak, out))
             print(f"report by {args.before if which == 'old' else head}: {wall:.1f} s wall, "
