@@ -304,7 +304,7 @@ class Kept:
         self.path = Path(folder or kept_folder()) / f"{name[:32]}.json"
         self.data = {"probes": {}, "starts": {}}
         if not fresh:
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 found = json.loads(self.path.read_text())
                 self.data = {"probes": dict(found["probes"]), "starts": dict(found["starts"])}
 
