@@ -24,7 +24,7 @@ from report_speed import load, timed
 
 def dry_run(spec, store, pythonpath, log, *extra):
     """(wall seconds, the estimated run time's line, the calibration line) of a dry run."""
-    wall, _peak, out = timed(["run", spec, "--store", str(store), "--dry-run", *extra],
+    wall, _peak, out, _cpu = timed(["run", spec, "--store", str(store), "--dry-run", *extra],
                              pythonpath, log)
     estimate = re.search(r"estimated run time on .*", out)[0]
     calibration = re.search(r"calibration: \d+ of .*", out)[0]
@@ -55,7 +55,7 @@ def main():
             print(f"dry run, {label}: {wall:.1f} s wall; {calibration}; {estimate}")
         runs = []
         for turn in range(2):
-            wall, _peak, _out = timed(["run", args.spec, "--store", str(store),
+            wall, _peak, _out, _cpu = timed(["run", args.spec, "--store", str(store),
                                        "--no-progress"], path, log)
             shutil.rmtree(store)
             runs.append(wall)

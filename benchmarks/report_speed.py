@@ -66,8 +66,8 @@ def export(commit, folder):
 
 def timed(command, pythonpath, log):
     """Run ``command`` under ``/usr/bin/time -v`` importing pcskm from ``pythonpath``;
-    returns (wall seconds, peak resident MiB, its stdout) and appends its stdout and stderr to
-    ``log``."""
+    returns (wall seconds, peak resident MiB, its stdout, CPU seconds: user and system, its
+    children's included) and appends its stdout and stderr to ``log``."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     start = time.perf_counter()
     done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "pcskm.runner.cli",
@@ -77,7 +77,9 @@ def timed(command, pythonpath, log):
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
-    return wall, peak / 1024, done.stdout
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", done.stderr)[1])
+              for kind in ("User", "System"))
+    return wall, peak / 1024, done.stdout, cpu
 
 
 def load():
@@ -122,18 +124,18 @@ def main():
         if args.store is None:
             timed(["run", args.spec, "--store", str(store), "--no-progress"], new_path, log)
             shutil.rmtree(store)
-            wall, peak, _out = timed(["run", args.spec, "--store", str(store), "--no-progress"],
-                               new_path, log)
+            wall, peak, _out, cpu = timed(["run", args.spec, "--store", str(store),
+                                           "--no-progress"], new_path, log)
             print(f"pcskm run {args.spec} (warm kernels, empty store): {wall:.1f} s wall, "
-                  f"peak {peak:.0f} MiB")
+                  f"{cpu:.1f} s CPU, peak {peak:.0f} MiB (load average {load()})")
         times = {"old": [], "new": []}
         for turn, which in enumerate(("old", "new", "new", "old")):
             out = tmp / f"{which}-{turn}"
-            wall, peak, _out = timed(["report", str(store), "--out", str(out)],
-                               old_path if which == "old" else new_path, log)
+            wall, peak, _out, cpu = timed(["report", str(store), "--out", str(out)],
+                                          old_path if which == "old" else new_path, log)
             times[which].append((wall, peak, out))
             print(f"report by {args.before if which == 'old' else head}: {wall:.1f} s wall, "
-                  f"peak {peak:.0f} MiB")
+                  f"{cpu:.1f} s CPU, peak {peak:.0f} MiB (load average {load()})")
         for which, found in times.items():
             walls = [w for w, _p, _o in found]
             print(f"{which}: {min(walls):.1f}-{max(walls):.1f} s")
