@@ -10,8 +10,8 @@ hypotheses, and the smallest effect of interest replaces the pilot's own estimat
 simulated study:
 
 * the two-sided signed-rank test of each column (``statistics.signed_rank_test``, as the
-  report; exact, or with the normal approximation where drawn rows tie), Holm's adjustment over the columns (the pre-registered family), rejection at
-  ``alpha``;
+  report; exact, or with the normal approximation where drawn rows tie), Holm's adjustment
+  over the columns (the pre-registered family), rejection at ``alpha``;
 * the Bayesian signed-rank test with a ROPE (``bayesian.signed_rank_test``) and its verdict at
   the decision threshold.
 

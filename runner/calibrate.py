@@ -23,11 +23,24 @@ work of the probed groups, and the dry run says how much of the estimate they ma
 with a fixed init fit once per task and reuse that fit for every cell, so a probe times that
 fit apart: a task costs its fits plus its cells. Times are CPU time of this process: the
 estimate is the compute of an otherwise idle core.
+
+The rounds stop early once every group has ``MIN_ROUNDS`` probes and the standard error of
+the estimate, from the spread of each group's probes, is below ``TARGET_ERROR`` of it. The
+probes and the start times are kept per machine and code version (:class:`Kept`, in the user
+cache folder) and reused by the next dry run: a group with ``MIN_ROUNDS`` kept probes is not
+timed again (``pcskm run --dry-run --recalibrate`` times everything afresh).
 """
 
+import contextlib
+import hashlib
+import json
+import math
+import os
+import platform
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -36,6 +49,8 @@ from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
 
 MAX_ROUNDS = 25  # at most one round per run of the paper spec
+MIN_ROUNDS = 5  # probes of every group before the rounds may stop (a trimmed mean from 5)
+TARGET_ERROR = 0.02  # the rounds stop once the estimate's standard error is this share of it
 PROBE_FOLDS = (1, 2, 3)  # of the paper's 10; a spec with fewer folds times its first three
 
 
@@ -52,6 +67,7 @@ class Estimate:
     n_groups: int
     probe_seconds: float
     extrapolated_seconds: float = 0.0  # of core_seconds, in groups without a probe
+    n_kept: int = 0  # of n_probes, groups whose probes were kept from an earlier dry run
 
 
 @dataclass(frozen=True)
@@ -165,11 +181,26 @@ def _task_seconds(parts, costs, rate):
     return seconds
 
 
-def _probe_groups(tasks, parts, spec, budget_seconds):
+def _relative_error(samples, weights):
+    """The standard error of sum(weight x mean probe cost) over the groups of ``samples``
+    (group key -> its :class:`_Cost` probes; ``weights``: group key -> samples), as a share
+    of that sum: each group's mean has the standard error sd / sqrt(probes)."""
+    total = variance = 0.0
+    for key, probes in samples.items():
+        costs = [c.per_sample * weights[key] + c.per_task for c in probes]
+        total += statistics.fmean(costs)
+        variance += statistics.variance(costs) / len(costs) if len(costs) > 1 else math.inf
+    return math.sqrt(variance) / total if total > 0 else 0.0
+
+
+def _probe_groups(tasks, parts, spec, budget_seconds, kept=None):
     """Probe the task groups of ``tasks`` (``parts``: their :func:`_parts`) for
-    ``budget_seconds``; returns the :class:`_Cost` of every probed group (by group key), the
-    probes' wall time and the number of groups."""
+    ``budget_seconds``, rounds that stop once the estimate is precise enough (module
+    docstring); returns the :class:`_Cost` of every probed group (by group key), the
+    probes' wall time, the number of groups and the number of them taken from ``kept`` (a
+    :class:`Kept`, whose probes are reused and which gets the new ones)."""
     groups = {}  # group key -> [settings, kind, runs of the group, cells]
+    weights = {}  # group key -> samples in the tasks
     for task, task_parts in zip(tasks, parts, strict=True):
         for key, n_samples in task_parts:
             if key not in groups:
@@ -177,29 +208,44 @@ def _probe_groups(tasks, parts, spec, budget_seconds):
                         if _has_cv(task.settings, run) == key.with_cv]
                 groups[key] = [task.settings, task.blocks[0].kind, runs, 0]
             groups[key][3] += n_samples * len(task.settings)
+            weights[key] = weights.get(key, 0.0) + n_samples
     ordered = sorted(spec.percentages)
     percents = tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
     # the groups of the most work first, so that a short budget times those that weigh most
     order = sorted(groups, key=lambda key: -groups[key][3] * _units(key))
+    samples = {key: kept.probes(key) for key in order} if kept is not None else {}
+    samples = {key: probes for key, probes in samples.items() if len(probes) >= MIN_ROUNDS}
+    reused = len(samples)
+    timed = [key for key in order if key not in samples]
     start = time.perf_counter()
-    samples = {}
-    for round_, key in ((r, key) for r in range(MAX_ROUNDS) for key in order):
-        if time.perf_counter() - start > budget_seconds:
+    for round_ in range(MAX_ROUNDS):
+        if (round_ >= MIN_ROUNDS and samples
+                and _relative_error(samples, weights) < TARGET_ERROR):
             break
-        settings, kind, runs, _ = groups[key]
-        samples.setdefault(key, []).append(
-            _probe(settings, kind, percents, runs[round_ % len(runs)], warm=round_ == 0))
+        for key in timed:
+            if time.perf_counter() - start > budget_seconds:
+                break
+            settings, kind, runs, _ = groups[key]
+            samples.setdefault(key, []).append(
+                _probe(settings, kind, percents, runs[round_ % len(runs)], warm=round_ == 0))
+        else:
+            continue
+        break
+    if kept is not None:
+        for key in timed:
+            kept.add_probes(key, samples.get(key, []))
     costs = {key: _Cost(*(_trimmed_mean([getattr(c, field) for c in probes])
                           for field in ("per_sample", "per_task")))
              for key, probes in samples.items()}
-    return costs, time.perf_counter() - start, len(groups)
+    return costs, time.perf_counter() - start, len(groups), reused
 
 
-def estimate(tasks, view, spec, budget_seconds=60.0):
+def estimate(tasks, view, spec, budget_seconds=60.0, kept=None):
     """Estimated one-core compute time of ``tasks``, in all and task by task (an
-    :class:`Estimate`)."""
+    :class:`Estimate`); ``kept``: a :class:`Kept` calibration to reuse and add to."""
     parts = [_parts(task, view, spec) for task in tasks]
-    costs, probe_seconds, n_groups = _probe_groups(tasks, parts, spec, budget_seconds)
+    costs, probe_seconds, n_groups, reused = _probe_groups(tasks, parts, spec, budget_seconds,
+                                                           kept)
     # unprobed groups: seconds per (sample x unit of work) of the probed ones
     rate = sum(costs[k].per_sample / _units(k) for k in costs) / max(len(costs), 1)
     seconds = [_task_seconds(task_parts, costs, rate) for task_parts in parts]
@@ -207,7 +253,85 @@ def estimate(tasks, view, spec, budget_seconds=60.0):
               for task_parts in parts]
     return Estimate(core_seconds=sum(seconds), task_seconds=seconds, n_probes=len(costs),
                     n_groups=n_groups, probe_seconds=probe_seconds,
-                    extrapolated_seconds=sum(priced))
+                    extrapolated_seconds=sum(priced), n_kept=reused)
+
+
+def _machine():
+    """This machine: its name, CPU model and cores."""
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return f"{platform.node()} {cpu} {os.cpu_count()} cores"
+
+
+def code_digest(preload=()):
+    """A digest of the code a calibration times: pcskm's Python files (the package's
+    ``algorithms``, ``experiments`` and ``runner``), the ``preload`` files and the versions
+    of Python, NumPy and Numba."""
+    import numba
+
+    package = Path(__file__).resolve().parents[1]
+    found = hashlib.sha256(f"{platform.python_version()} {np.__version__} "
+                           f"{numba.__version__}".encode())
+    files = sorted(path for folder in ("algorithms", "experiments", "runner")
+                   for path in (package / folder).rglob("*.py"))
+    for path in [*files, *map(Path, preload)]:
+        found.update(str(path.relative_to(package) if path.is_relative_to(package)
+                         else path).encode())
+        found.update(path.read_bytes())
+    return found.hexdigest()
+
+
+def kept_folder():
+    """Where kept calibrations go: ``<user cache>/pcskm/calibration`` (as the Numba cache,
+    :func:`pcskm.algorithms._jit.default_cache_folder`)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("pcskm")) / "calibration"
+
+
+class Kept:
+    """The calibration kept for this machine and code version: the probes of every group
+    timed (up to ``MAX_ROUNDS`` each) and the start times, in one JSON file named by a
+    digest of both (:func:`code_digest`) in :func:`kept_folder`. A file that cannot be read
+    is taken as empty; :meth:`save` replaces it whole."""
+
+    def __init__(self, preload=(), folder=None, fresh=False):
+        name = hashlib.sha256(f"{_machine()} {code_digest(preload)}".encode()).hexdigest()
+        self.path = Path(folder or kept_folder()) / f"{name[:32]}.json"
+        self.data = {"probes": {}, "starts": {}}
+        if not fresh:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                found = json.loads(self.path.read_text())
+                self.data = {"probes": dict(found["probes"]), "starts": dict(found["starts"])}
+
+    def probes(self, key):
+        """The kept probes of the group ``key``."""
+        return [_Cost(*cost) for cost in self.data["probes"].get(repr(key), [])]
+
+    def add_probes(self, key, probes):
+        kept = self.data["probes"].get(repr(key), [])
+        both = kept + [[c.per_sample, c.per_task] for c in probes]
+        self.data["probes"][repr(key)] = both[-MAX_ROUNDS:]
+
+    def start(self, name):
+        """The kept seconds of the start ``name`` (a worker's, the cluster's), else None."""
+        return self.data["starts"].get(name)
+
+    def add_start(self, name, seconds):
+        self.data["starts"][name] = seconds
+
+    def save(self):
+        """Write the file (a temporary file renamed over it); a folder that cannot be
+        written keeps nothing."""
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(self.data))
+            os.replace(temporary, self.path)
 
 
 _FRESH_WORKER = """

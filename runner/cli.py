@@ -28,7 +28,8 @@ def default_store(spec_name):
 # it began, so that its resume computes only what is left; a dry run computes nothing.
 # A run that took over a store (--take-over) holds it: its resume needs no take-over; a run
 # that reset the branch to a tag (--from-tag) resumes from where it stopped.
-NOT_RESUMED = ("force", "dry_run", "calibration_seconds", "take_over", "from_tag")
+NOT_RESUMED = ("force", "dry_run", "calibration_seconds", "recalibrate", "take_over",
+               "from_tag")
 # A run estimated under two minutes is mostly its fixed start, which the machine's load
 # stretches: the smoke and quick specs' whole runs took SMALL_RUN_RANGE times their estimate
 # at the load averages of SMALL_RUN_LOADS on 2 cores (docs/guide/paper-study.md, Small specs)
@@ -81,6 +82,7 @@ def _cluster_options(args):
 
 def _dry_run(args, spec, store, selection):
     from .calibrate import (
+        Kept,
         RunTime,
         WorkerStartFailed,
         cluster_start_seconds,
@@ -126,23 +128,36 @@ def _dry_run(args, spec, store, selection):
     with watch_compiling(lambda: None) as compiling:
         # else the probes would compile, inside the time budget
         kernels = compile_kernels(the_plan.tasks)
-    result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds)
-    try:
-        start = worker_start_seconds(the_plan.tasks, args.preload or ())
-    except WorkerStartFailed as error:  # the estimate goes on without it, and says so
-        start, failed = 0.0, str(error)
-    else:
-        failed = None
+    kept = Kept(args.preload or (), fresh=args.recalibrate)
+    result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds,
+                      kept=kept)
+    start, failed = kept.start("worker"), None
+    worker_when = "by an earlier dry run" if start is not None else "now"
+    if start is None:
+        try:
+            start = worker_start_seconds(the_plan.tasks, args.preload or ())
+        except WorkerStartFailed as error:  # the estimate goes on without it, and says so
+            start, failed = 0.0, str(error)
+        else:
+            kept.add_start("worker", start)
     if compiling.n_compiled:  # the run's client loads them from the cache, as a new worker
         kernels = start
     options = _cluster_options(args)
     workers = args.workers or (args.jobs or 0) or machine_cores()
     # at most one process per core: `--workers N` may stand for the workers of a cluster
     # (docs/guide/hpc.md), and a dry run never starts more than this machine runs at once
-    cluster = (cluster_start_seconds(min(workers, machine_cores())) if is_local(**options)
-               else 0.0)
-    print(f"calibration: {result.n_probes} of {result.n_groups} task groups timed in "
-          f"{result.probe_seconds:.1f} s on this machine")
+    cluster = 0.0
+    if is_local(**options):
+        n_local = min(workers, machine_cores())
+        cluster = kept.start(f"cluster {n_local}")
+        if cluster is None:
+            cluster = cluster_start_seconds(n_local)
+            kept.add_start(f"cluster {n_local}", cluster)
+    kept.save()
+    print(f"calibration: {result.n_probes - result.n_kept} of {result.n_groups} task groups "
+          f"timed in {result.probe_seconds:.1f} s on this machine"
+          + (f", {result.n_kept} kept from an earlier dry run on this machine and code "
+             f"version ({kept.path}; --recalibrate times them again)" if result.n_kept else ""))
     if result.n_probes < result.n_groups and result.core_seconds > 0:
         print(f"calibration: the {result.n_groups - result.n_probes} groups not timed are "
               f"priced from the timed ones, {result.extrapolated_seconds / result.core_seconds:.0%}"
@@ -164,8 +179,8 @@ def _dry_run(args, spec, store, selection):
                     compute=result.core_seconds / workers / ratio, writing=writing / workers)
     if failed is None:
         print(f"estimated start of a worker: {duration(start)} before its first result (a "
-              "fresh process importing pcskm and loading the kernels, timed now; not in the "
-              "compute)")
+              f"fresh process importing pcskm and loading the kernels, timed {worker_when}; "
+              "not in the compute)")
     else:
         print(f"estimated start of a worker: not timed, a fresh process failed ({failed}); "
               "the run time below leaves it out")
@@ -511,6 +526,9 @@ def build_parser():
                      help="print cells, tasks and an estimated run time; compute nothing")
     run.add_argument("--calibration-seconds", type=float, default=60.0,
                      help="time budget of the --dry-run calibration (default 60)")
+    run.add_argument("--recalibrate", action="store_true",
+                     help="--dry-run: time every task group and start afresh, not reusing the "
+                          "calibration kept for this machine and code version")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _preload_option(run, " and shipped to every Dask worker before any task")
     where = run.add_argument_group("where to compute (default: a local cluster)")

@@ -4,6 +4,7 @@ specs): its parts against hand computation, not timed."""
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pcskm.experiments.spec import load_spec
@@ -111,3 +112,90 @@ def test_the_skipped_cells_of_a_resumed_task_are_not_counted(monkeypatch, tmp_pa
     assert calibrate.estimate([task], view, spec).core_seconds == pytest.approx(2.0 * whole)
     expected = 2.0 * (whole - len(first.runs) * folds / 2)
     assert calibrate.estimate([resumed], view, spec).core_seconds == pytest.approx(expected)
+
+
+def _two_groups(tmp_path):
+    """The tasks, view and spec of two data sets, iris and brodinova-5-45, with SKM: two task
+    groups."""
+    from cubes import tiny_spec
+
+    from pcskm.experiments.spec import parse_spec
+
+    text = (tiny_spec("two-sets").replace('["iris"]', '["iris", "brodinova-5-45"]')
+            .replace('["LKM"]', '["SKM"]'))
+    spec = parse_spec(text)
+    view = CubeView.planned(tmp_path / "never.zarr", spec)
+    return plan(spec, view).tasks, view, spec
+
+
+def test_the_rounds_stop_once_the_estimate_is_precise(monkeypatch, tmp_path):
+    """Probes of a constant cost: the standard error is 0 after MIN_ROUNDS rounds, so each
+    group is timed MIN_ROUNDS times. Probes alternating 1 and 3 s per sample: the relative
+    standard error stays above TARGET_ERROR (bound by hand below), so every one of the
+    MAX_ROUNDS rounds is timed."""
+    tasks, view, spec = _two_groups(tmp_path)
+    calls = []
+
+    def constant(settings, kind, percents, run, warm):
+        calls.append(settings[0].dataset)
+        return calibrate._Cost(per_sample=2.0, per_task=0.0)
+
+    monkeypatch.setattr(calibrate, "_probe", constant)
+    calibrate.estimate(tasks, view, spec)
+    assert sorted(calls) == sorted(["iris", "brodinova-5-45"] * calibrate.MIN_ROUNDS)
+
+    calls.clear()
+    cost = iter([1.0, 1.0, 3.0, 3.0] * 100)  # per round, the two groups get the same cost
+
+    def alternating(settings, kind, percents, run, warm):
+        calls.append(settings[0].dataset)
+        return calibrate._Cost(per_sample=next(cost), per_task=0.0)
+
+    monkeypatch.setattr(calibrate, "_probe", alternating)
+    calibrate.estimate(tasks, view, spec)
+    # after k rounds (k even) each group's costs per sample are k/2 ones and k/2 threes: mean
+    # 2, variance k / (k - 1), so the standard error of a group of weight w is w / sqrt(k - 1)
+    # and that of the sum 2 (w1 + w2) is sqrt(w1^2 + w2^2) / sqrt(k - 1), at least
+    # (w1 + w2) / sqrt(2 (k - 1)): relative error >= 1 / (2 sqrt(2 (k - 1))), above
+    # 1 / (2 sqrt(2 MAX_ROUNDS)) (odd k: about the same)
+    assert 1 / (2 * np.sqrt(2 * calibrate.MAX_ROUNDS)) > calibrate.TARGET_ERROR
+    assert len(calls) == 2 * calibrate.MAX_ROUNDS
+
+
+def test_a_kept_calibration_is_reused_and_not_timed_again(monkeypatch, tmp_path):
+    """A dry run's probes kept in a folder: the next estimate from the same folder times
+    nothing and gives the same compute; ``fresh`` (--recalibrate) times every group again;
+    another code version (a preload file's bytes changed) keeps its own file. The starts
+    are kept by name."""
+    tasks, view, spec = _two_groups(tmp_path)
+    calls = []
+    cost = iter(np.linspace(1.0, 2.0, 500))
+
+    def probe(settings, kind, percents, run, warm):
+        calls.append(settings[0].dataset)
+        return calibrate._Cost(per_sample=float(next(cost)), per_task=0.0)
+
+    monkeypatch.setattr(calibrate, "_probe", probe)
+    folder = tmp_path / "kept"
+    kept = calibrate.Kept(folder=folder)
+    first = calibrate.estimate(tasks, view, spec, kept=kept)
+    kept.add_start("worker", 3.5)
+    kept.save()
+    timed = len(calls)
+    assert timed >= 2 * calibrate.MIN_ROUNDS and first.n_kept == 0
+
+    again = calibrate.Kept(folder=folder)
+    second = calibrate.estimate(tasks, view, spec, kept=again)
+    assert len(calls) == timed  # nothing timed
+    assert (second.n_kept, second.n_probes) == (2, 2)
+    assert second.core_seconds == pytest.approx(first.core_seconds)
+    assert again.start("worker") == 3.5 and again.start("cluster 2") is None
+
+    calibrate.estimate(tasks, view, spec, kept=calibrate.Kept(folder=folder, fresh=True))
+    assert len(calls) > timed
+
+    preload = tmp_path / "estimator.py"
+    preload.write_text("A = 1\n")
+    one = calibrate.Kept(preload=[preload], folder=folder).path
+    preload.write_text("A = 2\n")
+    assert calibrate.Kept(preload=[preload], folder=folder).path != one != kept.path

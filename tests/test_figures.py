@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_report import EMPTY, EVERY_DATASET, drawn_y, make_group, write_cube
 
-from pcskm.experiments.report import open_store, performance, plotting
+from pcskm.experiments.report import forking, open_store, performance, plotting
 from pcskm.experiments.report.aggregate import collect
 
 PAPER_PERCENTS = tuple(float(p) for p in np.arange(1.0, 10.01, 0.5))  # 19, as the paper's
@@ -231,3 +231,46 @@ def test_the_selections_figure_draws_an_all_one_data_set_inside_its_axis(tmp_pat
         assert all(0 <= t <= 1 for t in ax.get_xticks())
     handles = fig.legends[0].legend_handles
     assert len({matplotlib.colors.to_rgba(h.get_color()) for h in handles}) == 3
+
+
+def _drawn(path, text):
+    """A small figure with ``text`` saved by :func:`plotting.save` to ``path``."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1))
+    ax = fig.add_subplot()
+    ax.plot([0, 1, 2], [1, 0, 1])
+    ax.set_title(text)
+    plotting.save(fig, path, dpi=80)
+
+
+@pytest.mark.skipif(not forking.can_fork(), reason="figures are saved in forked children "
+                                                    "on Linux only")
+def test_figures_saved_in_children_are_the_figures_saved_here(tmp_path):
+    """The same figures saved at once and by forked children (parallel_saves, 2 at a time,
+    so that the third waits for a child) have the same pixels (matplotlib's imread of both),
+    and each child drew the figure as it was when saved, not as it was changed after."""
+    from matplotlib.image import imread
+
+    texts = ["one", "two", "three"]
+    for text in texts:
+        _drawn(tmp_path / f"here-{text}.png", text)
+    with plotting.parallel_saves(workers=2):
+        for text in texts:
+            _drawn(tmp_path / f"child-{text}.png", text)
+    for text in texts:
+        here, child = imread(tmp_path / f"here-{text}.png"), imread(tmp_path / f"child-{text}.png")
+        assert here.shape == child.shape and np.array_equal(here, child)
+    assert not np.array_equal(imread(tmp_path / "here-one.png"), imread(tmp_path / "here-two.png"))
+
+
+@pytest.mark.skipif(not forking.can_fork(), reason="figures are saved in forked children "
+                                                    "on Linux only")
+def test_a_figure_a_child_cannot_write_is_named(tmp_path):
+    """A child that cannot write its PNG (its folder does not exist) fails, and leaving
+    parallel_saves raises RuntimeError naming that file; the other figure is written."""
+    with pytest.raises(RuntimeError, match="no-such-folder/lost.png"):
+        with plotting.parallel_saves(workers=2):
+            _drawn(tmp_path / "no-such-folder" / "lost.png", "lost")
+            _drawn(tmp_path / "kept.png", "kept")
+    assert (tmp_path / "kept.png").is_file()

@@ -17,7 +17,7 @@ from pathlib import Path
 from . import baseline as baselines
 from . import study
 from .aggregate import collect, sidecar_path
-from .document import write_document
+from .document import Progress, write_document
 from .fits import open_store
 
 __all__ = ["collect", "open_store", "sidecar_path", "write_report"]
@@ -81,18 +81,25 @@ def write_report(store, out_dir=None, focus=None, baseline=None):
         raise OutputNotWritable(f"cannot write the report into {out} ({error.strerror}); "
                                 "give another folder with --out")
     sidecar = _sidecar_for(store, out)
-    return read_consistently(store, lambda: write_document(
-        _verified_results(store, sidecar, baseline), out, focus=focus))
+
+    def write():
+        progress = Progress()
+        return write_document(_verified_results(store, sidecar, progress, baseline), out,
+                              focus=focus, progress=progress)
+
+    return read_consistently(store, write)
 
 
-def _verified_results(store, sidecar, baseline=None):
+def _verified_results(store, sidecar, progress, baseline=None):
     """The results of the store, which must pass verification, with the algorithms of
     ``baseline`` (:func:`baselines.read`) joined."""
     from pcskm.runner.store import DamagedStore, verify
 
+    progress("verifying the store's chunks")
     found = verify(store)
     if not found.ok:
         raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
+    progress("reading the cube and selecting s")
     results = collect(open_store(store), sidecar=sidecar)
     if baseline is not None:
         baselines.join(results, baseline)

@@ -3,7 +3,8 @@ aggregates, the best-s summaries, the tie and choice counts, the weight means, t
 the failed fits and a sample of cells; then the fixed-loo selection, which needs every data
 set (:mod:`.fixed_s`), and the families.
 
-The cube is read one data set at a time, so memory stays bounded by the largest group.
+The cube is read one data set at a time in each of up to one forked child per core
+(:func:`forking.forked_map`), so memory stays bounded by that many of the largest groups.
 """
 
 import shutil
@@ -26,6 +27,7 @@ from . import (
     failures,
     families,
     fixed_s,
+    forking,
     preregistered,
     selection,
     ties,
@@ -166,6 +168,38 @@ def cube_selections(store):
     return selection.available(shared)
 
 
+# (store, sidecar, selections, failure value, weights rule) of the running collect, which
+# its forked children read (forking.forked_map passes them only the data set's name)
+_collecting = None
+
+
+def _one_dataset(name):
+    """What :func:`collect` keeps of the data set ``name``, its selections written to the
+    sidecar (``_collecting``)."""
+    store, sidecar, selections, failure_value, rule = _collecting
+    fits = fit_table(store, name)
+    selected = selection.select(fits, selections)
+    _write_selected(sidecar, name, selected)
+    one = {
+        "by_dataset": selection.summaries(selected),
+        "by_rule": failure_rules.rule_values(selected, failure_value),
+        "per_s": selection.per_s_summary(fits),
+        "n_features": int(fits.attrs["n_features"]),
+        "ties": ties.tie_counts(name, fits),
+        "choices": ties.choice_counts(name, fits, selected),
+        "coverage": coverage.table(name, fits),
+        "samples": coverage.samples(name, fits),
+        "failures": failures.table(name, fits),
+        "constraints_used": _constraints_used(name, fits),
+        "cell_sample": cell_sample.draw(store, name, fits),
+    }
+    if fits.sparse.any():
+        one["best_s"] = _best_s_summary(selected, fits)
+    if "uninformative" in fits.coords:
+        one["weight_means"] = weights.means(store, name, fits, selected, rule)
+    return one
+
+
 def collect(store, sidecar=None, weights_selection=None):
     """Compute :class:`Results` for an open store (see :func:`fits.open_store`); the
     selections are written to ``sidecar`` (default :func:`sidecar_path`). The weights are
@@ -188,26 +222,22 @@ def collect(store, sidecar=None, weights_selection=None):
                          + ", ".join(n for n in results.selections if n != selection.FIXED))
     per_s = all(WEIGHTS_PER_S in store.group(name).data_vars for name in store.names)
     results.weights_at = rule if per_s else weights.MEAN_OVER_S
-    for name in store.names:
-        fits = fit_table(store, name)
-        selected = selection.select(fits, results.selections)
-        _write_selected(results.sidecar, name, selected)
-        results.by_dataset[name] = selection.summaries(selected)
-        results.by_rule[name] = failure_rules.rule_values(selected, failure_value)
-        results.per_s[name] = selection.per_s_summary(fits)
-        results.n_features[name] = int(fits.attrs["n_features"])
-        results.ties.append(ties.tie_counts(name, fits))
-        results.choices.append(ties.choice_counts(name, fits, selected))
-        if fits.sparse.any():
-            results.best_s[name] = _best_s_summary(selected, fits)
-        results.coverage.append(coverage.table(name, fits))
-        results.samples.append(coverage.samples(name, fits))
-        results.failures.append(failures.table(name, fits))
-        results.constraints_used.append(_constraints_used(name, fits))
-        results.cell_sample.append(cell_sample.draw(store, name, fits))
-        if "uninformative" in fits.coords:
-            results.weight_means[name] = weights.means(store, name, fits, selected, rule)
-        del fits, selected
+    global _collecting
+    zarr.open_group(str(results.sidecar), mode="a", zarr_format=3)  # before the children
+    _collecting = (store, results.sidecar, results.selections, failure_value, rule)
+    try:
+        # a store on object storage is read here: its client's threads do not survive a fork
+        found = forking.forked_map(_one_dataset, store.names,
+                                   workers=None if isinstance(store.path, Path) else 1)
+    finally:
+        _collecting = None
+    for name, one in zip(store.names, found, strict=True):
+        for key in ("by_dataset", "by_rule", "per_s", "n_features", "best_s", "weight_means"):
+            if key in one:
+                getattr(results, key)[name] = one[key]
+        for key in ("ties", "choices", "coverage", "samples", "failures", "constraints_used",
+                    "cell_sample"):
+            getattr(results, key).append(one[key])
     _family_members(results)
     _add_fixed(results)
     _finish_sidecar(results.sidecar, store)

@@ -12,7 +12,7 @@ selection and checks that no verdict contradicts another (:func:`check_consisten
 """
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -109,7 +109,8 @@ class Evidence:
     (selection, family, algorithm, init, kind), and ``points``, the mean F per (selection,
     family, algorithm, init, kind, percent), NaN where not complete (None: nothing computed);
     ``weights``: per family label, the mean weights (algorithm, init, kind, percent, feature)
-    with the ``uninformative`` coordinate."""
+    with the ``uninformative`` coordinate; ``panels``: the tables of :func:`_panels`, which
+    every selection reads alike, computed once."""
 
     selections: tuple
     table1: pd.DataFrame
@@ -117,6 +118,7 @@ class Evidence:
     values: xr.DataArray | None
     points: xr.DataArray | None
     weights: dict
+    panels: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def evidence(results, table1, tests):
@@ -547,7 +549,15 @@ def _close_to_mpckm(evidence, selection):
 
 def _panels(evidence, datasets, algorithm, measure):
     """``measure`` of ``algorithm``'s weights per panel of ``datasets`` (the paper's inits
-    and kinds), as a table (family, init, kind, [percent,] value) of the computed panels."""
+    and kinds), as a table (family, init, kind, [percent,] value) of the computed panels
+    (the weights are the same under every selection: kept in ``evidence.panels``)."""
+    key = (tuple(datasets), algorithm, measure)
+    if key not in evidence.panels:
+        evidence.panels[key] = _panel_table(evidence, datasets, algorithm, measure)
+    return evidence.panels[key]
+
+
+def _panel_table(evidence, datasets, algorithm, measure):
     frames = []
     for label in datasets:
         weights = evidence.weights.get(label)

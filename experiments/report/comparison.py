@@ -143,16 +143,21 @@ def dataset_values(results, plan=statistics.PAPER, failures=AVAILABLE):
         return pd.DataFrame()
     values, complete = case_values(results, failures)
     shown = [a for a in algorithms(results) if a in plan.algorithms]
+    # one array each, (family, selection, init, kind, algorithm), read by position
+    dims = ("family", "selection", "init", "kind")
+    at = {dim: values[dim] for dim in dims} | {"algorithm": shown}
+    value_of = values.sel(at).transpose(*dims, "algorithm").values
+    done_of = complete.sel(at).transpose(*dims, "algorithm").values
+    inits, kinds = ({str(label): n for n, label in enumerate(values[dim].values)}
+                    for dim in ("init", "kind"))
+    settings = [(inits[init], kinds[kind]) for init, kind in plan.settings
+                if init in inits and kind in kinds]
     rows = []
-    for family in values.family.values:
-        for selection in values.selection.values:
+    for f, family in enumerate(values.family.values):
+        for s, selection in enumerate(values.selection.values):
             per_setting = []
-            for init, kind in plan.settings:
-                if init not in values.init.values or kind not in values.kind.values:
-                    continue
-                at = {"selection": selection, "family": family, "init": init, "kind": kind,
-                      "algorithm": shown}
-                v, done = values.sel(at).values, complete.sel(at).values
+            for i, k in settings:
+                v, done = value_of[f, s, i, k], done_of[f, s, i, k]
                 if done.all() and not np.isnan(v).any():
                     per_setting.append(v)
             if not per_setting:

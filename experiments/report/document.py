@@ -1,5 +1,7 @@
 """Writing the report: every table as CSV, every figure as PNG, and report.md."""
 
+import logging
+import time
 import tomllib
 
 import numpy as np
@@ -20,6 +22,7 @@ from . import (
     families,
     inference,
     performance,
+    plotting,
     preregistered,
     selection_figure,
     statistics,
@@ -33,6 +36,8 @@ from .markdown import table as table_markdown
 from .selection import BY_NAME, ORDER, SELECTION_TITLES
 
 MAX_MISSING_LINES = 40
+
+log = logging.getLogger("pcskm")
 
 
 def _csv(frame, out, name, written):
@@ -854,7 +859,7 @@ def _decisions(doc, results, found, prereg, table, out, written):
         return
     _csv(pairs, out, "cd_pairs.csv", written)
     png = out / "cd_diagram.png"
-    figure.savefig(png, dpi=110)
+    plotting.save(figure, png, dpi=110)
     written.append(png)
     doc.paragraph(
         f"Friedman's test (Iman-Davenport F) of equal mean ranks over the algorithms, on the "
@@ -1071,21 +1076,42 @@ def _summary(results, found, tests, primary, prereg, totals, contents):
     return lines
 
 
-def write_document(results, out, focus=None):
+class Progress:
+    """One line per section of the report on the ``pcskm`` logger (stderr in the command
+    line), with the seconds since the report began."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+
+    def __call__(self, what):
+        log.info("report: %s (%.0f s)", what, time.perf_counter() - self.start)
+
+
+def write_document(results, out, focus=None, progress=None):
     """Write every table, figure and report.md of ``results`` into ``out`` (``focus``: see
-    :func:`study.study`); returns the path of report.md."""
+    :func:`study.study`); returns the path of report.md. The figures are rendered in child
+    processes while the rest is written (:func:`plotting.parallel_saves`); ``progress``: a
+    :class:`Progress` begun earlier, else one begun now."""
+    with plotting.parallel_saves():
+        return _write_document(results, out, focus, progress or Progress())
+
+
+def _write_document(results, out, focus, progress):
     written = []
     doc = Document()
     found = study.study(results, focus)
     prereg = preregistered.stored(results.store.attrs)
     doc.heading(f"Report of {results.store.path.name}", level=1)
     summary_at = doc.placeholder()
+    progress("the Wilcoxon analyses")
     tests, cases = statistics.analyses(results, found.plan)
+    progress("the tests under every rule for failed fits")
     decided = (decisions.signed_rank_table(
         results, found.plan, prereg, decisions.case_rows(results, found.plan, cases))
         if found.plan is not None else pd.DataFrame(columns=decisions.COLUMNS))
     primary = (_preregistered(doc, results, found, tests, prereg, decided, out, written)
                if prereg is not None else None)
+    progress("coverage, failures and Table 1")
     _header(doc, results, found, out, written)
     primary_selection = decisions.primary_selection(results, prereg)
     if results.baseline is not None:
@@ -1094,12 +1120,18 @@ def write_document(results, out, focus=None):
     totals = _coverage(doc, results, out, written)
     _failures(doc, results, out, written)
     table1 = _table1(doc, results, found, out, written)
+    progress("3. choosing s")
     by_dataset = statistics.breakdown(cases)
     _choosing_s(doc, results, found.plan, tests, by_dataset, out, written)
+    progress("4. performance figures")
     _performance(doc, results, out, written)
+    progress("5. Wilcoxon tables")
     _statistics(doc, found.plan, tests, cases, by_dataset, out, written)
+    progress("6. feature weights")
     _weights(doc, results, out, written)
+    progress("7. the paper's claims")
     _claims(doc, results, found, table1, tests, prereg, out, written)
+    progress("8-9. cell sample and Bayesian tests")
     _cell_sample(doc, results, out, written)
     _decisions(doc, results, found, prereg, decided, out, written)
     baseline.write(results, primary_selection, out, written)
@@ -1110,4 +1142,5 @@ def write_document(results, out, focus=None):
              "5. Wilcoxon signed-rank analyses": "" if found.plan else "not computed"}
     doc.fill(summary_at, _summary(results, found, tests, primary, prereg, totals,
                                   [(title, notes.get(title, "")) for title in doc.headings()]))
+    progress("report.md, waiting for the figures")
     return doc.write(out / "report.md")

@@ -1,14 +1,20 @@
 """Figure scaffolding shared by the performance and weight figures: a grid of panels with
 fixed sizes and margins in inches (cheap and predictable, no layout engine) that leaves room
 for the title, the legend and a note, the "not computed" panel, tick labels thinned to fit and
-text labels kept apart (docs/method/protocol.md §11)."""
+text labels kept apart (docs/method/protocol.md §11). Figures are saved by :func:`save`: in
+child processes while :func:`parallel_saves` is active, so that rendering the PNGs overlaps the
+rest of the report."""
 
+import contextlib
 import functools
 import itertools
+import multiprocessing
 import re
 from dataclasses import dataclass
 
 from matplotlib.figure import Figure
+
+from . import forking
 
 TITLE_SIZE, LEGEND_SIZE, NOTE_SIZE = 11, 9, 8  # points
 LINE = 1.3 / 72  # inches per point of font size: one line of text
@@ -123,7 +129,75 @@ def finish(frame, handles, labels, path, dpi=110):
     fig.legend(handles, labels, loc="lower center",
                bbox_to_anchor=(0.5, (0.02 + _note_height(frame.note)) / height),
                ncol=frame.ncol, frameon=False, fontsize=LEGEND_SIZE)
+    save(fig, path, dpi)
+
+
+class _Saves:
+    """The PNGs being written by forked children: at most ``workers`` at a time."""
+
+    def __init__(self, workers):
+        self.workers, self.running, self.failed = workers, [], []
+
+    def start(self, fig, path, dpi):
+        while len(self.running) >= self.workers:
+            self._wait(self.running[0])
+        child = multiprocessing.get_context("fork").Process(
+            target=_save_and_exit, args=(fig, path, dpi), daemon=True)
+        child.start()
+        self.running.append((child, path))
+
+    def _wait(self, entry):
+        child, path = entry
+        child.join()
+        self.running.remove(entry)
+        if child.exitcode != 0:
+            self.failed.append(str(path))
+
+    def finish(self):
+        while self.running:
+            self._wait(self.running[0])
+        if self.failed:
+            raise RuntimeError(f"could not write the figure(s) {', '.join(self.failed)} "
+                               "(the error is printed above)")
+
+
+_saves = None  # the active _Saves of parallel_saves, else None
+
+
+def _save_and_exit(fig, path, dpi):
     fig.savefig(path, dpi=dpi)
+
+
+def save(fig, path, dpi):
+    """Save ``fig`` as the PNG ``path``: in a forked child when :func:`parallel_saves` is
+    active (the child renders the figure as it is now), else at once."""
+    if _saves is None:
+        fig.savefig(path, dpi=dpi)
+    else:
+        _saves.start(fig, path, dpi)
+
+
+@contextlib.contextmanager
+def parallel_saves(workers=None):
+    """Within the block, :func:`save` renders each figure in a forked child, at most
+    ``workers`` at a time (default: the cores this process may use); on leaving it, waits
+    for them all and raises RuntimeError naming any figure not written. Without fork
+    (:func:`forking.can_fork`) or with one worker, figures are saved at once."""
+    global _saves
+    workers = (workers or forking.cores()) if forking.can_fork() else 1
+    if workers < 2 or _saves is not None:
+        yield
+        return
+    saves = _saves = _Saves(workers)
+    try:
+        yield
+    except BaseException:
+        _saves = None
+        with contextlib.suppress(RuntimeError):  # the block's error is the one to report
+            saves.finish()
+        raise
+    _saves = None
+    saves.finish()
 
 
 def score_axis(axis, low, high):

@@ -115,10 +115,22 @@ def choose(fits, score, ties="smallest", tie_scores=None):
     return chosen_at(fits, best_index(fits, score, ties, tie_scores))
 
 
+# the masks every rule of select() reads, computed once there (_with_masks)
+USABLE, F_FITTED = "_usable", "_f_fitted"
+
+
+def _with_masks(fits):
+    """``fits`` with :func:`_usable` and F on the applicable computed entries, which the
+    rules would each compute again."""
+    return fits.assign({USABLE: _usable(fits),
+                        F_FITTED: fits.f_score.where(fits.applies & fits.computed)})
+
+
 def chosen_at(fits, index):
     """``s`` and ``f_score`` at the positions ``index`` along ``sparsity`` (-1: none, NaN)."""
     found, at = index >= 0, index.clip(min=0)
-    f = fits.f_score.where(fits.applies & fits.computed)
+    f = (fits[F_FITTED].rename("f_score") if F_FITTED in fits
+         else fits.f_score.where(fits.applies & fits.computed))
     return xr.Dataset({
         "s": fits.sparsity.isel(sparsity=at).drop_vars("sparsity").where(found),
         "f_score": f.isel(sparsity=at).drop_vars("sparsity").where(found),
@@ -127,6 +139,8 @@ def chosen_at(fits, index):
 
 def _usable(fits):
     """The fits a per-cell score may choose: applicable, computed, not failed."""
+    if USABLE in fits:
+        return fits[USABLE].rename(None)
     return fits.applies & fits.computed & ~fits.failed
 
 
@@ -269,6 +283,7 @@ def select(fits, names=None):
     that need scores, ``computed`` and ``expected`` (what the selections store holds)."""
     names = available(fits.data_vars) if names is None else names
     out = {"computed": fits.computed, "expected": fits.expected}
+    fits = _with_masks(fits)
     for name in names:
         rule = BY_NAME[name]
         if rule.choose is None:

@@ -1,0 +1,152 @@
+"""``pcskm report`` of an earlier commit and of this checkout on the same store, timed in
+turns (old, new, new, old) beside a warm ``pcskm run`` of the store's spec, and the two
+reports compared: every table and report.md byte for byte, every figure as pixels.
+
+    python benchmarks/report_speed.py BEFORE [--after COMMIT] [--spec quick] [--store STORE]
+    python benchmarks/report_speed.py --compare OLD_REPORT NEW_REPORT
+
+``BEFORE`` is a git commit; its tree is exported into a temporary folder and imported as
+``pcskm`` from there (``--after``: the same for the new report; default this checkout).
+Without ``--store`` the spec is run into a temporary store (the first run compiles and is not
+timed; the second, from an empty store again, is the warm run the report is compared with).
+A ``--store`` is only read, but for the selections written beside it
+(:func:`pcskm.experiments.report.write_report`). Each command is timed with
+``/usr/bin/time -v`` (wall seconds and peak memory); the load average is printed before and
+after, since the machine may be shared.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import REPO, machine
+
+
+def compare(old, new):
+    """Lines describing how the report folders ``old`` and ``new`` differ (none: the same):
+    the same file names; every file but the PNGs byte for byte; the PNGs as pixel arrays
+    (``matplotlib.image.imread``)."""
+    from matplotlib.image import imread
+
+    old, new = Path(old), Path(new)
+    names = {p.name for p in old.iterdir() if p.is_file()}
+    other = {p.name for p in new.iterdir() if p.is_file()}
+    lines = [f"only in {old}: {n}" for n in sorted(names - other)]
+    lines += [f"only in {new}: {n}" for n in sorted(other - names)]
+    for name in sorted(names & other):
+        a, b = old / name, new / name
+        if name.endswith(".png"):
+            pixels_a, pixels_b = imread(a), imread(b)
+            if pixels_a.shape != pixels_b.shape:
+                lines.append(f"{name}: {pixels_a.shape} pixels, now {pixels_b.shape}")
+            elif not np.array_equal(pixels_a, pixels_b):
+                lines.append(f"{name}: {int((pixels_a != pixels_b).any(axis=-1).sum())} "
+                             "pixels differ")
+        elif a.read_bytes() != b.read_bytes():
+            lines.append(f"{name}: the bytes differ")
+    return lines
+
+
+def export(commit, folder):
+    """The tree of ``commit`` as the package ``folder/pcskm``; returns ``folder``."""
+    target = folder / "pcskm"
+    target.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return folder
+
+
+def timed(command, pythonpath, log):
+    """Run ``command`` under ``/usr/bin/time -v`` importing pcskm from ``pythonpath``;
+    returns (wall seconds, peak resident MiB, its stdout, CPU seconds: user and system, its
+    children's included) and appends its stdout and stderr to ``log``."""
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    start = time.perf_counter()
+    done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "pcskm.runner.cli",
+                           *command], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    log.write(f"$ {' '.join(command)}  (PYTHONPATH={pythonpath})\n{done.stdout}{done.stderr}\n")
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", done.stderr)[1])
+              for kind in ("User", "System"))
+    return wall, peak / 1024, done.stdout, cpu
+
+
+def load():
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("before", nargs="?", help="the git commit of the old report")
+    parser.add_argument("--after", help="the git commit of the new report (default: this "
+                                        "checkout as it is)")
+    parser.add_argument("--spec", default="quick")
+    parser.add_argument("--store", help="an existing store (only read); default: run --spec")
+    parser.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
+                        help="only compare two report folders")
+    parser.add_argument("--log", default="report_speed.log",
+                        help="where the commands' /usr/bin/time -v output goes")
+    args = parser.parse_args()
+    if args.compare:
+        lines = compare(*args.compare)
+        print("\n".join(lines) or "the same: tables byte for byte, figures pixel for pixel")
+        sys.exit(1 if lines else 0)
+    if args.before is None:
+        parser.error("give BEFORE (a commit) or --compare OLD NEW")
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    print(f"$ python benchmarks/report_speed.py {' '.join(sys.argv[1:])}   # at commit {head}, "
+          f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+    print(machine())
+    print(f"load average before: {load()}")
+    with tempfile.TemporaryDirectory(prefix="report-speed-") as tmp, \
+            open(args.log, "w") as log:
+        tmp = Path(tmp)
+        old_path, new_path = export(args.before, tmp / "old"), REPO.parent
+        if args.after:
+            new_path, head = export(args.after, tmp / "new"), args.after
+        elif REPO.name != "pcskm":  # this checkout imported as pcskm through a link
+            new_path = tmp / "new"
+            new_path.mkdir()
+            (new_path / "pcskm").symlink_to(REPO)
+        store = Path(args.store) if args.store else tmp / "study.zarr"
+        if args.store is None:
+            timed(["run", args.spec, "--store", str(store), "--no-progress"], new_path, log)
+            shutil.rmtree(store)
+            wall, peak, _out, cpu = timed(["run", args.spec, "--store", str(store),
+                                           "--no-progress"], new_path, log)
+            print(f"pcskm run {args.spec} (warm kernels, empty store): {wall:.1f} s wall, "
+                  f"{cpu:.1f} s CPU, peak {peak:.0f} MiB (load average {load()})")
+        times = {"old": [], "new": []}
+        for turn, which in enumerate(("old", "new", "new", "old")):
+            out = tmp / f"{which}-{turn}"
+            wall, peak, _out, cpu = timed(["report", str(store), "--out", str(out)],
+                                          old_path if which == "old" else new_path, log)
+            times[which].append((wall, peak, out))
+            print(f"report by {args.before if which == 'old' else head}: {wall:.1f} s wall, "
+                  f"{cpu:.1f} s CPU, peak {peak:.0f} MiB (load average {load()})")
+        for which, found in times.items():
+            walls = [w for w, _p, _o in found]
+            print(f"{which}: {min(walls):.1f}-{max(walls):.1f} s")
+        lines = compare(times["old"][0][2], times["new"][0][2])
+        lines += compare(times["new"][0][2], times["new"][1][2])
+        files = len(list(times["new"][0][2].iterdir()))
+        print(f"old vs new report ({files} files): "
+              + ("; ".join(lines) if lines else "the same (tables and report.md byte for "
+                 "byte, figures pixel for pixel)"))
+    print(f"load average after: {load()}")
+
+
+if __name__ == "__main__":
+    main()
