@@ -36,6 +36,17 @@ NOT_RESUMED = ("force", "dry_run", "calibration_seconds", "recalibrate", "take_o
 SMALL_RUN_SECONDS, SMALL_RUN_RANGE, SMALL_RUN_LOADS = 120.0, (0.9, 3.7), (2, 10)
 
 
+def _described(error):
+    """The message of ``error``, or what it is when it has none: distributed's time-outs
+    (``TimeoutError()``) carry no text."""
+    if str(error):
+        return str(error)
+    if isinstance(error, TimeoutError):
+        return ("the Dask cluster did not answer in time (TimeoutError): its scheduler or "
+                "workers may be overloaded or gone")
+    return f"{type(error).__name__} with no message"
+
+
 def _given(parser, args):
     """The command-line words of every option of ``parser`` that ``args`` sets to other than
     its default (positionals as their values), read from the parser, so that every option
@@ -255,7 +266,8 @@ def cmd_run(args):
                       "with: %s", store, _mount_point(store),
                       f" while writing {error.filename}" if error.filename else "", resume)
             return EXIT_USAGE
-        log.error("%s\nThe store keeps every finished cell. Resume with: %s", error, resume)
+        log.error("%s\nThe store keeps every finished cell. Resume with: %s",
+                  _described(error), resume)
         return EXIT_FAILED
     if summary is None:
         return EXIT_OK

@@ -225,3 +225,22 @@ def test_run_help_lists_every_bundled_spec(capsys):
         build_parser().parse_args(["run", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert [name for name in BUNDLED if name not in help_text.replace("- ", "-")] == []
+
+
+@pytest.mark.parametrize("error, named", [
+    (TimeoutError(), "the Dask cluster did not answer in time (TimeoutError)"),
+    (ConnectionResetError(), "ConnectionResetError with no message"),
+])
+def test_a_run_failing_with_an_error_without_text_names_it(tmp_path, monkeypatch, capfd,
+                                                            error, named):
+    """A run stopped by distributed's TimeoutError() once printed "pcskm: " and nothing."""
+    from pcskm.runner import execute
+
+    def failing(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(execute, "run_spec", failing)
+    code = main(["run", "smoke", "--store", str(tmp_path / "s.zarr"), "--no-progress"])
+    assert code == 1
+    err = capfd.readouterr().err
+    assert f"pcskm: {named}" in err and "Resume with: pcskm run smoke" in err
