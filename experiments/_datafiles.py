@@ -224,11 +224,17 @@ def verify(data_dir=None):
 
 
 @functools.cache
-def clustbench_registry():
-    """``{relative path: SHA-256}`` of the suite's files (``clustbench_registry.txt``)."""
-    text = (resources.files("pcskm.experiments") / "clustbench_registry.txt").read_text()
+def read_registry(file):
+    """``{relative path: SHA-256}`` of a committed registry ``file`` of pcskm.experiments: one
+    ``path digest`` pair a line, ``#`` comment lines and blank lines skipped."""
+    text = (resources.files("pcskm.experiments") / file).read_text()
     return dict(line.split() for line in text.splitlines()
                 if line.strip() and not line.startswith("#"))
+
+
+def clustbench_registry():
+    """``{relative path: SHA-256}`` of the suite's files (``clustbench_registry.txt``)."""
+    return read_registry("clustbench_registry.txt")
 
 
 def clustbench_cache():

