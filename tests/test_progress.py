@@ -48,6 +48,9 @@ def without_store(monkeypatch, tmp_path, marks):
     monkeypatch.setattr(execute, "compute_and_write", slow_task)
     monkeypatch.setattr(execute, "task_target", lambda cube, task: None)
     monkeypatch.setattr(execute, "DoneMarks", marks)
+    # no store, so no run holds one: the workers are given no place to write into
+    monkeypatch.setattr(execute, "where", lambda path: SimpleNamespace(for_workers=lambda: None))
+    monkeypatch.setattr(execute, "check_workers_reach", lambda client, place: None)
     return SimpleNamespace(done_cells=lambda: 0, path=tmp_path)
 
 

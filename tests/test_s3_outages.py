@@ -47,6 +47,7 @@ def run_through_outages(url, client, proxy, seconds):
 
     def cut_after(receipt, summary):
         if summary.n_written in (1, 2, summary.n_tasks):
+            timers[-1].join()  # one outage after the other, however fast the results come
             timers.append(proxy.outage(seconds))
 
     timers.append(proxy.outage(seconds))

@@ -95,10 +95,10 @@ def _verified_results(store, sidecar, progress, baseline=None):
     ``baseline`` (:func:`baselines.read`) joined."""
     from pcskm.runner.store import DamagedStore, verify
 
-    progress("verifying the store's chunks")
     found = verify(store)
-    if not found.ok:
+    if not found.ok:  # refused in its own lines, before any progress line
         raise DamagedStore(f"{found.describe()}\npcskm report shows no value it cannot verify")
+    progress("the store's chunks verified")
     progress("reading the cube and selecting s")
     results = collect(open_store(store), sidecar=sidecar)
     if baseline is not None:
