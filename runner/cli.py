@@ -224,10 +224,6 @@ def _raise_interrupt(signum, frame):
 
 
 def cmd_run(args):
-    from pcskm.experiments import DataNotFoundError
-
-    from .execute import ClusterStartError, run_spec
-    from .store import IncompatibleStore
     from .tasks import check_selection, parse_only
 
     spec = _read_spec(args)
@@ -236,7 +232,20 @@ def cmd_run(args):
     check_selection(spec, selection)  # before anything is created or loaded
     if args.dry_run:
         return _dry_run(args, spec, store, selection)
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        return _run(args, spec, store, selection)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args, spec, store, selection):
+    """``pcskm run`` once its arguments are read, SIGTERM raising KeyboardInterrupt."""
+    from pcskm.experiments import DataNotFoundError
+
+    from .execute import ClusterStartError, run_spec
+    from .store import IncompatibleStore
+
     resume = _resume_command(args, store)
     try:
         summary = run_spec(spec, store, cluster_options=_cluster_options(args),

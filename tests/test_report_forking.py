@@ -1,7 +1,11 @@
 """The report's forked children (experiments/report/forking.py): the same results as the loop
-they replace, in its order, and a child's error raised in the parent."""
+they replace, in its order, and a child's error raised in the parent; a child that neither
+collects what it inherits nor keeps its parent's signal handlers."""
 
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -39,3 +43,55 @@ def test_one_item_or_one_worker_stays_in_this_process():
 def test_a_childs_error_is_raised_here():
     with pytest.raises(ValueError, match="item 3 refused"):
         forking.forked_map(_fails_at_three, range(5), workers=2)
+
+
+_INHERITED_GARBAGE = """
+import gc, os, signal, sys, time
+from pcskm.experiments.report import forking
+
+class WaitsForAThread:
+    # a destructor that waits for a thread of the parent, which a forked child does not have
+    def __del__(self):
+        time.sleep(3600)
+
+def collect(item):
+    gc.collect()
+    return item
+
+gc.disable()
+cycle = WaitsForAThread()
+cycle.itself = cycle
+del cycle
+signal.signal(signal.SIGTERM, lambda signum, frame: None)  # a handler that keeps going
+print(forking.forked_map(collect, range(4), workers=2), flush=True)
+os._exit(0)  # this process would wait in the destructor at its exit
+"""
+
+
+@pytest.mark.skipif(not forking.can_fork(), reason="no forked children without fork")
+def test_a_child_never_runs_the_destructors_of_what_it_inherits():
+    """The parent holds cyclic garbage whose destructor would wait forever (as one waiting
+    for a thread that a forked child does not have) and a SIGTERM handler that keeps going,
+    and each child collects garbage: the map still ends, with its results. A child that
+    collected the inherited cycle would wait in the destructor, out of reach of SIGTERM."""
+    done = subprocess.run([sys.executable, "-c", _INHERITED_GARBAGE], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0, 1, 2, 3]"
+
+
+def _signal_handlers(_item):
+    return signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+
+
+@pytest.mark.skipif(not forking.can_fork(), reason="no forked children without fork")
+def test_a_child_takes_the_default_sigterm_and_leaves_sigint_to_its_parent():
+    def keep_going(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGTERM, keep_going)
+    try:
+        found = forking.forked_map(_signal_handlers, range(2), workers=2)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert found == [(signal.SIG_DFL, signal.SIG_IGN)] * 2

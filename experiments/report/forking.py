@@ -2,10 +2,20 @@
 itself): the data sets of the cube are read and aggregated side by side
 (:func:`forked_map`), and the figures are rendered while the report goes on
 (:func:`pcskm.experiments.report.plotting.parallel_saves`). A child does what the process
-would have done, on a copy of its memory, so the results are the same."""
+would have done, on a copy of its memory, so the results are the same.
 
+A child is forked from a process that may have threads (Zarr's, an object store client's, a
+test's server) and signal handlers of its own (``pcskm run`` turns SIGTERM into an
+interrupt). Two rules keep such a child from hanging: it never collects the objects it
+inherits (:func:`fork_safely`: their destructors may wait for threads that do not exist in
+the child), and it takes the default SIGTERM (:func:`child_signals`), so that ending it
+never depends on Python code running in it."""
+
+import contextlib
+import gc
 import multiprocessing
 import os
+import signal
 import sys
 
 
@@ -20,6 +30,26 @@ def cores():
     return len(os.sched_getaffinity(0)) if can_fork() else 1
 
 
+@contextlib.contextmanager
+def fork_safely():
+    """Children forked inside the block never run the garbage collector over the objects
+    they inherit (they are frozen, :func:`gc.freeze`, while the children are forked); this
+    process collects them again after the block. It also spares the children the copies
+    of memory pages a collection would write to."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def child_signals():
+    """In a forked child: SIGTERM ends it (the default action) and SIGINT is left to the
+    parent, which ends its children."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def forked_map(function, items, workers=None):
     """``[function(item) for item in items]``, computed by up to ``workers`` forked children
     (default :func:`cores`) side by side, in the order of ``items``; in this process when it
@@ -30,5 +60,13 @@ def forked_map(function, items, workers=None):
     workers = min(workers or cores(), len(items)) if can_fork() else 1
     if workers < 2:
         return [function(item) for item in items]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        return pool.map(function, items, chunksize=1)
+    with fork_safely():
+        pool = multiprocessing.get_context("fork").Pool(workers, initializer=child_signals)
+    try:
+        found = pool.map(function, items, chunksize=1)
+    except BaseException:
+        pool.terminate()
+        raise
+    pool.close()  # the children leave when the queue is empty: no signal needed
+    pool.join()
+    return found

@@ -143,7 +143,8 @@ class _Saves:
             self._wait(self.running[0])
         child = multiprocessing.get_context("fork").Process(
             target=_save_and_exit, args=(fig, path, dpi), daemon=True)
-        child.start()
+        with forking.fork_safely():
+            child.start()
         self.running.append((child, path))
 
     def _wait(self, entry):
@@ -165,6 +166,7 @@ _saves = None  # the active _Saves of parallel_saves, else None
 
 
 def _save_and_exit(fig, path, dpi):
+    forking.child_signals()
     fig.savefig(path, dpi=dpi)
 
 
