@@ -2,6 +2,7 @@
 they replace, in its order, and a child's error raised in the parent; a child that neither
 collects what it inherits nor keeps its parent's signal handlers."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -74,10 +75,16 @@ def test_a_child_never_runs_the_destructors_of_what_it_inherits():
     for a thread that a forked child does not have) and a SIGTERM handler that keeps going,
     and each child collects garbage: the map still ends, with its results. A child that
     collected the inherited cycle would wait in the destructor, out of reach of SIGTERM."""
-    done = subprocess.run([sys.executable, "-c", _INHERITED_GARBAGE], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[0, 1, 2, 3]"
+    process = subprocess.Popen([sys.executable, "-c", _INHERITED_GARBAGE], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # its children too, if they hang
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0, err
+    assert out.strip() == "[0, 1, 2, 3]"
 
 
 def _signal_handlers(_item):
