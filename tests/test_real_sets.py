@@ -358,6 +358,23 @@ def test_the_catalogue_table_is_what_the_sets_give(sources_env, data_dir, family
     assert sum(row["status"] == "IN" for row in committed) == len(family)
 
 
+def test_criterion_7_keeps_the_sets_of_60_to_600_points(family, sources_env):
+    """Every included set has 60 to 600 points as the study reads it; every set left out by
+    criterion 7 alone, read with its table, has fewer or more."""
+    for name, data in family.items():
+        assert 60 <= data.n_samples <= 600, (name, data.n_samples)
+    by_size = [item for item in CANDIDATES if "(criterion 7)" in item.reason]
+    assert {item.name for item in by_size} == {"r-uscereal", "r-duncan", "r-mtcars",
+                                               "r-forbes2000", "r-soils", "r-painters",
+                                               "r-agefat"}
+    for item in by_size:
+        assert not item.included
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            n = _load(item.name, item.table).n_samples
+        assert n < 60 if "under 60" in item.reason else n > 600, (item.name, n)
+
+
 def test_the_docs_page_shows_the_catalogue_table():
     page = (CATALOGUE.parent / "real-datasets.md").read_text()
     with CATALOGUE.open(newline="") as handle:
