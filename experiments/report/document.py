@@ -901,12 +901,13 @@ def _primary_plan(results, found, prereg):
     return statistics.study_plan(results, prereg.focus)
 
 
-def _primary_tests(results, found, tests, plan):
-    """The tests of the pre-registered focus's ``plan``: the report's ``tests`` when the
-    plan is the report's."""
+def _primary_tests(results, found, tests, plan, prereg):
+    """The tests of the pre-registered focus's ``plan`` under the pre-registered rule for
+    failed fits: the report's ``tests`` when the plan and the rule are the report's."""
     if plan is None:
         return pd.DataFrame()
-    return tests if plan is found.plan else statistics.analyses(results, plan)[0]
+    return preregistered.plan_tests(results, plan, prereg,
+                                    tests if plan is found.plan else None)
 
 
 def _with_verdict(table, tests):
@@ -924,7 +925,7 @@ def _preregistered(doc, results, found, tests, prereg, decided, out, written):
         doc.paragraph(f"**POST-HOC CHANGE: {prereg.post_hoc}.** Read the analysis below as "
                       "chosen after the results.")
     plan = _primary_plan(results, found, prereg)
-    all_tests = _primary_tests(results, found, tests, plan)
+    all_tests = _primary_tests(results, found, tests, plan, prereg)
     primary, sensitivity = preregistered.analyses(all_tests, prereg, results.selections)
     _csv(primary, out, "preregistered_tests.csv", written)
     _csv(sensitivity, out, "sensitivity_tests.csv", written)
@@ -957,7 +958,10 @@ def _preregistered(doc, results, found, tests, prereg, decided, out, written):
         "resamples of the data sets (whole data sets drawn with replacement), the "
         "Hodges-Lehmann estimate with its distribution-free interval and attained level, and "
         "the rank-biserial correlation (section 5 describes each). All columns: "
-        "`preregistered_tests.csv`.")
+        "`preregistered_tests.csv`."
+        + ("" if prereg.failures == failure_rules.AVAILABLE else
+           f" Failed fits count under the pre-registered rule **{prereg.failures}** "
+           "(section 0.2 shows the others)."))
     if prereg.level == "dataset":
         n = int(primary.n.max())
         doc.paragraph(f"With {n} data set{'s' if n > 1 else ''}, no exact two-sided p can be "

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..spec import Preregistration, preregistration_record
 from . import inference, statistics
+from .failure_rules import AVAILABLE
 
 # the pre-registered level -> the level of statistics.LEVELS
 LEVELS = {"dataset": "datasets", "case": "cases"}
@@ -96,6 +97,15 @@ def family(tests, selection, focus, level, alpha):
     return rows[COLUMNS].reset_index(drop=True)
 
 
+def plan_tests(results, plan, preregistration, tests=None):
+    """The tests of ``plan`` (:func:`statistics.analyses`) with the failed fits under the
+    pre-registered rule (``failures``): ``tests``, the report's own tests (computed under
+    the rule "available"), when that is the rule and they are given."""
+    if tests is not None and preregistration.failures == AVAILABLE:
+        return tests
+    return statistics.analyses(results, plan, preregistration.failures)[0]
+
+
 def analyses(tests, preregistration, selections):
     """``(primary, sensitivity)``: :func:`family` under the pre-registered rule, and under
     each other of ``selections`` (stacked, in that order)."""
@@ -115,12 +125,13 @@ REFERENCE = "unthresholded"
 def reference_arm(results, plan, preregistration):
     """The reference arm (docs/method/selection.md §6): the focus of ``plan`` under
     "unthresholded" against itself under the pre-registered rule, at the pre-registered
-    level, with its verdict at ``alpha`` on the unadjusted p (it is not in the primary
-    family). Empty when the cube lacks either selection or the rule is "unthresholded"."""
+    level and with the pre-registered rule for failed fits, with its verdict at ``alpha`` on
+    the unadjusted p (it is not in the primary family). Empty when the cube lacks either
+    selection or the rule is "unthresholded"."""
     p = preregistration
     if p.rule == REFERENCE:
         return pd.DataFrame(columns=COLUMNS)
-    rows = statistics.selection_test(results, plan, REFERENCE, p.rule)
+    rows = statistics.selection_test(results, plan, REFERENCE, p.rule, p.failures)
     rows = rows[rows.level == LEVELS[p.level]].copy()
     rows["verdict"] = [verdict(row, p.alpha) for row in rows.itertuples()]
     return rows.reindex(columns=COLUMNS).reset_index(drop=True)
