@@ -46,7 +46,8 @@ from .sources import parse_definition
 
 ESTIMATORS = tuple(ESTIMATOR_CLASSES)
 INITS = tuple(INIT_CODES)  # dkm++, seeding, robin, maximin
-BUNDLED = ("smoke", "quick", "paper", "unpaired", "paired-subset", "contamination", "extended")
+BUNDLED = ("smoke", "quick", "paper", "unpaired", "paired-subset", "contamination", "extended",
+           "confirmatory", "confirmatory-raw", "confirmatory-sparsity")
 
 _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,

@@ -516,7 +516,8 @@ def build_parser():
                     "finish. Rerunning the same command resumes an interrupted run.")
     run.add_argument("spec", nargs="?", default=DEFAULT_SPEC,
                      help="bundled spec (smoke, quick, paper, unpaired, paired-subset, "
-                          "contamination, extended) or a TOML file (default: quick)")
+                          "contamination, extended, confirmatory, confirmatory-raw, "
+                          "confirmatory-sparsity) or a TOML file (default: quick)")
     run.add_argument("--store", type=store_path,
                      help="Zarr store: a folder, or s3://bucket/prefix for an Icechunk "
                           "repository on object storage (default: results/<spec name>.zarr)")
