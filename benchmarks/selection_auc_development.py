@@ -12,12 +12,16 @@ the per-s cv score and pair AUC from the same 3 constraint folds and fold fits (
 of the cell), the gap statistic with B = 10 (key (9, ...)) for cv's tie rule, and the F of
 the test fold at every s. Besides rule auc (one standard error, §7.2) it scores the variants
 §7.3 allows: half a standard error (``auc-half-se``) and none (``auc-best``, the largest s
-tied at the best AUC). Writes ``cells.csv`` (one row per cell: the s each rule chooses, its
+tied at the best AUC). Two oracles read the test labels: ``oracle``, per cell the s with the
+best test F (ties to the median), and ``paper``, per data set, algorithm and percentage the
+one s with the best mean test F over the runs and folds (docs/method/protocol.md §9.1), the
+gain a fixed s could bring. Writes ``cells.csv`` (one row per cell: the s each rule chooses, its
 F, whether it thresholds a feature, the ties; rewritten after each data set) and
 ``summary.csv`` (per data set and algorithm, per family of development sets, and over all).
 """
 
 import argparse
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +97,7 @@ def cells(name):
     for algorithm, estimator_class in ESTIMATORS.items():
         estimator = estimator_class(k, init="dkm++")
         for percent in PERCENTAGES:
+            rows, f_per_s, thresholds_per_s = [], [], []
             for run in RUNS:
                 for fold in range(10):
                     must_link, cannot_link = protocol.constraints("random", percent, run, fold)
@@ -130,15 +135,34 @@ def cells(name):
                            "auc_tied_distinct": distinct_tied(scores.auc, path.weights),
                            "cv_tied": tied_at_top(scores.score),
                            "cv_tied_distinct": distinct_tied(scores.score, path.weights)}
+                    thresholds = (path.weights == 0).any(axis=1)
                     for rule, index in choice.items():
                         row[f"s_{rule}"] = grid[index] if index >= 0 else np.nan
                         row[f"f_{rule}"] = f[index] if index >= 0 else np.nan
-                        row[f"thresholds_{rule}"] = (bool((path.weights[index] == 0).any())
+                        row[f"thresholds_{rule}"] = (bool(thresholds[index])
                                                      if index >= 0 else np.nan)
-                    yield row
+                    rows.append(row)
+                    f_per_s.append(f)
+                    thresholds_per_s.append(thresholds)
+            yield from with_paper_oracle(rows, np.array(f_per_s), np.array(thresholds_per_s),
+                                         grid)
 
 
-RULES = ("auc", "auc-half-se", "auc-best", "cv", "unthresholded", "largest", "oracle")
+def with_paper_oracle(rows, f, thresholds, grid):
+    """The rows of one data set, algorithm and percentage with the paper's s (protocol §9.1):
+    one s for all its runs and folds, the largest mean test F over them, ties to the
+    smallest s; ``f`` and ``thresholds`` are (cells, s)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an s at which every fit failed
+        index = best_sparsity_index(np.nanmean(f, axis=0), ties="smallest")
+    for row, f_cell, thresholds_cell in zip(rows, f, thresholds, strict=True):
+        row.update({"s_paper": grid[index], "f_paper": f_cell[index],
+                    "thresholds_paper": bool(thresholds_cell[index])} if index >= 0 else
+                   {"s_paper": np.nan, "f_paper": np.nan, "thresholds_paper": np.nan})
+        yield row
+
+
+RULES = ("auc", "auc-half-se", "auc-best", "cv", "unthresholded", "largest", "paper", "oracle")
 
 
 def family(name):
