@@ -1,7 +1,7 @@
 """The pair-AUC rule for s (docs/method/selection.md §7) against cv and the unthresholded s on
 the development sets (§7.3), never on a set of a confirmatory study.
 
-Run by hand from the repository root (about 25 minutes on one core):
+Run by hand from the repository root (about 4 minutes on one core):
 
     python benchmarks/selection_auc_development.py --out docs/results/selection-auc
 
@@ -17,7 +17,8 @@ best test F (ties to the median), and ``paper``, per data set, algorithm and per
 one s with the best mean test F over the runs and folds (docs/method/protocol.md §9.1), the
 gain a fixed s could bring. Writes ``cells.csv`` (one row per cell: the s each rule chooses, its
 F, whether it thresholds a feature, the ties; rewritten after each data set) and
-``summary.csv`` (per data set and algorithm, per family of development sets, and over all).
+``summary.csv`` (per data set and algorithm, per family of development sets, and over all)
+and ``against_unthresholded.csv`` (each rule's F minus the F at the unthresholded s, §6).
 """
 
 import argparse
@@ -198,6 +199,32 @@ def summarise(table):
     return pd.concat(parts, ignore_index=True).round(4)
 
 
+def against_unthresholded(table):
+    """Per data set, family and all, algorithm and rule: the mean over the cells of the
+    rule's test F minus the F at the unthresholded s (§6), its standard error over the cells
+    (sd / sqrt(cells); cells of one set are not independent, so read it as a scale), and the
+    number of data sets whose mean difference is above and below 0."""
+    names = list(dict.fromkeys(table.dataset))
+    groups = ([(name, [name]) for name in names]
+              + [(f, [n for n in names if family(n) == f]) for f in
+                 dict.fromkeys(map(family, names))]
+              + [("all", names)])
+    rows = []
+    for rule in (r for r in RULES if r != "unthresholded"):
+        gain = table[f"f_{rule}"] - table.f_unthresholded
+        per_set = gain.groupby([table.dataset, table.algorithm]).mean()
+        for algorithm in dict.fromkeys(table.algorithm):
+            for label, members in groups:
+                cells = gain[table.dataset.isin(members) & (table.algorithm == algorithm)]
+                sets = per_set.loc[[(name, algorithm) for name in members]]
+                rows.append({"dataset": label, "algorithm": algorithm, "rule": rule,
+                             "cells": len(cells), "mean_difference": cells.mean(),
+                             "se_over_cells": cells.std(ddof=1) / np.sqrt(len(cells)),
+                             "sets_above": int((sets > 0).sum()),
+                             "sets_below": int((sets < 0).sum())})
+    return pd.DataFrame(rows).round(4)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -212,6 +239,7 @@ def main():
         print(f"{name}: done", flush=True)
     summary = summarise(table)
     summary.to_csv(args.out / "summary.csv", index=False)
+    against_unthresholded(table).to_csv(args.out / "against_unthresholded.csv", index=False)
     print(summary.to_string())
 
 
