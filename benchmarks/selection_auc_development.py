@@ -1,7 +1,7 @@
 """The pair-AUC rule for s (docs/method/selection.md §7) against cv and the unthresholded s on
 the development sets (§7.3), never on a set of a confirmatory study.
 
-Run by hand from the repository root (about 4 minutes on one core):
+Run by hand from the repository root (about 2 minutes on one core):
 
     python benchmarks/selection_auc_development.py --out docs/results/selection-auc
 

@@ -6,7 +6,7 @@ only on these sets, and no confirmatory study may use them: a spec with a
 families, each set drawn from its own key with the data sets' master seed, purposes no other
 draw of the project uses (docs/method/protocol.md §2), so none of them is a draw of a registry
 set: Brodinova sets (docs/method/datasets.md §4) with few informative features among many
-uninformative ones, key (11, j), on which thresholding gains nothing; and weak-signal sets
+uninformative ones, key (11, j), on which thresholding gains little; and weak-signal sets
 (docs/method/datasets.md §4.3), key (15, j), whose noise features mislead the unthresholded
 fit. A spec lists them by name with a ``[data.NAME]`` table whose ``loader`` is the set's
 value in :data:`DEVELOPMENT_SETS`.
