@@ -10,11 +10,19 @@ protocol.md: 10 folds of the points, constraints of kind random sampled from the
 points, the paper's s grid), spec seed 0, percentages 2, 5 and 10, runs 0 to 4, every fold:
 the per-s cv score and pair AUC from the same 3 constraint folds and fold fits (key (8, ...)
 of the cell), the gap statistic with B = 10 (key (9, ...)) for cv's tie rule, and the F of
-the test fold at every s. Writes ``cells.csv`` (one row per cell: the s each rule chooses
-and its F, the ties) and ``summary.csv`` (per data set and algorithm, and over all).
+the test fold at every s. Besides rule auc (one standard error, §7.2) it scores the variants
+§7.3 allows: half a standard error (``auc-half-se``) and none (``auc-best``, the largest s
+tied at the best AUC). Two oracles read the test labels: ``oracle``, per cell the s with the
+best test F (ties to the median), and ``paper``, per data set, algorithm and percentage the
+one s with the best mean test F over the runs and folds (docs/method/protocol.md §9.1), the
+gain a fixed s could bring. Writes ``cells.csv`` (one row per cell: the s each rule chooses, its
+F, whether it thresholds a feature, the ties; rewritten after each data set) and
+``summary.csv`` (per data set and algorithm, per family of development sets, and over all)
+and ``against_unthresholded.csv`` (each rule's F minus the F at the unthresholded s, §6).
 """
 
 import argparse
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +98,7 @@ def cells(name):
     for algorithm, estimator_class in ESTIMATORS.items():
         estimator = estimator_class(k, init="dkm++")
         for percent in PERCENTAGES:
+            rows, f_per_s, thresholds_per_s = [], [], []
             for run in RUNS:
                 for fold in range(10):
                     must_link, cannot_link = protocol.constraints("random", percent, run, fold)
@@ -113,6 +122,7 @@ def cells(name):
                                                                   strict=True)])
                     choice = {
                         "auc": one_standard_error_index(scores.auc, scores.auc_se),
+                        "auc-half-se": one_standard_error_index(scores.auc, scores.auc_se / 2),
                         "auc-best": best_sparsity_index(scores.auc, ties="largest"),
                         "cv": best_sparsity_index(scores.score, ties="median",
                                                   tie_scores=gap),
@@ -126,16 +136,45 @@ def cells(name):
                            "auc_tied_distinct": distinct_tied(scores.auc, path.weights),
                            "cv_tied": tied_at_top(scores.score),
                            "cv_tied_distinct": distinct_tied(scores.score, path.weights)}
+                    thresholds = (path.weights == 0).any(axis=1)
                     for rule, index in choice.items():
                         row[f"s_{rule}"] = grid[index] if index >= 0 else np.nan
                         row[f"f_{rule}"] = f[index] if index >= 0 else np.nan
-                        row[f"thresholds_{rule}"] = (bool((path.weights[index] == 0).any())
+                        row[f"thresholds_{rule}"] = (bool(thresholds[index])
                                                      if index >= 0 else np.nan)
-                    yield row
+                    rows.append(row)
+                    f_per_s.append(f)
+                    thresholds_per_s.append(thresholds)
+            yield from with_paper_oracle(rows, np.array(f_per_s), np.array(thresholds_per_s),
+                                         grid)
+
+
+def with_paper_oracle(rows, f, thresholds, grid):
+    """The rows of one data set, algorithm and percentage with the paper's s (protocol §9.1):
+    one s for all its runs and folds, the largest mean test F over them, ties to the
+    smallest s; ``f`` and ``thresholds`` are (cells, s)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an s at which every fit failed
+        index = best_sparsity_index(np.nanmean(f, axis=0), ties="smallest")
+    for row, f_cell, thresholds_cell in zip(rows, f, thresholds, strict=True):
+        row.update({"s_paper": grid[index], "f_paper": f_cell[index],
+                    "thresholds_paper": bool(thresholds_cell[index])} if index >= 0 else
+                   {"s_paper": np.nan, "f_paper": np.nan, "thresholds_paper": np.nan})
+        yield row
+
+
+RULES = ("auc", "auc-half-se", "auc-best", "cv", "unthresholded", "largest", "paper", "oracle")
+
+
+def family(name):
+    """``dev-brodinova`` or ``dev-weak``: the family of development set ``name``."""
+    return "-".join(name.split("-")[:2])
 
 
 def summarise(table):
-    rules = ("auc", "auc-best", "cv", "unthresholded", "largest", "oracle")
+    """Per data set and algorithm, per family and algorithm, and per algorithm over all: the
+    shares of cells with tied best scores, the share in which each rule's s thresholds a
+    feature, and each rule's mean test F."""
 
     def summary(group):
         out = {"cells": len(group),
@@ -143,17 +182,47 @@ def summarise(table):
                "auc_tied_distinct_share": (group.auc_tied_distinct > 1).mean(),
                "cv_tied_share": (group.cv_tied > 1).mean(),
                "cv_tied_distinct_share": (group.cv_tied_distinct > 1).mean(),
-               "auc_below_largest_share": (group.s_auc < group.s_largest).mean(),
-               "auc_thresholds_share": group.thresholds_auc.astype(float).mean(),
-               "cv_thresholds_share": group.thresholds_cv.astype(float).mean()}
-        out.update({f"f_{rule}": group[f"f_{rule}"].mean() for rule in rules})
+               "auc_below_largest_share": (group.s_auc < group.s_largest).mean()}
+        out.update({f"thresholds_{rule}_share": group[f"thresholds_{rule}"].astype(float).mean()
+                    for rule in RULES})
+        out.update({f"f_{rule}": group[f"f_{rule}"].mean() for rule in RULES})
         return pd.Series(out)
 
-    parts = [table.groupby(["dataset", "algorithm"]).apply(summary, include_groups=False)
-             .reset_index(),
-             table.groupby("algorithm").apply(summary, include_groups=False).reset_index()
-             .assign(dataset="all")]
+    def per(keys, **labels):
+        return (table.groupby(keys).apply(summary, include_groups=False).reset_index()
+                .assign(**labels))
+
+    table = table.assign(family=table.dataset.map(family))
+    parts = [per(["dataset", "algorithm"]),
+             per(["family", "algorithm"]).rename(columns={"family": "dataset"}),
+             per("algorithm", dataset="all")]
     return pd.concat(parts, ignore_index=True).round(4)
+
+
+def against_unthresholded(table):
+    """Per data set, family and all, algorithm and rule: the mean over the cells of the
+    rule's test F minus the F at the unthresholded s (§6), its standard error over the cells
+    (sd / sqrt(cells); cells of one set are not independent, so read it as a scale), and the
+    number of data sets whose mean difference is above and below 0."""
+    names = list(dict.fromkeys(table.dataset))
+    groups = ([(name, [name]) for name in names]
+              + [(f, [n for n in names if family(n) == f]) for f in
+                 dict.fromkeys(map(family, names))]
+              + [("all", names)])
+    rows = []
+    for rule in (r for r in RULES if r != "unthresholded"):
+        gain = table[f"f_{rule}"] - table.f_unthresholded
+        per_set = gain.groupby([table.dataset, table.algorithm]).mean()
+        for algorithm in dict.fromkeys(table.algorithm):
+            for label, members in groups:
+                cells = gain[table.dataset.isin(members) & (table.algorithm == algorithm)]
+                sets = per_set.loc[[(name, algorithm) for name in members]]
+                rows.append({"dataset": label, "algorithm": algorithm, "rule": rule,
+                             "cells": len(cells), "mean_difference": cells.mean(),
+                             "se_over_cells": cells.std(ddof=1) / np.sqrt(len(cells)),
+                             "sets_above": int((sets > 0).sum()),
+                             "sets_below": int((sets < 0).sum())})
+    return pd.DataFrame(rows).round(4)
 
 
 def main():
@@ -162,10 +231,15 @@ def main():
     parser.add_argument("--datasets", nargs="*", default=list(DEVELOPMENT_SETS))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    table = pd.DataFrame([row for name in args.datasets for row in cells(name)])
-    table.to_csv(args.out / "cells.csv", index=False)
+    rows = []
+    for name in args.datasets:
+        rows.extend(cells(name))
+        table = pd.DataFrame(rows)
+        table.to_csv(args.out / "cells.csv", index=False)
+        print(f"{name}: done", flush=True)
     summary = summarise(table)
     summary.to_csv(args.out / "summary.csv", index=False)
+    against_unthresholded(table).to_csv(args.out / "against_unthresholded.csv", index=False)
     print(summary.to_string())
 
 

@@ -240,14 +240,49 @@ def test_development_sets_are_brodinova_draws_of_their_own_keys():
         np.testing.assert_array_equal(via_spec.X, X)
 
 
-@pytest.mark.parametrize("table_name", ["dev-brodinova-3-47", "my-weak-set"])
-def test_a_preregistered_spec_refuses_the_development_sets(table_name):
-    """By name or by loader; a spec without [preregistration] may use them."""
+def test_weak_development_sets_are_weak_signal_draws_of_their_own_keys():
+    """Each is datasets.md §4.3's generator on its own key (15, j) of the data seed, a key
+    part no registry set uses, the informative columns first, the same through a spec's
+    loader; the name spells the setting."""
+    from pcskm.experiments import _weak_signal
+    from pcskm.experiments._seeds import DATA_SEED, generator
+    from pcskm.experiments.datasets import WEAK_SIGNAL_KEY
+    from pcskm.experiments.development import (
+        _WEAK_SETTINGS,
+        DEVELOPMENT_KEY,
+        DEVELOPMENT_SETS,
+        load_development,
+    )
+    from pcskm.experiments.sources import load_definition, parse_definition
+
+    assert 15 not in (DEVELOPMENT_KEY, WEAK_SIGNAL_KEY, 13)  # calibration draws: key (13, j)
+    keys = [j for j, *_ in _WEAK_SETTINGS.values()]
+    assert len(set(keys)) == len(keys) and 4 <= len(keys) <= 6
+    for name, (j, q, shift, p) in _WEAK_SETTINGS.items():
+        assert name == f"dev-weak-q{q}-m{round(shift * 10):02d}-p{p}"
+        dataset = load_development(name)
+        X, y = _weak_signal.simulate(shift, q, p, generator(DATA_SEED, (15, j)))
+        np.testing.assert_array_equal(dataset.X, X)
+        np.testing.assert_array_equal(dataset.y, y)
+        assert dataset.X.shape == (90, p) and dataset.n_clusters == 3
+        assert dataset.informative[:q].all() and dataset.informative.sum() == q
+        assert dataset.uninformative.sum() == p - q
+        via_spec = load_definition(parse_definition(name, {"loader": DEVELOPMENT_SETS[name]}))
+        np.testing.assert_array_equal(via_spec.X, X)
+    with pytest.raises(ValueError, match="no development set 'dev-weak-q1'"):
+        load_development("dev-weak-q1")
+
+
+@pytest.mark.parametrize("table_name, loader_of", [
+    ("dev-brodinova-3-47", "dev-brodinova-3-47"), ("my-set", "dev-brodinova-3-47"),
+    ("dev-weak-q20-m08-p200", "dev-weak-q20-m08-p200"), ("my-set", "dev-weak-q10-m10-p100")])
+def test_a_preregistered_spec_refuses_the_development_sets(table_name, loader_of):
+    """By name or by loader, of either family; a spec without [preregistration] may use
+    them."""
     from pcskm.experiments.development import DEVELOPMENT_SETS
     from pcskm.experiments.spec import parse_spec
 
-    text = DEVELOPMENT_SPEC.format(name=table_name,
-                                   loader=DEVELOPMENT_SETS["dev-brodinova-3-47"])
+    text = DEVELOPMENT_SPEC.format(name=table_name, loader=DEVELOPMENT_SETS[loader_of])
     assert table_name in parse_spec(text).datasets
     with pytest.raises(ValueError, match=f"{table_name} is a development set"):
         parse_spec(text + PREREGISTRATION)
