@@ -9,8 +9,10 @@ data (before any compute: the runner loads every data set of a spec on the clien
 Bad input is a :class:`DataError` naming the file and, where it applies, the row or column.
 """
 
+import csv
 import difflib
 import importlib
+import itertools
 import os
 import re
 import warnings
@@ -446,24 +448,45 @@ def _has_header(first_row):
     return False
 
 
+def _csv_cells(definition):
+    """The cells of a CSV file, ``(cells, lines)``: an (rows, columns) array of text and the
+    line (1-based, as an editor shows it) of each row; blank lines are skipped. Python's
+    ``csv`` module reads it row by row, so a file of a few rows and a million columns takes
+    seconds (pandas took minutes); a row with another number of fields than the first is
+    refused, naming its line."""
+    file = definition.file
+    rows, lines = [], []
+    try:
+        with open(file, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle, skipinitialspace=True)
+            for row in reader:
+                if not any(cell.strip() for cell in row):
+                    continue
+                if rows and len(row) != len(rows[0]):
+                    raise DataError(f"data set {definition.name}: {file}: line "
+                                    f"{reader.line_num} has {len(row)} fields, the first row "
+                                    f"(line {lines[0]}) {len(rows[0])}")
+                rows.append(row)
+                lines.append(reader.line_num)
+    except (csv.Error, UnicodeDecodeError) as error:
+        raise DataError(f"data set {definition.name}: {file} cannot be read as CSV: "
+                        f"{error}") from error
+    if not rows:
+        raise DataError(f"data set {definition.name}: {file} cannot be read as CSV: it has "
+                        "no rows")
+    return np.array(rows, dtype=str), np.array(lines)
+
+
 def _read_csv(definition):
     """``(X, labels, feature_names)`` of a CSV file; errors name the line (1-based, as an
     editor shows it) and column (1-based)."""
-    import pandas as pd
-
     file = definition.file
-    try:
-        frame = pd.read_csv(file, header=None, dtype=str, keep_default_na=False,
-                            skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise DataError(f"data set {definition.name}: {file} cannot be read as CSV: "
-                        f"{error}") from error
-    cells = frame.to_numpy(dtype=str)
+    cells, lines = _csv_cells(definition)
     header = definition.header
     if header == "auto":
-        header = _has_header(cells[0]) if len(cells) else False
+        header = _has_header(cells[0])
     names = [name.strip() for name in cells[0]] if header else None
-    body, first_line = (cells[1:], 2) if header else (cells, 1)
+    body, lines = (cells[1:], lines[1:]) if header else (cells, lines)
     column = definition.label_column
     if isinstance(column, str):
         if not header:
@@ -482,27 +505,26 @@ def _read_csv(definition):
         raise DataError(f"data set {definition.name}: {file} needs a label column and at "
                         f"least one feature column; it has {cells.shape[1]} column")
     features = [j for j in range(cells.shape[1]) if j != column]
-    X = np.empty((len(body), len(features)))
-    for k, j in enumerate(features):
-        try:
-            X[:, k] = body[:, j].astype(np.float64)
-        except ValueError:
-            for i, text in enumerate(body[:, j]):
-                try:
-                    float(text)
-                except ValueError:
-                    raise DataError(f"data set {definition.name}: {file}: line "
-                                    f"{i + first_line}, column {j + 1} (1-based) holds "
-                                    f"{str(text)!r}, not a number") from None
+    try:
+        X = body[:, features].astype(np.float64)
+    except ValueError:
+        for i, j in itertools.product(range(len(body)), features):
+            try:
+                body[i, j:j + 1].astype(np.float64)
+            except ValueError:
+                raise DataError(f"data set {definition.name}: {file}: line {lines[i]}, "
+                                f"column {j + 1} (1-based) holds {str(body[i, j])!r}, not a "
+                                "number") from None
+        raise
     bad = ~np.isfinite(X)
     if bad.any():
         i, k = np.argwhere(bad)[0]
         raise DataError(f"data set {definition.name}: {file}: NaN or inf at line "
-                        f"{i + first_line}, column {features[k] + 1} (1-based)")
+                        f"{lines[i]}, column {features[k] + 1} (1-based)")
     labels = np.char.strip(body[:, column].astype(str))
     empty = np.flatnonzero(labels == "")
     if len(empty):
-        raise DataError(f"data set {definition.name}: {file}: line {empty[0] + first_line}, "
+        raise DataError(f"data set {definition.name}: {file}: line {lines[empty[0]]}, "
                         f"column {column + 1} (1-based, the label column) is empty")
     return X, _class_values(labels), None if names is None else tuple(names[j] for j in features)
 

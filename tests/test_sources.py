@@ -274,6 +274,33 @@ def test_bad_csv_names_the_file_line_and_column(tmp_path, text, message):
     assert str(tmp_path / "bad.csv") in str(error.value)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("a,b,y\n1,2,0\n3,4,1,5\n", r"line 3 has 4 fields, the first row \(line 1\) 3"),
+    ("a,b,y\n1,2,0\n3,4\n", r"line 3 has 2 fields, the first row \(line 1\) 3"),
+    ("", r"cannot be read as CSV: it has no rows"),
+    ("a,b,y\n\n1,2,0\n \n3,x,1\n", r"line 5, column 2 \(1-based\) holds 'x'"),
+])
+def test_a_ragged_or_empty_csv_is_refused_naming_the_line(tmp_path, text, message):
+    """A row of another number of fields than the first is named by its line; blank lines
+    are skipped and still counted, so a line is the one an editor shows."""
+    (tmp_path / "bad.csv").write_text(text)
+    with pytest.raises(DataError, match=message):
+        _load(tmp_path, path="bad.csv")
+
+
+def test_a_wide_csv_reads_as_numpy_writes_it(tmp_path):
+    """12 rows of 100,000 feature columns (the issue's over-wide file was 12 x 10^6, which
+    took minutes): the same matrix as numpy.savetxt wrote, the labels from the last column
+    (the benchmark of its speed: benchmarks/bench_wide_csv.py)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 100_000)).round(4)
+    y = np.arange(12) % 3
+    np.savetxt(tmp_path / "wide.csv", np.column_stack([X, y]), delimiter=",", fmt="%g")
+    data = _load(tmp_path, path="wide.csv")
+    np.testing.assert_array_equal(data.X, X)
+    np.testing.assert_array_equal(data.y, y)
+
+
 def test_bad_label_column(tmp_path):
     (tmp_path / "d.csv").write_text("a,b,class\n1,2,0\n3,4,1\n")
     with pytest.raises(DataError, match=r"has no column 'klass'; did you mean 'class'"):
