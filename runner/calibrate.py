@@ -234,10 +234,20 @@ def _probe_groups(tasks, parts, spec, budget_seconds, kept=None):
     if kept is not None:
         for key in timed:
             kept.add_probes(key, samples.get(key, []))
-    costs = {key: _Cost(*(_trimmed_mean([getattr(c, field) for c in probes])
-                          for field in ("per_sample", "per_task")))
-             for key, probes in samples.items()}
+    costs = {key: _group_cost(probes) for key, probes in samples.items()}
     return costs, time.perf_counter() - start, len(groups), reused
+
+
+def _group_cost(probes):
+    """A group's :class:`_Cost`: the trimmed mean of its probes, field by field."""
+    return _Cost(*(_trimmed_mean([getattr(c, field) for c in probes])
+                   for field in ("per_sample", "per_task")))
+
+
+def _unprobed_rate(costs):
+    """Seconds per sample and unit of work (:func:`_units`) of the probed groups, the
+    price of a group without a probe."""
+    return sum(costs[k].per_sample / _units(k) for k in costs) / max(len(costs), 1)
 
 
 def estimate(tasks, view, spec, budget_seconds=60.0, kept=None):
@@ -246,14 +256,31 @@ def estimate(tasks, view, spec, budget_seconds=60.0, kept=None):
     parts = [_parts(task, view, spec) for task in tasks]
     costs, probe_seconds, n_groups, reused = _probe_groups(tasks, parts, spec, budget_seconds,
                                                            kept)
-    # unprobed groups: seconds per (sample x unit of work) of the probed ones
-    rate = sum(costs[k].per_sample / _units(k) for k in costs) / max(len(costs), 1)
+    rate = _unprobed_rate(costs)
     seconds = [_task_seconds(task_parts, costs, rate) for task_parts in parts]
     priced = [_task_seconds([(key, n) for key, n in task_parts if key not in costs], {}, rate)
               for task_parts in parts]
     return Estimate(core_seconds=sum(seconds), task_seconds=seconds, n_probes=len(costs),
                     n_groups=n_groups, probe_seconds=probe_seconds,
                     extrapolated_seconds=sum(priced), n_kept=reused)
+
+
+def task_weights(tasks, view, spec, kept=None):
+    """The cost of each task relative to the others, for the time left that a run shows
+    (:class:`pcskm.runner.progress.Progress`), with no probe timed: the dry run's estimate
+    from the groups of ``kept`` (a :class:`Kept` calibration of this machine and code), or,
+    where no group has a kept probe, the work units of the task's samples (:func:`_units`).
+    Counting cells alone took the cells of a light task for those of a heavy one."""
+    parts = [_parts(task, view, spec) for task in tasks]
+    costs = {}
+    if kept is not None:
+        for task_parts in parts:
+            for key, _ in task_parts:
+                probes = kept.probes(key)
+                if probes and key not in costs:
+                    costs[key] = _group_cost(probes)
+    rate = _unprobed_rate(costs) if costs else 1.0
+    return [_task_seconds(task_parts, costs, rate) for task_parts in parts]
 
 
 def _machine():

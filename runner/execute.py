@@ -250,7 +250,7 @@ def compute_and_write(task, target, place):
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
-              worker_timeout=WORKER_TIMEOUT, queued=False):
+              worker_timeout=WORKER_TIMEOUT, queued=False, weights=None):
     """Compute ``tasks`` on ``client``'s cluster, each worker writing its tasks' chunks into
     ``cube`` (:func:`compute_and_write`), and mark done the blocks of every receipt
     (:class:`pcskm.runner.store.writer.DoneMarks`). ``on_result(receipt, summary)`` is called
@@ -260,7 +260,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     in a queue), it stops with :class:`NoWorkers` (:class:`WorkerWatch`). Returns the
     :class:`RunSummary` (``summary`` if given, filled as receipts arrive, so that the caller
     knows what was written however this ends); a KeyboardInterrupt (SIGINT, or SIGTERM turned
-    into one by the CLI) cancels the remaining tasks and returns with ``interrupted`` set."""
+    into one by the CLI) cancels the remaining tasks and returns with ``interrupted`` set.
+    ``weights``: the tasks' relative costs, by which the progress weighs the time left
+    (:func:`pcskm.runner.calibrate.task_weights`; by default their cells)."""
     from distributed import as_completed
 
     from .compiling import WorkersCompiling
@@ -274,10 +276,12 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     marks = DoneMarks(cube)
     compiling = WorkersCompiling(client).start()  # before a worker can start a task
     token = uuid.uuid4().hex[:8]
-    by_key, futures = {}, []
+    weights = [task.n_cells for task in tasks] if weights is None else list(weights)
+    by_key, weight_of, futures = {}, {}, []
     for i, task in enumerate(tasks):
         key = task_key(task, i, token)
         by_key[key] = task
+        weight_of[key] = weights[i]
         futures.append(client.submit(compute_and_write, task, task_target(cube, task),
                                      place, key=key, pure=False, priority=len(tasks) - i))
     watch = WorkerWatch(client, worker_timeout, queued=queued)
@@ -286,7 +290,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     except BaseException:
         compiling.stop()
         raise
-    shown = Progress(sum(task.n_cells for task in tasks), bar=progress)
+    shown = Progress(sum(task.n_cells for task in tasks), work=sum(weights), bar=progress)
     done_before = cube.done_cells()
     start = last = time.perf_counter()
     workers = summary.max_workers = watch.count()
@@ -313,7 +317,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                     continue
                 began = time.perf_counter()
                 with held_signals():  # a task shown as finished is one marked done
-                    shown.finished(task.n_cells)
+                    shown.finished(task.n_cells, work=weight_of[future.key])
                     marks.take(receipt)
                     summary.n_cells += receipt.n_cells
                 summary.mark_seconds += time.perf_counter() - began
@@ -336,7 +340,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 message = "".join(traceback.format_exception_only(type(error), error)).strip()
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
-                shown.finished(task.n_cells, failed=True)
+                shown.finished(task.n_cells, work=weight_of[future.key], failed=True)
             else:  # cancelled: the scheduler is gone
                 raise ConnectionError(f"task {future.key} was {future.status}; the Dask "
                                       "scheduler or the connection to it was lost")
@@ -460,6 +464,7 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
     cluster of ``cluster_options`` started now, with the ``preload`` files shipped to its
     workers) and record (``where``: the cluster options, or ``{"client": True}`` for a
     client given by the caller)."""
+    from .calibrate import Kept, task_weights
     from .preload import ship
     from .reuse import copy_done_blocks
     from .store import prepare
@@ -506,7 +511,8 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
             if worker_timeout is None:
                 worker_timeout = math.inf if queued else WORKER_TIMEOUT
             run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result,
-                      summary=summary, worker_timeout=worker_timeout, queued=queued)
+                      summary=summary, worker_timeout=worker_timeout, queued=queued,
+                      weights=task_weights(the_plan.tasks, cube, spec, Kept(preload or ())))
     except KeyboardInterrupt:  # while starting, computing, writing or stopping the cluster
         summary.interrupted = not summary.complete
     except BaseException as error:

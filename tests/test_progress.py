@@ -1,7 +1,7 @@
 """What ``pcskm run`` shows while it computes (issue 13, item 3): cells counted as their task
 finishes, not when the client marks them done; the cells marked done shown apart; a bar whose clock
 moves while no task ends; without a bar, a log line every minute with the rate and the time
-left."""
+left, weighted by the tasks' estimated work."""
 
 import logging
 import re
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from pcskm.experiments.spec import parse_spec
-from pcskm.runner import execute
+from pcskm.runner import calibrate, execute
 from pcskm.runner.progress import Progress
 from pcskm.runner.store import CubeView
 from pcskm.runner.tasks import plan
@@ -109,8 +109,8 @@ def test_a_ctrl_c_as_the_bar_counts_a_task_still_writes_that_task(client, tmp_pa
             marked.extend(handed)
 
     class InterruptedProgress(Progress):
-        def finished(self, n_cells, *, failed=False):
-            super().finished(n_cells, failed=failed)
+        def finished(self, n_cells, **how):
+            super().finished(n_cells, **how)
             signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(execute, "Progress", InterruptedProgress)
@@ -158,7 +158,7 @@ def test_the_bar_clock_moves_while_no_task_ends(capsys):
         time.sleep(2.5)
     drawn = capsys.readouterr().err
     assert bar_counts(drawn) and set(bar_counts(drawn)) == {0}
-    assert "[00:02<" in drawn  # redrawn after two seconds without any update
+    assert "[00:02, left=?" in drawn  # redrawn after two seconds without any update
 
 
 def test_without_a_bar_a_line_every_interval_with_rate_and_time_left(caplog):
@@ -185,3 +185,103 @@ def test_without_a_bar_a_line_every_interval_with_rate_and_time_left(caplog):
         left = int(re.search(r"about (\d+) s left", line).group(1))
         assert left == pytest.approx(750 / rate, abs=1)  # the rest at the same rate
         assert line.endswith("; 2 workers, 0 failed tasks")
+
+
+def test_the_time_left_weighs_the_tasks_by_their_work():
+    """Half the cells but nine tenths of the work done in 90 s: 10 s are left, not the 90 s
+    that counting cells gives."""
+    with Progress(100, work=10, bar=False) as progress:
+        progress.finished(50, work=9)
+        assert progress.seconds_left(90.0) == pytest.approx(10.0)
+        progress._start = time.perf_counter() - 90.0
+        assert "about 10 s left" in progress.line()
+    unweighted = Progress(100, bar=False)
+    unweighted.finished(50)
+    unweighted.close()
+    assert unweighted.seconds_left(90.0) == pytest.approx(90.0)
+
+
+def test_the_bar_shows_the_weighted_time_left(capsys):
+    with Progress(100, work=10, bar=True, redraw_every=0.1) as progress:
+        progress._start = time.perf_counter() - 90.0
+        progress.finished(50, work=9)
+        time.sleep(0.5)
+    drawn = capsys.readouterr().err
+    assert re.search(r"50/100 \[00:0\d, left=1\d s, written=0", drawn), drawn
+
+
+def test_run_tasks_weighs_each_finished_task_by_its_weight(client, tmp_path, monkeypatch):
+    tasks = plan(SMALL, CubeView.planned(tmp_path / "never.zarr", SMALL)).tasks
+    weights = [2.0 ** i for i in range(len(tasks))]
+    seen = []
+
+    class Recording(Progress):
+        def finished(self, n_cells, **how):
+            seen.append(how["work"])
+            super().finished(n_cells, **how)
+
+        def close(self):
+            seen.append((self.work, self.work_done))
+            super().close()
+
+    class Marks:
+        def __init__(self, cube):
+            pass
+
+        def take(self, receipt):
+            pass
+
+        def write(self):
+            pass
+
+    monkeypatch.setattr(execute, "Progress", Recording)
+    cube = without_store(monkeypatch, tmp_path, Marks)
+    execute.run_tasks(client, cube, tasks, progress=False, weights=weights)
+    assert sorted(seen[:-1]) == weights  # each task once, with its own weight
+    assert seen[-1] == (sum(weights), sum(weights))
+
+
+def test_task_weights_without_a_calibration_are_the_work_of_the_samples(tmp_path):
+    """No kept calibration: a task weighs its samples (runs x folds) times (points +
+    constraints) x clusters x features x s values, the constraints the mean over the
+    percentages of t (t - 1) / 2 pairs of t = n (K - 1) / K training points; worked by
+    hand for brodinova-5-5 (120 points, 10 features, 3 clusters) and iris (150, 4, 3)."""
+    spec = parse_spec("""
+name = "weights"
+seed = 0
+datasets = ["iris", "brodinova-5-5"]
+algorithms = ["LKM", "PCSKM"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1, 5, 10]
+sparsity_max_values = 3
+n_runs = 2
+n_folds = 10
+""")
+    view = CubeView.planned(tmp_path / "never.zarr", spec)
+    tasks = plan(spec, view).tasks
+    weights = calibrate.task_weights(tasks, view, spec)
+
+    def by_hand(n, p, k, n_sparsity):
+        t = n * 9 / 10
+        constraints = t * (t - 1) / 2 * (1 + 5 + 10) / 3 / 100
+        return 2 * 10 * (n + constraints) * k * p * (1 + n_sparsity)  # LKM counts one s
+
+    s_values = {task.dataset: len(task.settings[1].sparsities) for task in tasks}
+    assert s_values == {"iris": 1, "brodinova-5-5": 3}  # s up to sqrt(p), 3 values at most
+    expected = {"iris": by_hand(150, 4, 3, 1), "brodinova-5-5": by_hand(120, 10, 3, 3)}
+    assert weights == pytest.approx([expected[task.dataset] for task in tasks])
+
+
+def test_task_weights_with_a_kept_calibration_are_the_dry_runs_estimate(tmp_path):
+    """After a dry run kept its probes, a run weighs each task by the dry run's estimate of
+    it, with no probe timed again."""
+    view = CubeView.planned(tmp_path / "never.zarr", SMALL)
+    tasks = plan(SMALL, view).tasks
+    kept = calibrate.Kept(folder=tmp_path / "kept")
+    estimated = calibrate.estimate(tasks, view, SMALL, budget_seconds=600.0, kept=kept)
+    kept.save()
+    assert estimated.n_probes == estimated.n_groups and estimated.extrapolated_seconds == 0
+    again = calibrate.Kept(folder=tmp_path / "kept")
+    assert calibrate.task_weights(tasks, view, SMALL, again) == pytest.approx(
+        estimated.task_seconds)
