@@ -2,15 +2,20 @@
 label column, read by a spec's ``[data.NAME]`` table (``path = "wide.csv"``).
 
     python benchmarks/bench_wide_csv.py [--rows 12] [--columns 1000000] [--with-pandas]
+        [--dry-run]
 
 Writes the file into a temporary folder and prints the CPU and wall time of
 ``load_definition`` (the project's reader, Python's ``csv`` module) and, with
 ``--with-pandas``, of the reader it replaced (``pandas.read_csv(dtype=str)``, then one
-column at a time), which took more than 240 s on 12 x 10^6. Run by hand; the figures depend on
-the machine and its load, which the first line names.
+column at a time), which took more than 240 s on 12 x 10^6. With ``--dry-run``, also the wall
+time of ``pcskm run SPEC --dry-run`` on a spec of that one set (PCSKM, 3 folds, one run and
+percentage) until it prints the store's sizes, and what it printed. Run by hand; the figures
+depend on the machine and its load, which the first line names.
 """
 
 import argparse
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +49,7 @@ def main():
     parser.add_argument("--rows", type=int, default=12)
     parser.add_argument("--columns", type=int, default=1_000_000)
     parser.add_argument("--with-pandas", action="store_true")
+    parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
     print(machine())
     rng = np.random.default_rng(0)
@@ -63,6 +69,47 @@ def main():
             assert np.array_equal(found, X)
             print(f"pandas.read_csv(dtype=str), column by column: {wall:.1f} s wall, "
                   f"{cpu:.1f} s CPU")
+        if args.dry_run:
+            dry_run(Path(folder), path)
+
+
+SPEC = """
+name = "wide"
+seed = 0
+datasets = ["wide"]
+algorithms = ["PCSKM"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [10]
+n_runs = 1
+n_folds = 3
+
+[data.wide]
+path = "{path}"
+"""
+
+
+def dry_run(folder, path):
+    """``pcskm run SPEC --dry-run`` on a spec of the wide set: the wall time until it prints
+    the store's sizes (the plan and the size check done; a set too large is refused there),
+    and those lines. The calibration that follows fits PCSKM on every feature, the run's own
+    cost, and is stopped."""
+    spec = folder / "wide.toml"
+    spec.write_text(SPEC.format(path=path))
+    command = [sys.executable, "-u", "-m", "pcskm.runner.cli", "run", str(spec), "--dry-run",
+               "--store", str(folder / "wide.zarr")]
+    start, lines = time.perf_counter(), []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as process:
+        for line in process.stdout:
+            lines.append(line.rstrip())
+            if line.startswith("store:") or "error" in line.lower():
+                break
+        wall = time.perf_counter() - start
+        process.kill()
+    print(f"pcskm run --dry-run: the sizes after {wall:.1f} s wall")
+    for line in lines:
+        print(f"    {line}")
 
 
 if __name__ == "__main__":
