@@ -551,8 +551,10 @@ def test_smoke_figure2_bars_carry_feature_labels(smoke_results, tmp_path):
     for ax in fig.axes:
         labels = [t.get_text() for t in ax.get_xticklabels()]
         assert labels == names * 2
-        bars = sorted((bar.get_x() + bar.get_width() / 2, bar.get_height())
-                      for container in ax.containers for bar in container)
+        corners = [path.vertices[:4] for collection in ax.collections
+                   if collection.get_gid() == "bars" for path in collection.get_paths()]
+        bars = sorted((v[:, 0].mean(), v[:, 1].max()) for v in corners)
+        assert all(v[:, 1].min() == 0 for v in corners)  # every bar from 0
         np.testing.assert_allclose([x for x, _ in bars], ax.get_xticks())
         assert [t.get_text() for t in ax.child_axes[0].get_xticklabels()] == ["1 %", "10 %"]
         _name, rest = ax.get_title().split(": ")
