@@ -114,13 +114,13 @@ def budget_rows(folder, runs):
                      "run_wall_minutes": round(wall / 60, 1), **estimate,
                      "run_over_dry_run": round(wall / 60 / minutes, 3)})
     total = sum(row["run_wall_minutes"] for row in rows)
+    estimated = sum(row["dry_run_wall_minutes"] for row in rows)
     rows.append({"spec": "all", "parts": sum(row["parts"] for row in rows),
                  "parts_without_time": sum(row["parts_without_time"] for row in rows),
                  "run_wall_minutes": round(total, 1),
-                 "dry_run_wall_minutes": round(sum(r["dry_run_wall_minutes"] for r in rows), 1),
+                 "dry_run_wall_minutes": round(estimated, 1),
                  "dry_run_core_hours": round(sum(r["dry_run_core_hours"] for r in rows), 2),
-                 "run_over_dry_run": round(total / sum(r["dry_run_wall_minutes"]
-                                                       for r in rows), 3)})
+                 "run_over_dry_run": round(total / estimated, 3)})
     return rows
 
 

@@ -397,7 +397,7 @@ def _gap(n_features):
     return max(2, n_features // 4)
 
 
-def _bar_collection(ax, x, heights, **style):
+def _bar_collection(ax, x, heights, color, alpha=1.0):
     """Bars of width :data:`BAR_WIDTH` centred on ``x``, from 0 to ``heights`` (NaN: no bar), as
     one collection (gid ``"bars"``): a figure of sets with hundreds of features has hundreds
     of thousands of bars, and ``Axes.bar`` makes an artist of each, which took most of such a
@@ -410,8 +410,8 @@ def _bar_collection(ax, x, heights, **style):
     corners = np.stack([np.column_stack(corner) for corner in
                         ((left, bottom), (left, top), (left + BAR_WIDTH, top),
                          (left + BAR_WIDTH, bottom))], axis=1)
-    ax.add_collection(PolyCollection(corners, facecolors=style.pop("color"), linewidths=0,
-                                     gid="bars", **style))
+    ax.add_collection(PolyCollection(corners, facecolors=color, alpha=alpha, linewidths=0,
+                                     gid="bars"))
 
 
 def _bars(ax, panel, colour, width):
