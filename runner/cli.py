@@ -110,6 +110,7 @@ def _dry_run(args, spec, store, selection):
         CubeView,
         available_memory,
         binary,
+        disk_space,
         store_sizes,
         where,
         write_seconds,
@@ -130,7 +131,7 @@ def _dry_run(args, spec, store, selection):
     if args.recompute_changed:
         print(f"of them, {the_plan.n_cells_changed} done cells computed by code other than "
               "the current one")
-    space = location.space()  # None: object storage
+    space = disk_space(location)  # None: object storage
     disk = "" if space is None else f"{binary(space[1])} free in {space[0]}, "
     print(f"{store_sizes(view.layout).describe()}; {disk}"
           f"{binary(available_memory())} of memory available")

@@ -1,5 +1,8 @@
 """The results cube's store: one module per job (docs/reference/cube-schema.md, The store's
-code), each importing only those listed before it.
+code), each importing only those listed before it, at the top of the module or inside a
+function alike (tests/test_store_layers.py walks the imports). The backends come first and
+know bytes, locks and transactions only; the modules that create, open, check, write and
+prepare a store come after them and tell a folder from a repository where they differ.
 
 * :mod:`.errors`: the errors a store raises (:class:`IncompatibleStore`, :class:`StoreBusy`,
   :class:`DamagedStore`, ...).
@@ -15,12 +18,13 @@ code), each importing only those listed before it.
 * :mod:`.fencing`: a worker's write lands only while its run holds the store: run tokens,
   the staging folder of a folder's workers and the client's publishing of their files.
 * :mod:`.location`: where a store lives (:func:`where`): a folder, or an Icechunk repository
-  on object storage, and what the workers write into (the folder, or a fork of the run's
-  session that the client merges back); the folder's operations of the modules below are
-  imported when used.
+  on object storage, and what the workers write into (the folder's staging folder, or a fork
+  of the run's session that the client merges back).
 * :mod:`.digests`: the record of the metadata's digests (:func:`record_metadata`).
 * :mod:`.provenance`: which code computed each cell: the ``run_index`` array and each run's
   definitions (docs/reference/cube-schema.md, Code provenance).
+* :mod:`.places`: each chunk bound to its place: the record of its digest with its array,
+  chunk index and shape.
 * :mod:`.layout`: a store's groups and settings, for a spec or as stored, and their merging
   (:func:`merge_layouts`, which refuses a spec that would compute a cell differently).
 * :mod:`.create`: creating a store, built beside its path and moved into place.
@@ -64,8 +68,8 @@ _EXPORTS = {
                      "carried_scores", "chunks_of", "score_names", "task_target", "write_task"],
                     ".writer"),
     **dict.fromkeys(["WRITE_SECONDS_PER_MIB", "WRITE_SECONDS_PER_TASK", "Sizes", "TooLarge",
-                     "available_memory", "binary", "check_sizes", "free_disk", "store_sizes",
-                     "write_seconds", "written_bytes"], ".sizes"),
+                     "available_memory", "binary", "check_sizes", "disk_space", "free_disk",
+                     "store_sizes", "write_seconds", "written_bytes"], ".sizes"),
     **dict.fromkeys(["Cube", "CubeView", "open_cube"], ".views"),
     "prepare": ".preparation",
 }

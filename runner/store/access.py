@@ -6,15 +6,13 @@ and reading it on one version while another run may swap it
 """
 
 import json
-import os
-import time
 from pathlib import Path
 
 import zarr
 
 from .errors import DamagedStore, IncompatibleStore, NotAStore, StoreChanged
-from .layout import layout_of
-from .location import where
+from .layout import dataset_groups, layout_of
+from .location import Folder, where
 from .metadata import checked_metadata
 from .schema import CHUNKED_BY, SCHEMA_VERSION, SELECTIONS_TITLE, TITLE
 
@@ -68,17 +66,56 @@ def not_a_cube(path):
     return None
 
 
-def holds_done_markers(path):
-    """Whether any group of the store at ``path`` has a written ``done`` chunk."""
-    return any(file.is_file() and file.name != "zarr.json"
-               for file in Path(path).glob("*/done/**/*"))
+def holds_done_markers(store):
+    """Whether any group of ``store`` (a path or URL, :func:`.location.where`) has a done
+    marker: in a folder, a written ``done`` chunk file (read without opening the store, which
+    may be half-created); in a repository, a marker set in a ``done`` array."""
+    location = where(store)
+    if isinstance(location, Folder):
+        return any(file.is_file() and file.name != "zarr.json"
+                   for file in location.path.glob("*/done/**/*"))
+    root = zarr.open_group(location.zarr_store(), mode="r")
+    return any(bool(group["done"][...].any()) for _, group in dataset_groups(root))
 
 
 def check_store(store):
     """Raise :class:`NotAStore` if ``store`` (a path or URL, :func:`.location.where`) holds no
-    pcskm cube, :class:`DamagedStore` if its metadata is damaged (:func:`check_folder`);
-    returns the metadata check."""
-    return where(store).check()
+    pcskm cube, :class:`DamagedStore` if its metadata is damaged (:func:`check_folder`,
+    :func:`check_repository`); returns the metadata check."""
+    location = where(store)
+    if isinstance(location, Folder):
+        return check_folder(location.path)
+    return check_repository(location)
+
+
+class SnapshotCheck:
+    """What :func:`check_store` reports of a repository's metadata: Icechunk's snapshots are
+    immutable and name every node's metadata (docs/reference/cube-schema.md, "The store on
+    object storage"), so no digest is recorded or checked."""
+
+    recorded = True
+    changes = ()
+
+    def __init__(self, snapshot):
+        self.snapshot = snapshot
+
+    def describe(self):
+        return (f"metadata: Icechunk snapshot {self.snapshot} (immutable; its metadata is "
+                "not checked against digests)")
+
+
+def check_repository(location):
+    """Raise :class:`NotAStore` unless the repository ``location`` (a
+    :class:`.location.Repository`) holds a pcskm cube; returns the :class:`SnapshotCheck` of
+    the version read, or written from while a run writes it."""
+    store = location.zarr_store()
+    if not location.has_root(store):
+        raise NotAStore(f"{location} holds no Zarr store (an Icechunk repository without a "
+                        "committed pcskm cube: pcskm run creates it)")
+    if zarr.open_group(store, mode="r").attrs.get("title") != TITLE:
+        raise NotAStore(f"{location} holds a Zarr store that is not a pcskm results cube")
+    transaction = location.transaction
+    return SnapshotCheck(transaction.base if transaction else location.version())
 
 
 def check_folder(path):
@@ -141,23 +178,6 @@ def check_runnable(path):
             f"write whole chunks of one {' and '.join(CHUNKED_BY[SCHEMA_VERSION])}. Move its "
             f"cells into a new store with pcskm run SPEC --store NEW --from {path} (nothing "
             "is computed again); status, report and verify still read it")
-
-
-def store_version(path, wait_seconds=10.0):
-    """What changes when the store at ``path`` is swapped for an extended one or its metadata
-    is rewritten: the identities of its folder and of its root ``zarr.json`` (both replaced,
-    never written in place), None if there is no store. Waits up to ``wait_seconds`` for a
-    store being swapped in (``<store>.old`` present)."""
-    path, deadline = Path(path), time.monotonic() + wait_seconds
-    while True:
-        try:
-            folder, root = os.stat(path), os.stat(path / "zarr.json")
-            return (folder.st_dev, folder.st_ino, root.st_ino, root.st_mtime_ns)
-        except FileNotFoundError:
-            swapping = path.with_name(path.name + ".old").exists()
-            if not swapping or time.monotonic() > deadline:
-                return None
-            time.sleep(0.05)
 
 
 def read_consistently(path, read, attempts=2):

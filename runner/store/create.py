@@ -1,9 +1,10 @@
 """Creating a store: the arrays of a data set's group as the schema lays them out, a new
 empty store of a layout, and building a store beside its path to move it into place.
 
-A store is created, like an extension, beside its path and renamed into place once
-complete (:func:`build_beside`), so that a run killed while creating it leaves no store or
-a whole one.
+A store in a folder is created, like an extension, beside its path and renamed into place
+once complete (:func:`build_beside`), so that a run killed while creating it leaves no store
+or a whole one; a repository's is written in the run's transaction and committed at once
+(:func:`build`).
 """
 
 import os
@@ -16,9 +17,10 @@ import numpy as np
 import zarr
 
 from . import schema
+from .digests import record_metadata
 from .errors import StoreNotWritable
 from .layout import done_shape, has_user_algorithms
-from .location import where
+from .location import Folder, where
 from .places import RECORD, RECORD_ATTRS, RECORD_DIMS
 from .provenance import RUN_INDEX, RUN_INDEX_ATTRS, RUN_INDEX_DIMS, UNKNOWN
 from .schema import (
@@ -202,7 +204,7 @@ def write_layout(path, layout, spec, history=(), runs=()):
         write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms),
                     layout.weights_per_s, layout.schema_version)
     _building("before consolidating")
-    location.record_metadata()
+    record_metadata(location)
 
 
 def build_beside(path, layout, spec, history=(), runs=(), fill=None):
@@ -234,3 +236,21 @@ def build_beside(path, layout, spec, history=(), runs=(), fill=None):
         shutil.rmtree(backup)
     else:
         os.replace(rebuild, path)
+
+
+def build(store, layout, spec, history=(), runs=(), fill=None):
+    """Write a whole new store of ``layout`` in place of ``store`` (a path or URL,
+    :func:`.location.where`), ``fill(new)`` (if given) copying the records of the store
+    before (:meth:`.location.Folder.before`): a folder is built beside its path and swapped in
+    (:func:`build_beside`); a repository's transaction is emptied
+    (:meth:`.location.Repository.start_over`) and written, and its next commit makes the new
+    store visible at once."""
+    location = where(store)
+    if isinstance(location, Folder):
+        location.path.parent.mkdir(parents=True, exist_ok=True)
+        build_beside(location.path, layout, spec, history, runs, fill)
+        return
+    location.start_over()
+    write_layout(location, layout, spec, history, runs)
+    if fill is not None:
+        fill(location)

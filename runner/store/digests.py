@@ -9,6 +9,10 @@ metadata in the root attribute ``metadata_sha256`` (keyed by the file's path in 
 computed over canonical JSON (sorted keys, no spaces), so that a change that still parses (a
 fill value, an ``endian``, a shape, a codec) is found before any value is read
 (:mod:`pcskm.runner.store.metadata` checks the record).
+
+A repository on object storage keeps no such record: its snapshots are immutable and name
+every node's metadata, so :func:`record_metadata` only writes its root attributes and
+:func:`consolidate` leaves it as it is (its readers list its nodes).
 """
 
 import hashlib
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import zarr
 
+from .location import Folder, where
 from .schema import in_layout, layout_datasets
 
 RECORD = "metadata_sha256"  # root attribute: {path of a zarr.json in the store: SHA-256}
@@ -89,22 +94,29 @@ def _digests(store, attrs):
 
 
 def record_metadata(store, attrs=None):
-    """Update the root attributes with ``attrs`` and record the digest of every metadata file
-    in the same write, then consolidate; writes nothing when neither would change."""
-    store = Path(store)
-    root = zarr.open_group(str(store), mode="r+")
+    """Update the root attributes of ``store`` (a path or URL, :func:`.location.where`) with
+    ``attrs`` and, in a folder, record the digest of every metadata file in the same write,
+    then consolidate; writes nothing when neither would change."""
+    location = where(store)
+    folder = isinstance(location, Folder)
+    root = zarr.open_group(location.zarr_store("r+"), mode="r+")
     stored = root.attrs.asdict()
     wanted = {**stored, **json.loads(json.dumps(attrs or {}))}
-    wanted[RECORD] = _digests(store, wanted)
+    if folder:
+        wanted[RECORD] = _digests(location.path, wanted)
     if wanted != stored:
         root.attrs.put(wanted)
-        consolidate(store)
+        consolidate(location)
 
 
-def consolidate(path):
-    """Copy the metadata of every node of the layout of the store at ``path``
+def consolidate(store):
+    """Copy the metadata of every node of the layout of the folder ``store``
     (:func:`.schema.in_layout`) into its root ``zarr.json``; a node the layout does not name
-    is left out, so that no reader sees it."""
+    is left out, so that no reader sees it. Nothing for a repository."""
+    location = where(store)
+    if not isinstance(location, Folder):
+        return
+    path = location.path
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
         zarr.consolidate_metadata(str(path))

@@ -1,27 +1,31 @@
 """Where a store lives: a folder on a POSIX file system (:class:`Folder`) or an Icechunk
 repository on S3-compatible object storage (:class:`Repository`), told apart by the store's
-name (:func:`where`); the one module that knows the difference (docs/guide/hpc.md, "The
-store on object storage").
+name (:func:`where`; docs/guide/hpc.md, "The store on object storage").
 
-Both give the other modules of the store what differs between them: the Zarr store to open
-(:meth:`zarr_store`), the bytes of one chunk (:meth:`read_chunk`), how a run holds the store
-while it writes (:meth:`writing`: the folder's lock file, or an Icechunk transaction), how a
-whole new store replaces the one there (:meth:`build`: built beside the folder and swapped in,
-or written in the transaction and committed at once), how writes become durable
-(:meth:`commit`: in place for a folder, an Icechunk commit for a repository), what changes
-when another run writes (:meth:`version`), and what the Dask workers write their tasks'
-chunks into (:meth:`for_workers`: the folder at its path, or a fork of the run's Icechunk
-session, which the client merges back, :meth:`absorb`, before its next commit).
+Both give the other modules of the store the bytes and the transactions that differ between
+them: the Zarr store to open (:meth:`zarr_store`), the bytes of one chunk
+(:meth:`read_chunk`), how a run holds the store while it writes (:meth:`writing`: the
+folder's lock file, or an Icechunk transaction), what a rebuild starts from (:meth:`before`;
+a repository's transaction emptied by :meth:`Repository.start_over`), how writes become
+durable (:meth:`commit`: in place for a folder, an Icechunk commit for a repository), what
+changes when another run writes (:meth:`version`), and what the Dask workers write their
+tasks' chunks into (:meth:`for_workers`: the folder's staging folder, or a fork of the run's
+Icechunk session, which the client merges back, :meth:`absorb`, before its next commit).
 
 A ``file://`` URL names a folder of this machine and ``s3://bucket/prefix`` an Icechunk
 repository; any other URL is refused (:class:`.errors.UnsupportedStore`) before anything is
-read or made, never taken for a relative path (``s3://b/x`` would be a folder ``s3:``). The
-folder's operations are those of the modules listed after this one, imported when used.
+read or made, never taken for a relative path (``s3://b/x`` would be a folder ``s3:``).
+
+This is the bottom of the store's layers: it knows bytes, locks and transactions, and imports
+no module that creates, opens, checks or prepares a store; those modules, above it, tell a
+:class:`Folder` from a :class:`Repository` where they differ (docs/reference/cube-schema.md,
+The store's code).
 """
 
 import contextlib
 import os
 import platform
+import time
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
@@ -36,7 +40,7 @@ from .errors import (
     UncommittedWrites,
     UnsupportedStore,
 )
-from .schema import RUNNING, TITLE
+from .schema import RUNNING
 
 SUPPORTED = ("a folder on a local or network file system (a path, or file:///path) or an "
              "Icechunk repository on S3-compatible object storage (s3://bucket/prefix)")
@@ -95,8 +99,9 @@ def folder_path(path):
 
 class Folder:
     """A store in a folder: Zarr files written in place, one run at a time by a lock file
-    (:func:`.lock.store_lock`), created and extended beside the folder and swapped in
-    (:func:`.create.build_beside`), its metadata checked against recorded digests
+    (:func:`.lock.store_lock`), the workers' chunk files staged beside it and moved in by the
+    client (:mod:`.fencing`). The modules above create it beside the folder and swap it in
+    (:func:`.create.build`) and check its metadata against recorded digests
     (:mod:`.metadata`)."""
 
     def __init__(self, path):
@@ -136,11 +141,6 @@ class Folder:
     def zarr_store(self, mode="r"):
         return str(self.path)
 
-    def check(self):
-        from .access import check_folder
-
-        return check_folder(self.path)
-
     @contextlib.contextmanager
     def writing(self, take_over=False):
         """Hold the store's lock file while a run writes (:func:`.lock.store_lock`), with a
@@ -165,51 +165,13 @@ class Folder:
 
         check_writable(self.path)
 
-    def recover(self):
-        """Finish or undo an interrupted rebuild, delete a half-created store without done
-        markers (:mod:`.preparation`)."""
-        from .preparation import recover_folder
-
-        recover_folder(self.path)
-
-    def build(self, layout, spec, history=(), runs=(), fill=None):
-        """Write a whole new store of ``layout`` in place of this one
-        (:func:`.create.build_beside`)."""
-        from .create import build_beside
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        build_beside(self.path, layout, spec, history, runs, fill)
-
     def before(self):
-        """The store as it was before the writes of a :meth:`build` (the folder, kept until
-        the new one is swapped in)."""
+        """The store as it was before a rebuild (:func:`.create.build`: the folder, kept
+        until the new one is swapped in)."""
         return self
-
-    def record_metadata(self, attrs=None):
-        from .digests import record_metadata
-
-        record_metadata(self.path, attrs)
-
-    def repair_metadata(self, groups):
-        from .access import half_created
-        from .metadata import repair_metadata
-
-        if half_created(self.path):
-            return  # no metadata record yet: check_store says what was left and what to do
-        repair_metadata(self.path, groups)
-
-    def consolidate(self):
-        from .digests import consolidate
-
-        consolidate(self.path)
 
     def commit(self, message, kind, run=None, tag=None):
         """Nothing: a folder's writes are in place as soon as Zarr returns."""
-
-    def holds_done_markers(self):
-        from .access import holds_done_markers
-
-        return holds_done_markers(self.path)
 
     def chunk_name(self, key):
         return self.path / key
@@ -222,21 +184,26 @@ class Folder:
         """Delete the chunk :meth:`chunk_name` named ``name``."""
         Path(name).unlink(missing_ok=True)
 
-    def version(self):
-        from .access import store_version
-
-        return store_version(self.path)
+    def version(self, wait_seconds=10.0):
+        """What changes when the store is swapped for an extended one or its metadata is
+        rewritten: the identities of its folder and of its root ``zarr.json`` (both replaced,
+        never written in place), None if there is no store. Waits up to ``wait_seconds`` for
+        a store being swapped in (``<store>.old`` present)."""
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                folder, root = os.stat(self.path), os.stat(self.path / "zarr.json")
+                return (folder.st_dev, folder.st_ino, root.st_ino, root.st_mtime_ns)
+            except FileNotFoundError:
+                swapping = self.path.with_name(self.path.name + ".old").exists()
+                if not swapping or time.monotonic() > deadline:
+                    return None
+                time.sleep(0.05)
 
     def pinned(self):
         """The folder: a reader of a folder sees another run's swap through
         :func:`.access.read_consistently`."""
         return self
-
-    def space(self):
-        """``(folder, bytes free, bytes used by the store)`` (:mod:`.sizes`)."""
-        from .sizes import disk_used, free_disk
-
-        return (*free_disk(self.path), disk_used(self.path))
 
     def open_datatree(self, run=None):
         import xarray as xr
@@ -324,22 +291,6 @@ class FolderForWorkers:
         from .fencing import Written
 
         return Written(self.token, tuple(group.store.keys))
-
-
-class SnapshotCheck:
-    """What :func:`.access.check_store` reports of a repository's metadata: Icechunk's
-    snapshots are immutable and name every node's metadata (docs/reference/cube-schema.md,
-    "The store on object storage"), so no digest is recorded or checked."""
-
-    recorded = True
-    changes = ()
-
-    def __init__(self, snapshot):
-        self.snapshot = snapshot
-
-    def describe(self):
-        return (f"metadata: Icechunk snapshot {self.snapshot} (immutable; its metadata is "
-                "not checked against digests)")
 
 
 def _first_line(error):
@@ -572,10 +523,12 @@ class Repository:
     def is_new(self):
         """Whether the store is yet to be created: no repository, or one whose creating run
         was killed before its first commit (no root group)."""
-        return not self.exists() or not self._has_root(self.zarr_store())
+        return not self.exists() or not self.has_root(self.zarr_store())
 
     @staticmethod
-    def _has_root(store):
+    def has_root(store):
+        """Whether the Zarr store ``store`` of the repository has a root group (a first
+        commit)."""
         from zarr.core.sync import sync
 
         return sync(store.exists("zarr.json"))
@@ -633,19 +586,6 @@ class Repository:
                                    "from Python, inside `with where(url).writing():`)")
         return self.transaction
 
-    def check(self):
-        """Raise :class:`NotAStore` unless the repository holds a pcskm cube."""
-        import zarr
-
-        store = self.zarr_store()
-        if not self._has_root(store):
-            raise NotAStore(f"{self} holds no Zarr store (an Icechunk repository without "
-                            "a committed pcskm cube: pcskm run creates it)")
-        if zarr.open_group(store, mode="r").attrs.get("title") != TITLE:
-            raise NotAStore(f"{self} holds a Zarr store that is not a pcskm results cube")
-        base = self.transaction.base if self.transaction else self.readonly().snapshot_id
-        return SnapshotCheck(base)
-
     @contextlib.contextmanager
     def writing(self, take_over=False):
         """Write the store in a :class:`Transaction` on its branch (the repository created if
@@ -677,7 +617,7 @@ class Repository:
         import zarr
 
         store = self._patient(self.readonly())
-        if not self._has_root(store):
+        if not self.has_root(store):
             return None
         return zarr.open_group(store, mode="r").attrs.get(RUNNING)
 
@@ -724,47 +664,20 @@ class Repository:
         """Nothing to check before a commit: a repository the credentials cannot write
         refuses the first commit."""
 
-    def recover(self):
-        """Nothing to finish or undo: a killed run leaves the last commit whole."""
-
-    def build(self, layout, spec, history=(), runs=(), fill=None):
-        """Write a whole new store of ``layout`` in the transaction, in place of the one
-        there (its groups deleted), ``fill(self)`` copying the records of the store before
-        (:meth:`before`); the next commit makes the new store visible at once. What the
-        run wrote before is committed first, so that :meth:`before` holds it."""
+    def start_over(self):
+        """Begin a whole new store in the transaction (:func:`.create.build`): what the run
+        wrote is committed first and that version kept as :meth:`before`, then every node is
+        deleted; the next commit makes the new store visible at once."""
         from zarr.core.sync import sync
-
-        from .create import write_layout
 
         self.commit("before rebuilding the store", PREPARED)
         self._before = self._writing().base
         sync(self._writing().store.clear())
-        write_layout(self, layout, spec, history, runs)
-        if fill is not None:
-            fill(self)
 
     def before(self):
-        """The store as committed before the current :meth:`build` (read only)."""
+        """The store as committed before the current rebuild (:meth:`start_over`; read
+        only)."""
         return Repository(self.bucket, self.prefix, snapshot=self._before)
-
-    def record_metadata(self, attrs=None):
-        """Update the root attributes with ``attrs`` (Icechunk's snapshots stand for the
-        metadata digests of a folder)."""
-        import json
-
-        import zarr
-
-        root = zarr.open_group(self.zarr_store("r+"), mode="r+")
-        stored = root.attrs.asdict()
-        wanted = {**stored, **json.loads(json.dumps(attrs or {}))}
-        if wanted != stored:
-            root.attrs.put(wanted)
-
-    def repair_metadata(self, groups):
-        """Nothing: a snapshot's metadata cannot change."""
-
-    def consolidate(self):
-        """Nothing: readers of a repository list its nodes (no consolidated metadata)."""
 
     def commit(self, message, kind, run=None, tag=None):
         """Commit the transaction's writes (``kind``: what the commit holds, :data:`FLUSHED`
@@ -791,14 +704,6 @@ class Repository:
         numbers = [int(name[4:]) for name in tags
                    if name.startswith("run-") and name[4:].isdigit()]
         return RUN_TAG.format(max(numbers) + 1)
-
-    def holds_done_markers(self):
-        import zarr
-
-        from .layout import dataset_groups
-
-        root = zarr.open_group(self.zarr_store(), mode="r")
-        return any(bool(group["done"][...].any()) for _, group in dataset_groups(root))
 
     def chunk_name(self, key):
         return PurePosixPath(key)
@@ -868,10 +773,6 @@ class Repository:
     def version(self):
         """The snapshot read (the branch's tip, or this handle's version)."""
         return self.readonly().snapshot_id
-
-    def space(self):
-        """No disk to fill: ``None``."""
-        return None
 
     def open_datatree(self, run=None):
         """The store as an ``xarray.DataTree``, at the tip or as the run ``run`` (its tag,

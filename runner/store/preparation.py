@@ -23,16 +23,19 @@ from .access import (
     read_layout,
 )
 from .create import (
+    build,
     create_record,
     create_run_index,
     create_score_arrays,
     root_attrs,
     stored_preregistration,
 )
+from .digests import consolidate, record_metadata
 from .errors import IncompatibleStore
 from .integrity import repair, verify
 from .layout import dataset_groups, label_positions, merge_layouts, spec_layout
-from .location import CREATED, PREPARED, RECORDED, RUN_TAG, recorded_as, where
+from .location import CREATED, PREPARED, RECORDED, RUN_TAG, Folder, recorded_as, where
+from .metadata import repair_metadata
 from .places import RECORD, read_record, record_stored, record_values
 from .provenance import RUN_INDEX, read_run_index
 from .schema import (
@@ -59,7 +62,7 @@ def check_preregistration(path, spec):
     new = stored_preregistration(spec)
     if old is not None:  # a record made before some keys existed reads as their defaults
         old = preregistration_record(old)
-    if old == new or not where(path).holds_done_markers():
+    if old == new or not holds_done_markers(path):
         return
     changed = sorted(key for key in {*(old or {}), *(new or {})}
                      if (old or {}).get(key) != (new or {}).get(key))
@@ -87,7 +90,7 @@ def _add_score_arrays(location, layout, spec, history, runs):
     root = open_root(location, "r+")
     for name, group in layout.groups.items():
         create_score_arrays(root[name], group, layout.fixed, layout.schema_version)
-    location.record_metadata(root_attrs(layout, spec, history, runs))
+    record_metadata(location, root_attrs(layout, spec, history, runs))
 
 
 def _copy_group(source, target, old, new):
@@ -144,9 +147,9 @@ def _bind_chunks(location, version):
     for _, group in dataset_groups(root):
         if RECORD not in group:
             create_record(group, (group["kind"].shape[0], group["percent"].shape[0]))
-    location.consolidate()  # readers of a folder see the new arrays
+    consolidate(location)  # readers of a folder see the new arrays
     count = _record_as_stored(location)
-    location.record_metadata({"schema_version": SCHEMA_VERSION})
+    record_metadata(location, {"schema_version": SCHEMA_VERSION})
     log.warning("%s was of schema version %d, whose chunks were not bound to their place: "
                 "the digests of its %d chunks under done markers were recorded as they are "
                 "(schema version %d); from now on a chunk moved, swapped or copied over "
@@ -165,8 +168,8 @@ def _add_run_index(location):
             create_run_index(group, group["done"].shape)
             added = True
     if added:
-        location.consolidate()
-        location.record_metadata()
+        consolidate(location)
+        record_metadata(location)
     return added
 
 
@@ -199,7 +202,7 @@ def _rebuild(location, old, new, spec, history, runs):
             _copy_group(source[name], target[name], group, new.groups[name])
         _record_as_stored(rebuild)
 
-    location.build(new, spec, history, runs, fill=copy)
+    build(location, new, spec, history, runs, fill=copy)
 
 
 def _recreate_half_created(path):
@@ -223,14 +226,18 @@ def prepare(path, spec, data_dir=None):
     wrote is committed (in a repository, one commit). Returns ``(cube, action)`` with action
     "created", "extended" or "opened"."""
     location = where(path)
-    location.recover()
+    if isinstance(location, Folder):  # a repository's killed run leaves its last commit whole
+        recover_folder(location.path)
     new = spec_layout(spec, data_dir)
     check_sizes(new, location)  # before anything is created
     if location.is_new():
-        location.build(new, spec)
+        build(location, new, spec)
         action = "created"
     else:
-        location.repair_metadata(new.groups)
+        # a repository's snapshots cannot change; a half-created folder has no metadata
+        # record yet (check_store says what was left and what to do)
+        if isinstance(location, Folder) and not half_created(location.path):
+            repair_metadata(location.path, new.groups)
         check_store(location)
         check_runnable(location)
         check_preregistration(location, spec)
@@ -265,7 +272,7 @@ def prepare(path, spec, data_dir=None):
             _rebuild(location, old, merged, spec, history, runs)
             action = "extended"
         else:
-            location.record_metadata(root_attrs(merged, spec, history, runs))
+            record_metadata(location, root_attrs(merged, spec, history, runs))
             action = "opened"
         if found.foreign:
             log.warning("%s: %s", location, found.foreign_line())
@@ -313,7 +320,7 @@ def _record_unfinished_run(location, found):
         entry.update(cells=cells_written, finished=None, interrupted=True, killed=True)
         attrs["runs"] = [*attrs.get("runs", []), entry]
     root.attrs.put(attrs)
-    location.consolidate()
+    consolidate(location)
     if cells_written:
         number = len(attrs["runs"])
         location.commit(f"run {number} ({entry.get('spec')}), killed: recorded by the next run",

@@ -20,7 +20,7 @@ import numpy as np
 from pcskm.experiments import cells
 
 from .layout import Layout
-from .location import where
+from .location import Folder, where
 from .schema import (
     BLOCK_DIMS,
     FIT_DIMS,
@@ -184,18 +184,28 @@ def disk_used(path):
     return total
 
 
+def disk_space(store):
+    """``(folder, bytes free, bytes used by the store)`` of the store ``store`` (a path or
+    URL, :func:`.location.where`) in a folder; None on object storage, which has no disk to
+    fill."""
+    location = where(store)
+    if not isinstance(location, Folder):
+        return None
+    return (*free_disk(location.path), disk_used(location.path))
+
+
 def check_sizes(layout, path, *, copies=False):
     """Raise :class:`TooLarge`, with the numbers, if the store of ``layout`` at ``path``
     cannot fit on its disk (its values, less what the store holds now; all of them when the
     store is ``copies``: rebuilt beside the old one) or what a worker or the client holds
     cannot fit in this machine's memory; returns the :class:`Sizes`."""
     found = store_sizes(layout)
-    space = where(path).space()  # None: object storage, no disk to fill
+    found_space = disk_space(path)  # None: object storage, no disk to fill
     problems = []
-    if space is not None:
-        folder, free, used = space
+    if found_space is not None:
+        folder, free, used = found_space
         needed = found.values_bytes - (0 if copies else used)
-    if space is not None and needed > free:
+    if found_space is not None and needed > free:
         problems.append(f"its values need {binary(needed)} on disk and {folder} has "
                         f"{binary(free)} free")
     memory = available_memory()

@@ -10,6 +10,7 @@ import numpy as np
 from pcskm.experiments.protocol import pct10
 
 from .access import check_runnable, open_root, read_layout
+from .digests import consolidate
 from .integrity import verify
 from .layout import done_shape, json_copy, merge_layouts, positions, spec_layout
 from .location import FLUSHED, RECORDED, RUN_TAG, STARTED, where
@@ -244,7 +245,7 @@ class Cube(CubeView):
         note = json_copy({**entry, "done_cells": self.done_cells()})
         self.run_number = len(root.attrs.get("runs", []))  # its place once recorded
         root.attrs.update({RUNNING: note})
-        self.path.consolidate()
+        consolidate(self.path)
         self.commit(f"run started: {entry.get('command')}", STARTED, note)
 
     def record_run(self, entry):
@@ -257,7 +258,7 @@ class Cube(CubeView):
         if entry is not None:
             attrs["runs"] = [*attrs.get("runs", []), json_copy(entry)]
         root.attrs.put(attrs)
-        self.path.consolidate()
+        consolidate(self.path)
         if entry is None:
             self.commit("run ended: nothing written", RECORDED)
         else:
