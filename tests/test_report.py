@@ -537,6 +537,53 @@ def test_smoke_figure1_panels_and_f_axes(smoke_results, tmp_path, share_y):
     assert inside_the_figure(fig, fig.legends[0]) and inside_the_figure(fig, fig._suptitle)
 
 
+def wide_panel(n_features=240, percents=(1.0, 4.0, 7.0, 10.0)):
+    """A panel of mean weights of a data set too wide for bars: the first 20 features
+    informative, a few weights exactly 0."""
+    rng = np.random.default_rng(0)
+    values = rng.uniform(0.0, 0.4, (len(percents), n_features))
+    values[:, :20] += 0.5
+    values[1, 30:35] = 0.0
+    return xr.DataArray(values, dims=("percent", "feature"), coords={
+        "percent": list(percents), "feature": np.arange(n_features),
+        "uninformative": ("feature", np.arange(n_features) >= 20),
+        "feature_name": ("feature", [f"x{j}" for j in range(n_features)])})
+
+
+def test_a_wide_data_sets_weights_are_an_image_of_every_weight():
+    """Past IMAGE_FEATURES features a panel is an image at IMAGE_WIDTH inches (no bars under
+    a pixel wide): a row per percentage, every positive weight shown once, in the
+    algorithm's colour if informative and in grey if not, on the panel's linear scale; a
+    weight of 0 left white."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.figure import Figure
+
+    panel = wide_panel()
+    narrow = wide_panel(weights.IMAGE_FEATURES)
+    assert weights._panel_width([panel, narrow]) == weights.IMAGE_WIDTH
+    assert weights._panel_width([narrow]) != weights.IMAGE_WIDTH
+    top = 1.05 * float(panel.max())
+    ax = Figure(figsize=(6, 2)).add_subplot()
+    weights._image(ax, panel, "tab:blue", ("linear", 0.0, top), weights.IMAGE_WIDTH, "weight")
+    informative, grey = (image for image in ax.images if image.get_gid() == "weights")
+    values = panel.values
+    for image, wanted in ((informative, ~panel.uninformative.values),
+                          (grey, panel.uninformative.values)):
+        drawn = image.get_array()
+        shown = ~np.ma.getmaskarray(drawn)
+        np.testing.assert_array_equal(shown, wanted[None, :] & (values > 0))
+        np.testing.assert_array_equal(drawn[shown], values[shown])
+    assert not (~np.ma.getmaskarray(informative.get_array())
+                & ~np.ma.getmaskarray(grey.get_array())).any()
+    largest = np.unravel_index(np.argmax(values), values.shape)
+    np.testing.assert_allclose(informative.to_rgba(values[largest] * 1.05),
+                               to_rgba("tab:blue"), atol=1e-9)
+    np.testing.assert_allclose(grey.to_rgba(top), to_rgba("0.3"), atol=1e-9)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1 %", "4 %", "7 %", "10 %"]
+    names = [t.get_text() for t in ax.get_xticklabels()]
+    assert names[0] == "x0" and 1 < len(names) < panel.sizes["feature"]
+
+
 def test_smoke_figure2_bars_carry_feature_labels(smoke_results, tmp_path):
     """Only Brodinova 5+5 (the smoke spec's one weight data set); every bar labelled with
     its feature's name under it, the percentages on the top axis."""

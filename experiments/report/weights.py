@@ -52,6 +52,10 @@ SPARSE_ALGORITHMS = ("SKM", "PCSKM")  # one weight scale per column, shared by t
 LOG_SPAN = 100  # positive weights spanning more than two decades: a log y axis
 MIN_LABELLED_SLOT = 0.125  # inches per bar slot needed to label the bars of every group
 MAX_LABELLED_WIDTH = 16.0  # inches: the widest panel sized to label every bar
+# A data set with more features than this has image panels (a row per percentage, a column
+# per feature): its bars would be under a pixel wide at any width a figure can be read at
+IMAGE_FEATURES = 100
+IMAGE_WIDTH = 4.6  # inches: an image panel
 
 
 MEAN_OVER_S = "mean over s"  # what the weights of a store without weights_per_s are
@@ -332,16 +336,19 @@ def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHM
         return None
     widths = [_panel_width([panels[(f.label, *row)] for row in rows]) for f in shown]
     used = [width is not None for width in widths]
+    images = any(_is_image(panel) for panel in panels.values() if panel is not None)
     names = [str(name) for f, u in zip(shown, used, strict=True) if u
              for name in results.family_weights[f.label].feature_name.values]
     labels_height = max(plotting.text_width(name, FEATURE_FONTSIZE) for name in names) + 0.1
     legend = [*algorithms, "known uninformative feature (shaded slot, light bar, grey "
-              "label)"]
+              "label" + ("; grey column of an image" if images else "") + ")"]
     frame = plotting.panel_grid(
         [w or 1.2 for w in widths], [1.35] * len(rows),
         f"{title}\n{weights_at(results.weights_at)}; MPCKM: metric diagonal, own y scale; "
         "log y axis where a panel's weights span more than two decades (a weight of 0 has "
-        "no bar)", legend,
+        "no bar)" + (f"; data sets of more than {IMAGE_FEATURES} features as images, one row "
+                     "per percentage, the weight as colour on that scale (0: white)"
+                     if images else ""), legend,
         left=0.75, top=0.6, bottom=0.9 + labels_height, wgap=0.75, hgap=0.65 + labels_height)
     fig, grid = frame.fig, frame.grid
     for j, family in enumerate(shown):
@@ -363,15 +370,22 @@ def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHM
                                                                       algorithm)]
                                       else "not in the spec")
                 continue
-            _bars(ax, panel, colour(algorithm), widths[j])
             scale, low, high = y_axis(axis_panels(data, algorithm, init, inits))
+            what = ("metric a" if algorithm == "MPCKM" else "weight") + (
+                " (log)" if scale == "log" else "")
+            last = r == len(rows) - 1 or panels[(family.label, *rows[r + 1])] is None
+            if _is_image(panel):
+                _image(ax, panel, colour(algorithm), (scale, low, high), widths[j], what)
+                if last:
+                    ax.set_xlabel("features", fontsize=8)
+                continue
+            _bars(ax, panel, colour(algorithm), widths[j])
             ax.set_yscale(scale)
             ax.set_ylim(low, high)
-            if r == len(rows) - 1 or panels[(family.label, *rows[r + 1])] is None:
+            if last:
                 ax.set_xlabel("features, one group per percentage of constraints (top axis)",
                               fontsize=8)
-            ax.set_ylabel(("metric a" if algorithm == "MPCKM" else "weight")
-                          + (" (log)" if scale == "log" else ""), fontsize=8)
+            ax.set_ylabel(what, fontsize=8)
     handles = [Rectangle((0, 0), 1, 1, color=colour(a)) for a in algorithms]
     handles.append(Rectangle((0, 0), 1, 1, facecolor="0.93", edgecolor="0.6"))
     plotting.finish(frame, handles, legend, path, dpi=120)
@@ -382,15 +396,62 @@ def _panel_width(panels):
     """Inches for a column of bar panels, from its number of bar slots (features and gaps of
     every percentage): :data:`MIN_LABELLED_SLOT` per slot, so that every bar carries its
     feature's name, when that is at most :data:`MAX_LABELLED_WIDTH`; else about 0.025 in per
-    slot (at least 4.6, at most 14) with the names thinned. None when none is computed."""
+    slot (at least 4.6, at most 14) with the names thinned; :data:`IMAGE_WIDTH` for image
+    panels (:func:`_is_image`). None when none is computed."""
     drawn = [panel for panel in panels if panel is not None]
     if not drawn:
         return None
+    if any(_is_image(panel) for panel in drawn):
+        return IMAGE_WIDTH
     slots = max(p.sizes["percent"] * (p.sizes["feature"] + _gap(p.sizes["feature"]))
                 + _gap(p.sizes["feature"]) for p in drawn)
     if MIN_LABELLED_SLOT * slots <= MAX_LABELLED_WIDTH:
         return max(4.6, MIN_LABELLED_SLOT * slots)
     return float(np.clip(0.025 * slots, 4.6, 14.0))
+
+
+def _is_image(panel):
+    """Whether ``panel`` is drawn as an image: its data set has more than
+    :data:`IMAGE_FEATURES` features."""
+    return panel.sizes["feature"] > IMAGE_FEATURES
+
+
+def _image(ax, panel, colour, y_scale, width, what):
+    """The panel as an image (gid ``"weights"``): a row per percentage (labelled on the left),
+    a column per feature in column order, each mean weight a colour on the scale the panel's
+    bars would have (``y_scale``: :func:`y_axis`; shades of ``colour`` for the informative
+    features, of grey for the known uninformative ones; a weight of 0 or none is white),
+    with a colour bar; as many features named under it as fit the ``width``-inch panel."""
+    from matplotlib.colors import LinearSegmentedColormap, LogNorm, Normalize
+
+    scale, low, high = y_scale
+    values = panel.transpose("percent", "feature").values
+    bad = np.broadcast_to(panel.uninformative.values, values.shape)
+    norm = LogNorm(low, high) if scale == "log" else Normalize(low, high)
+    n_percents, n_features = values.shape
+    extent = (-0.5, n_features - 0.5, n_percents - 0.5, -0.5)
+    shown = None
+    for cmap, hidden in (([colour], bad), (["0.3"], ~bad)):
+        image = ax.imshow(np.ma.masked_array(values, hidden | ~(values > 0)),
+                          cmap=LinearSegmentedColormap.from_list("", ["white", *cmap]),
+                          norm=norm, aspect="auto", interpolation="nearest", extent=extent)
+        image.set_gid("weights")
+        if shown is None:
+            shown = image  # the informative features' colours: the colour bar's
+    colour_bar = ax.figure.colorbar(shown, cax=ax.inset_axes([1.01, 0.0, 0.02, 1.0]))
+    colour_bar.ax.tick_params(labelsize=7)
+    colour_bar.set_label(what, fontsize=8)
+    step = max(1, int(np.ceil(n_percents / 10)))
+    ax.set_yticks(np.arange(n_percents)[::step],
+                  [f"{p:g} %" for p in panel.percent.values[::step]], fontsize=8)
+    every = int(np.ceil(MIN_LABELLED_SLOT * n_features / width))
+    labelled = np.arange(0, n_features, every)
+    ax.set_xticks(labelled, [str(name) for name in panel.feature_name.values[labelled]],
+                  rotation=90, fontsize=FEATURE_FONTSIZE)
+    for label, uninformative in zip(ax.get_xticklabels(), bad[0, labelled], strict=True):
+        if uninformative:
+            label.set_color("0.45")
+    ax.tick_params(axis="x", length=2, pad=1)
 
 
 def _gap(n_features):
