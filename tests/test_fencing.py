@@ -1,8 +1,8 @@
 """A worker's write lands only while its run holds the store (issue 46, point 1;
 docs/guide/hpc.md, "A killed client's workers"): the task of a killed client that a stopped
-worker finishes after the next run has completed the store changes nothing in a folder, and
-a late task's fork handed to the next run of an Icechunk repository on S3 (the moto server of
-the test session) is never merged."""
+worker finishes after the next run has completed the store changes nothing in a folder or in
+an Icechunk repository on S3 (the moto server of the test session), and a late task's fork
+handed to the next run of a repository is never merged."""
 
 import contextlib
 import os
@@ -98,6 +98,14 @@ def executing(dask_worker):
     return [str(state.key) for state in dask_worker.state.executing]
 
 
+def finished_since(dask_worker, since):
+    """The keys of the tasks whose function returned on the worker at or after the time
+    ``since``, read from its log of transitions ``(key, start, finish, ..., time)``: a task
+    whose client is gone goes from ``cancelled`` to ``memory`` too (run on the worker)."""
+    return sorted({str(entry[0]) for entry in dask_worker.state.log
+                   if len(entry) > 3 and entry[2] == "memory" and entry[-1] >= since})
+
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import it
 
 
@@ -107,7 +115,7 @@ def a_stopped_worker_finishes_a_killed_clients_task(store, cwd, look):
     (SIGSTOP: a slow task) and the client's process group killed (SIGKILL); ``pcskm run smoke
     --store STORE --workers 2`` completes the store; then the old worker goes on (SIGCONT) and
     finishes its task. Returns ``look()`` before the worker goes on and once it has
-    finished."""
+    finished, and the keys of the tasks the worker finished once it went on (its log)."""
     from distributed import Client
 
     with external_cluster() as (address, worker), \
@@ -133,9 +141,12 @@ def a_stopped_worker_finishes_a_killed_clients_task(store, cwd, look):
                       cwd=cwd, timeout=600)
         assert rerun.returncode == 0, rerun.stderr
         before = look()
+        resumed = time.time()  # the worker's clock: the same host
         os.killpg(worker.pid, signal.SIGCONT)
         wait_for(lambda: not any(watcher.run(executing).values()), every=0.2)
-        return before, look()
+        late = {key for keys in watcher.run(finished_since, since=resumed).values()
+                for key in keys}
+        return before, look(), late
 
 
 def assert_nothing_changed_and_nothing_to_do(store, reference):
@@ -158,10 +169,26 @@ def test_a_killed_clients_task_finished_after_the_next_run_changes_no_folder(
     def files():
         return sorted(path for path in staged.rglob("*") if path.is_file())
 
-    before, after = a_stopped_worker_finishes_a_killed_clients_task(store, tmp_path, files)
+    before, after, late = a_stopped_worker_finishes_a_killed_clients_task(store, tmp_path,
+                                                                          files)
+    assert late, "the killed client's task did not finish after the rerun"
     assert before == [] and after, "the killed client's task did not write after the rerun"
     assert_nothing_changed_and_nothing_to_do(store, reference)
     assert not staged.exists()
+
+
+@pytest.mark.slow  # as the folder's, with the moto server
+def test_a_killed_clients_task_finished_after_the_next_run_changes_no_repository(
+        reference, s3, tmp_path):
+    """The late task writes into its fork of the killed client's session, which only the
+    client that made it could merge: its function returns on the worker after the rerun (the
+    worker's log), and the branch holds the reference cube. (The smoke spec's chunks are
+    small enough for Icechunk to keep them inline in the fork's manifest, so its writes leave
+    no object in the bucket to look at.)"""
+    url = f"s3://{s3.bucket('late-worker')}/z"
+    *_, late = a_stopped_worker_finishes_a_killed_clients_task(url, tmp_path, lambda: None)
+    assert late, "the killed client's task did not finish after the rerun"
+    assert_nothing_changed_and_nothing_to_do(url, reference)
 
 
 SMALL = """
