@@ -200,3 +200,53 @@ def test_the_workers_wait_as_long_as_the_client(s3, monkeypatch):
         sent = pickle.dumps(location.for_workers())
     monkeypatch.delenv("PCSKM_S3_RETRY_SECONDS")
     assert pickle.loads(sent).patience.seconds == 42
+
+
+def test_a_root_group_read_as_missing_during_an_outage_is_read_again_after_it(
+        s3, proxy, monkeypatch):
+    """Under load, a worker's first read of its fork once found no root group while the
+    endpoint was cut, and the run stopped blaming the worker's credentials. Here the first
+    read answers "missing" as the outage begins: the worker reads the repository again once
+    the endpoint is back, and finds nothing wrong."""
+    import pickle
+    import time
+
+    import zarr
+    from test_s3_store import prepare
+
+    from pcskm.runner.store.location import ForkForWorkers
+
+    bucket = s3.bucket("missing-root")
+    with where(f"s3://{bucket}/small").writing() as location:
+        prepare(location, parse_spec(SMALL))
+        location.commit("prepared", "prepared")
+        fork = pickle.loads(pickle.dumps(location.for_workers()))
+    outages = []
+    read = ForkForWorkers.store
+
+    def missing_at_first(self):
+        if not outages:  # the first read: the outage begins, and the root reads as missing
+            outages.append(proxy.outage(4))
+            return zarr.storage.MemoryStore()
+        return read.fget(self)
+
+    monkeypatch.setattr(ForkForWorkers, "store", property(missing_at_first))
+    began = time.monotonic()
+    assert fork.problem() is None
+    assert time.monotonic() - began >= 3.5  # the outage was waited out
+    outages[0].join()
+
+
+def test_credentials_that_fail_to_load_are_not_an_outage():
+    """The AWS SDK's chain of providers reports a failed last provider (here the EC2
+    instance metadata, forbidden) as a "dispatch failure", an outage's words too: it is no
+    credentials, said at once, not waited out for ten minutes."""
+    from pcskm.runner.store.outages import NO_CREDENTIALS, cause
+
+    text = ("error getting object from object store dispatch failure\n"
+            "  |-> dispatch failure\n  |-> other\n"
+            "  |-> an error occurred while loading credentials\n"
+            "  |-> failed to load IMDS session token\n  |-> service error\n"
+            "  `-> request forbidden: IMDS is disabled or the caller has insufficient "
+            "permissions.")
+    assert cause(text) == NO_CREDENTIALS

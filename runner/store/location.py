@@ -921,14 +921,26 @@ class ForkForWorkers:
 
     def problem(self):
         """Why this process cannot reach the repository (its root group read through the
-        fork: the credentials and the endpoint of this process), or None."""
+        fork: the credentials and the endpoint of this process), or None. A root group read
+        as missing is what a worker without credentials reads, and what Icechunk once
+        answered during an outage of the endpoint (a cut mid-request, issue 49): the
+        repository is then read plainly, which waits the outage out (:attr:`patience`),
+        and the root group once more."""
         import zarr
 
         icechunk = _icechunk()
         try:
             zarr.open_group(self.store, mode="r")
-        except (icechunk.IcechunkError, FileNotFoundError) as error:
+        except icechunk.IcechunkError as error:
             return self._cannot(error)
+        except FileNotFoundError:
+            parts = urlsplit(self.url)
+            try:
+                self.patience.call(icechunk.Repository.exists,
+                                   _storage(parts.netloc, parts.path.strip("/")))
+                zarr.open_group(self.store, mode="r")
+            except (icechunk.IcechunkError, FileNotFoundError) as error:
+                return self._cannot(error)
         return None
 
     @contextlib.contextmanager

@@ -40,7 +40,9 @@ UNREACHABLE = "unreachable endpoint"
 # AWS error codes (and the SDK's words) of each cause; the first that matches is the cause
 _SIGNS = (
     (NO_CREDENTIALS, ("no providers in chain provided credentials",
-                      "the credential provider was not enabled", "CredentialsNotLoaded")),
+                      "the credential provider was not enabled", "CredentialsNotLoaded",
+                      # the chain's last provider failed (the EC2 instance metadata, IMDS)
+                      "an error occurred while loading credentials")),
     (REFUSED_CREDENTIALS, ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
                            "InvalidToken", "TokenRefreshRequired", "InvalidClientTokenId")),
     (NO_BUCKET, ("NoSuchBucket",)),
