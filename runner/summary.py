@@ -138,6 +138,9 @@ def version_lines(path):
         return []
     lines = [f"Runs (versions: pcskm.runner.open_cube({str(path)!r}, run=TAG)):"]
     for tag, written, record, snapshot in runs:
+        if written is None:
+            lines.append(f"  {tag}  unreadable: {record['unreadable']} (commit {snapshot})")
+            continue
         killed = " (killed)" if record.get("killed") else ""
         lines.append(f"  {tag}  {written.isoformat(timespec='seconds')}  "
                      f"{record.get('cells', '?')} cells{killed}  spec {record.get('spec')}  "

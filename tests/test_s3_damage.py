@@ -163,6 +163,31 @@ def test_a_damaged_branch_ref_is_named_and_restored_from_a_tag(
     assert_same(direct, read_s3(s3, bucket, prefix))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_damaged_snapshot_of_an_older_tag_is_named_by_status_and_blocks_nothing(
+        s3, client, two_runs, direct, tmp_path, capsys, mode):
+    """The snapshot of run-0001 (not the tip) damaged: the store is whole, so verify finds no
+    damage and the report is written; status lists that run as unreadable, naming its
+    object, beside the readable run-0002; opening that version names the object; a run has
+    nothing to compute."""
+    bucket, prefix, url = copy_of(s3, two_runs, f"old-tag-{mode}")
+    old = repository(s3, bucket, prefix).lookup_tag("run-0001")
+    key = f"{prefix}/snapshots/{old}"
+    damage_object(s3, tmp_path, bucket, key, mode)
+    assert main(["verify", url]) == 0
+    assert main(["status", url]) == 0
+    out = capsys.readouterr().out
+    problem = "missing" if mode == "delete" else "unreadable ("
+    assert f"  run-0001  unreadable: its snapshot, object {key}, is {problem}" in out
+    assert "  run-0002  " in out and "10 cells  spec small" in out
+    with pytest.raises(DamagedRepository, match=key):
+        open_cube(url, run="run-0001")
+    assert main(["report", url, "--out", str(tmp_path / "report")]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    assert run_spec(parse_spec(SMALL), url, client=client, progress=False) is None  # none missing
+    assert_same(direct, read_s3(s3, bucket, prefix))
+
+
 def test_from_tag_names_a_tag_of_the_repository(s3, two_runs, tmp_path, capsys):
     bucket, _, url = copy_of(s3, two_runs, "no-such-tag")
     before = objects(s3, bucket)

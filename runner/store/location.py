@@ -848,14 +848,30 @@ class Repository:
             self._writing().merge(*forks)
 
     def runs(self):
-        """``[(tag, time, record, snapshot id)]`` of the runs recorded (oldest first)."""
+        """``[(tag, time, record, snapshot id)]`` of the runs recorded (oldest first). A run
+        whose snapshot cannot be read (:mod:`.objects`) has no time and the
+        record ``{"unreadable": "its snapshot, object KEY, is missing"}``; the others stay
+        readable (a tag leads to its own snapshot)."""
+        from .objects import damaged_object, damaged_snapshot
+        from .outages import cause
+
+        icechunk = _icechunk()
         found = []
         for tag in self.tags():
             snapshot = self.patience.call(self.repo.lookup_tag, tag)
-            info = self._commit_info(snapshot_id=snapshot)
+            try:
+                info = self._commit_info(snapshot_id=snapshot)
+            except icechunk.IcechunkError as error:
+                if cause(error) is not None:  # the credentials, the bucket: not the object's
+                    raise
+                damaged = (damaged_object(error, self.prefix)
+                           or damaged_snapshot(error, self.prefix, snapshot))
+                found.append((tag, None, {"unreadable": f"its snapshot, object {damaged.key}, "
+                                                        f"is {damaged.problem}"}, snapshot))
+                continue
             found.append((tag, info.written_at, (info.metadata or {}).get("run") or {},
                           snapshot))
-        return sorted(found)
+        return sorted(found, key=lambda run: run[0])
 
 
 def layout_only(store, datasets):

@@ -28,6 +28,7 @@ WHAT = {
 _MANIFEST = re.compile(r"fetch_manifest\w*[\s|]+with (?:manifest_)?id=(\w+)")
 _SNAPSHOT = re.compile(r"fetch_snapshot\w*[\s|]+with (?:snapshot_)?id=(\w+)")
 _REF = re.compile(r"fetch_branch\w*[\s|]+with name=\"([^\"]+)\"")
+_NO_SNAPSHOT = re.compile(r"snapshot not found: `(\w+)`")  # resolving a version (ancestry)
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,9 @@ def damaged_object(error, prefix):
     ``prefix``) names as missing or unreadable, or None if it names none (an error of the
     network, the credentials or the bucket)."""
     text = str(error)
-    missing = "NoSuchKey" in text or "does not exist" in _cause(text)
-    problem = "missing" if missing else f"unreadable ({_cause(text)}: truncated or changed)"
-    manifest, snapshot, ref = _MANIFEST.search(text), _SNAPSHOT.search(text), _REF.search(text)
+    problem = _problem(text)
+    manifest, snapshot, ref = _MANIFEST.search(text), \
+        _SNAPSHOT.search(text) or _NO_SNAPSHOT.search(text), _REF.search(text)
     if manifest:
         return DamagedObject(f"{prefix}/manifests/{manifest.group(1)}", "manifests",
                              WHAT["manifests"], problem)
@@ -66,6 +67,20 @@ def damaged_object(error, prefix):
         return DamagedObject(f"{prefix}/{BRANCH_REF.format(branch)}", "refs",
                              WHAT["refs"].format(branch), problem)
     return None
+
+
+def _problem(text):
+    """``missing`` or ``unreadable (cause: truncated or changed)``, from an error's text."""
+    missing = ("NoSuchKey" in text or "does not exist" in _cause(text)
+               or _NO_SNAPSHOT.search(text) is not None)
+    return "missing" if missing else f"unreadable ({_cause(text)}: truncated or changed)"
+
+
+def damaged_snapshot(error, prefix, snapshot):
+    """The :class:`DamagedObject` of the snapshot ``snapshot``, which the Icechunk ``error``
+    met reading it alone (a scrambled object's error may name no object)."""
+    return DamagedObject(f"{prefix}/snapshots/{snapshot}", "snapshots", WHAT["snapshots"],
+                         _problem(str(error)))
 
 
 def lost_branch_ref(prefix, branch):
