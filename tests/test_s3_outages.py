@@ -77,6 +77,41 @@ def test_outages_of_20_s_at_several_moments_are_waited_out(s3, client, proxy, di
     assert_same(read_local(direct), read_s3(s3, bucket, "grown"))
 
 
+@pytest.mark.slow  # two outages of a minute
+def test_an_outage_longer_than_icechunks_own_retries_is_waited_out_by_pcskm(
+        s3, client, proxy, direct, monkeypatch):
+    """Icechunk tries a refused request again for 15-40 s itself. The endpoint cut for 60 s
+    once the first result is in (the workers have written, the client commits): without
+    pcskm's waits (PCSKM_S3_RETRY_SECONDS=0) the run stops, naming the endpoint; with the
+    default wait it lives through the outage and gives the cube of a run without it."""
+    from pcskm.runner.store import StoreUnreachable
+
+    def cut_once(outages):
+        def cut(receipt, summary):
+            if not outages:
+                outages.append(proxy.outage(60))
+        return cut
+
+    outages = []
+    monkeypatch.setenv("PCSKM_S3_RETRY_SECONDS", "0")
+    url = f"s3://{s3.bucket('outage-no-wait')}/grown"
+    try:
+        with pytest.raises(StoreUnreachable, match="was unreachable for"):
+            run_spec(SPEC, url, client=client, progress=False, on_result=cut_once(outages))
+    finally:
+        outages[0].join()
+    monkeypatch.delenv("PCSKM_S3_RETRY_SECONDS")
+    outages = []
+    bucket = s3.bucket("outage-waited")
+    try:
+        summary = run_spec(SPEC, f"s3://{bucket}/grown", client=client, progress=False,
+                           on_result=cut_once(outages))
+    finally:
+        outages[0].join()
+    assert summary.complete and not summary.errors
+    assert_same(read_local(direct), read_s3(s3, bucket, "grown"))
+
+
 @pytest.mark.slow
 def test_an_endpoint_down_longer_than_the_wait_is_named_and_the_rerun_resumes(
         s3, client, proxy, direct, tmp_path):
