@@ -75,13 +75,16 @@ class Proxy:
     """A TCP proxy on 127.0.0.1 in front of the server at ``port``, which can be cut
     (:meth:`cut`): the listening socket closed, so that a new connection is refused, and every
     open connection closed, as an S3 endpoint that went down does; :meth:`restore` listens on
-    the same port again (the server kept its state). ``outages`` counts the cuts."""
+    the same port again (the server kept its state). ``outages`` counts the cuts, ``lost`` the
+responses lost (:meth:`lose_response`)."""
 
     def __init__(self, port):
         self.target = ("127.0.0.1", port)
         self.port = _free_port()
         self.endpoint_url = f"http://127.0.0.1:{self.port}"
         self.outages = 0
+        self._losing = []  # request texts whose next request's response is lost, once each
+        self.lost = 0  # responses lost
         self._lock = threading.Lock()
         self._open = set()
         self._listener = None
@@ -118,6 +121,13 @@ class Proxy:
         timer.start()
         return timer
 
+    def lose_response(self, request):
+        """The next request whose first bytes hold ``request`` (bytes: ``b"PUT /bucket/..."``)
+        reaches the server, which acts on it, but its response is lost: the connection is
+        closed instead, as by a network cut after the request went through."""
+        with self._lock:
+            self._losing.append(request)
+
     def close(self):
         if self._listener is not None:
             self.cut()
@@ -138,12 +148,23 @@ class Proxy:
                 continue
             with self._lock:
                 self._open.update((near, far))
-            for source, sink in ((near, far), (far, near)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+            losing = threading.Event()  # a request of this connection loses its response
+            for source, sink, request in ((near, far, True), (far, near, False)):
+                threading.Thread(target=self._pump, args=(source, sink, request, losing),
+                                 daemon=True).start()
 
-    def _pump(self, source, sink):
+    def _pump(self, source, sink, request, losing):
         try:
             while data := source.recv(65536):
+                if request:
+                    with self._lock:
+                        found = next((r for r in self._losing if data.startswith(r)), None)
+                        if found is not None:
+                            self._losing.remove(found)
+                            losing.set()
+                elif losing.is_set():  # the server has answered: the answer goes nowhere
+                    self.lost += 1
+                    break
                 sink.sendall(data)
         except OSError:
             pass

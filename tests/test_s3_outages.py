@@ -5,7 +5,7 @@ connections for a while, are waited out and the run gives the cube of a run with
 endpoint that stays down is named, with the time waited and how to resume; and each cause of
 a failed access has its own line: no credentials, credentials refused, a missing bucket (also
 one an endpoint lost), an unreachable endpoint (credentials that may only read:
-tests/test_s3_store.py)."""
+tests/test_s3_store.py); a commit whose answer is lost is known as made."""
 
 import os
 
@@ -73,6 +73,25 @@ def test_outages_of_20_s_at_several_moments_are_waited_out(s3, client, proxy, di
     """As the series of issue 49 cut the endpoint, with the default time waited."""
     bucket = s3.bucket("long-outages")
     summary = run_through_outages(f"s3://{bucket}/grown", client, proxy, 20)
+    assert summary.complete and not summary.errors
+    assert_same(read_local(direct), read_s3(s3, bucket, "grown"))
+
+
+def test_a_commit_whose_answer_is_lost_is_known_as_made(s3, client, proxy, direct):
+    """The response to the request that moves the branch to a commit (the PUT of its ref)
+    lost, once the first result is in: Icechunk tries again and finds the branch moved by
+    that very commit. The run knows its commit by the id in its metadata and goes on, where
+    it stopped before saying another run (itself) had written the store."""
+    bucket = s3.bucket("lost-answer")
+    ref = f"PUT /{bucket}/grown/refs/branch.main/ref.json".encode()
+
+    def lose_once(receipt, summary):
+        if summary.n_written == 1:
+            proxy.lose_response(ref)
+
+    summary = run_spec(SPEC, f"s3://{bucket}/grown", client=client, progress=False,
+                       on_result=lose_once)
+    assert proxy.lost == 1
     assert summary.complete and not summary.errors
     assert_same(read_local(direct), read_s3(s3, bucket, "grown"))
 

@@ -326,6 +326,9 @@ def _storage(bucket, prefix):
                                force_path_style=bool(endpoint), from_env=True)
 
 
+COMMIT_ID = "commit_id"  # a commit's random id in its metadata (Transaction.commit)
+
+
 class Transaction:
     """What a run writes into a repository between two commits: a writable Icechunk session
     on a branch. :meth:`commit` makes everything written since the last commit visible at
@@ -369,10 +372,24 @@ class Transaction:
         """Commit the writes since the last commit (None if there are none); returns the new
         snapshot's id. Raises ``icechunk.ConflictError`` if the branch moved; an outage of
         the endpoint is waited out (:class:`.outages.Patience`: a failed commit leaves the
-        session's writes, committed by the next try)."""
+        session's writes, committed by the next try). A commit whose answer was lost on the
+        way back (Icechunk then tries again and finds the branch moved, by this very commit)
+        is known by the random id it carries in its metadata, and taken as made."""
+        import secrets
+
+        icechunk = _icechunk()
         if not self.changed:
             return None
-        snapshot = self.patience.call(self.session.commit, message, metadata=metadata)
+        identity = secrets.token_hex(16)
+        metadata = {**(metadata or {}), COMMIT_ID: identity}
+        try:
+            snapshot = self.patience.call(self.session.commit, message, metadata=metadata)
+        except icechunk.ConflictError:
+            tip = self.patience.call(lambda: next(iter(self.repository.ancestry(
+                branch=self.branch))))
+            if (tip.metadata or {}).get(COMMIT_ID) != identity:
+                raise
+            snapshot = tip.id
         self.session = self.patience.call(self.repository.writable_session, self.branch)
         return snapshot
 
