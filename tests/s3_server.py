@@ -75,8 +75,8 @@ class Proxy:
     """A TCP proxy on 127.0.0.1 in front of the server at ``port``, which can be cut
     (:meth:`cut`): the listening socket closed, so that a new connection is refused, and every
     open connection closed, as an S3 endpoint that went down does; :meth:`restore` listens on
-    the same port again (the server kept its state). ``outages`` counts the cuts, ``lost`` the
-responses lost (:meth:`lose_response`)."""
+    the same port again (the server kept its state). ``outages`` counts the cuts, ``lost``
+    the responses lost (:meth:`lose_response`)."""
 
     def __init__(self, port):
         self.target = ("127.0.0.1", port)
@@ -122,7 +122,7 @@ responses lost (:meth:`lose_response`)."""
         return timer
 
     def lose_response(self, request):
-        """The next request whose first bytes hold ``request`` (bytes: ``b"PUT /bucket/..."``)
+        """The next request that begins with ``request`` (bytes: ``b"PUT /bucket/..."``)
         reaches the server, which acts on it, but its response is lost: the connection is
         closed instead, as by a network cut after the request went through."""
         with self._lock:
