@@ -82,3 +82,43 @@ def weighted_bcss(X, labels, weights, failed, k, tss):
             total += weights[s, j] * bcss[match, j]
         objective[s] = total
     return objective
+
+
+@kernel
+def best_index_rows(scores, tie_scores, rank_rule, out):
+    """Per row of ``scores`` (m, n_s), into ``out`` (m,): the position of the largest
+    non-NaN score, -1 where every score is NaN (docs/method/selection.md §1). The positions
+    that tie exactly with it keep only those with the largest non-NaN ``tie_scores`` (an
+    (m, n_s) array, or a (0, 0) one for none), if any has one; of those left, ``rank_rule``
+    0 takes the first, 1 the last, 2 the lower median."""
+    m, n = scores.shape
+    has_tie_scores = tie_scores.shape[0] > 0
+    for i in range(m):
+        found = False
+        top = -np.inf
+        for j in range(n):
+            value = scores[i, j]
+            if not np.isnan(value) and (not found or value > top):
+                top, found = value, True
+        if not found:
+            out[i] = -1
+            continue
+        second = False
+        top_second = -np.inf
+        if has_tie_scores:
+            for j in range(n):
+                value = tie_scores[i, j]
+                if scores[i, j] == top and not np.isnan(value) and (not second
+                                                                   or value > top_second):
+                    top_second, second = value, True
+        n_tied = 0
+        for j in range(n):
+            if scores[i, j] == top and (not second or tie_scores[i, j] == top_second):
+                n_tied += 1
+        rank = 0 if rank_rule == 0 else (n_tied - 1 if rank_rule == 1 else (n_tied - 1) // 2)
+        for j in range(n):
+            if scores[i, j] == top and (not second or tie_scores[i, j] == top_second):
+                if rank == 0:
+                    out[i] = j
+                    break
+                rank -= 1

@@ -32,7 +32,7 @@ from sklearn.base import clone
 
 from . import _random_kernels as draws
 from ._result import FAILED, STATUS_NAMES
-from ._selection_kernels import fold_f_measures, weighted_bcss
+from ._selection_kernels import best_index_rows, fold_f_measures, weighted_bcss
 from ._sparse import total_sum_of_squares
 from ._validation import check_choice, check_data, check_sparsity, plain
 from .constraints import Constraints
@@ -110,18 +110,16 @@ def best_sparsity_index(scores, *, ties="smallest", axis=-1, tie_scores=None):
     integer array (an int for 1-D scores); -1 where every score is NaN.
     """
     check_choice(ties, "ties", TIES)
-    scores = np.asarray(scores, dtype=np.float64)
-    tied = _tied_at_top(scores, axis)
-    if tie_scores is not None:
-        second = np.where(tied, np.asarray(tie_scores, dtype=np.float64), np.nan)
-        best = _tied_at_top(second, axis)
-        tied = np.where(best.any(axis=axis, keepdims=True), best, tied)
-    tied = np.moveaxis(tied, axis, -1)
-    n_tied = tied.sum(axis=-1)
-    rank = {"smallest": np.zeros_like(n_tied), "largest": n_tied - 1,
-            "median": (n_tied - 1) // 2}[ties]
-    chosen = tied & (np.cumsum(tied, axis=-1) - 1 == rank[..., None])
-    index = np.where(n_tied > 0, np.argmax(chosen, axis=-1), -1)
+    values = np.asarray(scores, dtype=np.float64)
+    last = np.moveaxis(values, axis, -1)  # the s axis last: one row per selection
+
+    def as_rows(array):
+        return np.ascontiguousarray(np.moveaxis(array, axis, -1)).reshape(-1, last.shape[-1])
+
+    second = (np.empty((0, 0)) if tie_scores is None else as_rows(
+        np.broadcast_to(np.asarray(tie_scores, dtype=np.float64), values.shape)))
+    index = np.empty(last.shape[:-1], dtype=np.int64)
+    best_index_rows(as_rows(values), second, TIES.index(ties), index.reshape(-1))
     return int(index) if index.ndim == 0 else index
 
 
