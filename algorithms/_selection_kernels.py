@@ -103,21 +103,21 @@ def best_index_rows(scores, tie_scores, rank_rule, out):
         if not found:
             out[i] = -1
             continue
-        second = False
-        top_second = -np.inf
+        broken = False  # a tied position has a tie score: the largest keeps its positions
+        top_tie = -np.inf
         if has_tie_scores:
             for j in range(n):
                 value = tie_scores[i, j]
-                if scores[i, j] == top and not np.isnan(value) and (not second
-                                                                   or value > top_second):
-                    top_second, second = value, True
+                tied = scores[i, j] == top and not np.isnan(value)
+                if tied and (not broken or value > top_tie):
+                    top_tie, broken = value, True
         n_tied = 0
         for j in range(n):
-            if scores[i, j] == top and (not second or tie_scores[i, j] == top_second):
+            if scores[i, j] == top and (not broken or tie_scores[i, j] == top_tie):
                 n_tied += 1
         rank = 0 if rank_rule == 0 else (n_tied - 1 if rank_rule == 1 else (n_tied - 1) // 2)
         for j in range(n):
-            if scores[i, j] == top and (not second or tie_scores[i, j] == top_second):
+            if scores[i, j] == top and (not broken or tie_scores[i, j] == top_tie):
                 if rank == 0:
                     out[i] = j
                     break
