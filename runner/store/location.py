@@ -375,12 +375,12 @@ class Transaction:
         session's writes, committed by the next try). A commit whose answer was lost on the
         way back (Icechunk then tries again and finds the branch moved, by this very commit)
         is known by the random id it carries in its metadata, and taken as made."""
-        import secrets
+        from .fencing import new_token
 
         icechunk = _icechunk()
         if not self.changed:
             return None
-        identity = secrets.token_hex(16)
+        identity = new_token()  # 128 random bits, as a run token
         metadata = {**(metadata or {}), COMMIT_ID: identity}
         try:
             snapshot = self.patience.call(self.session.commit, message, metadata=metadata)
