@@ -292,6 +292,30 @@ def test_tie_and_choice_counts_match_a_plain_loop(scored_cube):
                 assert choices.loc[(algorithm, name, value)] == n, (name, algorithm, value)
 
 
+def test_threshold_counts_match_a_plain_loop(scored_cube):
+    """How often each selection's s thresholds: per sparse algorithm and selection, the
+    computed cells with a selected s, and those whose weights at that s hold an exact 0."""
+    path, ds = scored_cube
+    table = fits.fit_table(open_store(path), "iris")
+    counted = ties.threshold_counts("iris", table, selection.select(table)).set_index(
+        ["algorithm", "selection"])
+    weights, sparsity = ds.weights_per_s.values, ds.sparsity.values
+    expected = loop_selections(ds)
+    assert set(counted.index.get_level_values("selection")) == set(expected)
+    some = 0
+    for name, (s, _f, computed) in expected.items():
+        for a, algorithm in ((1, "SKM"), (4, "PCSKM")):
+            cells = thresholding = 0
+            for at in zip(*np.nonzero(computed[a] & ~np.isnan(s[a])), strict=True):
+                e = int(np.flatnonzero(sparsity == s[a][at])[0])
+                cells += 1
+                thresholding += bool((weights[a][at][e] == 0).any())
+            assert tuple(counted.loc[(algorithm, name), ["cells", "thresholding_cells"]]) == (
+                cells, thresholding), (name, algorithm)
+            some += 0 < thresholding < cells
+    assert some > 5  # the counts are not all or nothing
+
+
 # ---------------------------------------------------------------- auc
 
 AUC_BIT = 4
@@ -391,6 +415,44 @@ def test_auc_selection_matches_a_plain_loop_and_falls_back_on_cv(tmp_path):
     assert differs > 10  # auc is not cv where the cell has an AUC
     covered = chosen.auc_covered.broadcast_like(chosen.cv_covered)
     xr.testing.assert_equal(covered, chosen.cv_covered)
+
+
+def test_auc_tie_counts_match_a_plain_loop(tmp_path):
+    """The ties of the best pair AUC: per sparse algorithm and setting, the computed cells
+    with an AUC at some usable s, those where two or more s share the best, and every s
+    tied; the must-link cells (no AUC) are not counted."""
+    ds = auc_group()
+    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), AUC_PROTOCOL)
+    table = fits.fit_table(open_store(path), "iris")
+    counted = ties.tie_counts("iris", table)
+    counted = counted[counted.score == "auc_score"].set_index(
+        ["algorithm", "init", "kind", "percent"])
+    assert set(counted.selection) == {"auc"}
+    auc, status = ds.auc_score.values.astype(float), ds.status.values
+    done, scored = ds.done.values, ds.scored.values
+    tied_somewhere = 0
+    for (a, algorithm), k, p in itertools.product(((1, "SKM"), (4, "PCSKM")), range(2),
+                                                  range(2)):
+        cells = tied = all_tied = 0
+        for r, c in itertools.product(range(2), range(3)):
+            if not (done[a, 0, k, p, r] and scored[a, 0, k, p, r] == 7):
+                continue
+            row = [auc[a, 0, k, p, r, c, e] for e in range(1, auc.shape[-1])
+                   if status[a, 0, k, p, r, c, e] != EMPTY
+                   and not np.isnan(auc[a, 0, k, p, r, c, e])]
+            if not row:
+                continue
+            cells += 1
+            n_top = row.count(max(row))
+            tied += n_top > 1
+            all_tied += n_top == len(row) > 1
+        key = (algorithm, "dkm++", AUC_KINDS[k], [1.0, 10.0][p])
+        assert tuple(counted.loc[key, ["cells", "tied_cells", "all_tied_cells"]]) == (
+            cells, tied, all_tied), key
+        tied_somewhere += tied
+        if AUC_KINDS[k] == "must-link":
+            assert cells == 0
+    assert tied_somewhere > 0
 
 
 # ---------------------------------------------------------------- fixed-loo
@@ -754,7 +816,9 @@ def test_a_cube_computed_with_the_scores(tmp_path):
     performance = pd.read_csv(tmp_path / "out" / "performance.csv")
     assert set(performance.selection) == set(selection.ORDER)
     assert set(pd.read_csv(tmp_path / "out" / "selection_ties.csv").score) == {
-        "satisfied", "cv_score", "gap"}
+        "satisfied", "cv_score", "auc_score", "gap"}
+    thresholds = pd.read_csv(tmp_path / "out" / "selection_thresholds.csv")
+    assert set(thresholds.selection) == set(selection.ORDER) - {"fixed-loo"}
     assert "Not in this cube" not in report.read_text()
     raw = zarr.open_group(str(store), mode="r")["iris"]
     sidecar = xr.open_datatree(str(store.with_name("scored-selections.zarr")),

@@ -77,6 +77,7 @@ class Results:
     fixed_s: pd.DataFrame | None = None  # fixed_s.choose_fixed's table of candidates
     ties: list = field(default_factory=list)  # DataFrames (ties.tie_counts), one per data set
     choices: list = field(default_factory=list)  # DataFrames (ties.choice_counts)
+    thresholds: list = field(default_factory=list)  # DataFrames (ties.threshold_counts)
     baseline: object = None  # baseline.Joined: another report's algorithms joined in
 
     def cell_sample_table(self):
@@ -187,6 +188,7 @@ def _one_dataset(name):
         "n_features": int(fits.attrs["n_features"]),
         "ties": ties.tie_counts(name, fits),
         "choices": ties.choice_counts(name, fits, selected),
+        "thresholds": ties.threshold_counts(name, fits, selected),
         "coverage": coverage.table(name, fits),
         "samples": coverage.samples(name, fits),
         "failures": failures.table(name, fits),
@@ -235,8 +237,8 @@ def collect(store, sidecar=None, weights_selection=None):
         for key in ("by_dataset", "by_rule", "per_s", "n_features", "best_s", "weight_means"):
             if key in one:
                 getattr(results, key)[name] = one[key]
-        for key in ("ties", "choices", "coverage", "samples", "failures", "constraints_used",
-                    "cell_sample"):
+        for key in ("ties", "choices", "thresholds", "coverage", "samples", "failures",
+                    "constraints_used", "cell_sample"):
             getattr(results, key).append(one[key])
     _family_members(results)
     _add_fixed(results)

@@ -377,6 +377,7 @@ def _ties(doc, results, out, written):
             "median), under the cv score with ties -> smallest, lower median and largest s, "
             "and under the oracle (`selection_cv_ties.csv`).")
         doc.table(sensitivity, digits=3)
+    _thresholds(doc, results, member_of, out, written)
     doc.paragraph(
         "The s each selection picks most often, with its share of the computed cells (every "
         "s chosen and its count: `selection_choices.csv`).")
@@ -389,6 +390,24 @@ def _ties(doc, results, out, written):
     wide = wide[[s for s in ORDER if s in wide.columns]].reset_index()
     wide.columns.name = None
     doc.table(_in_family_order(wide, results).fillna(""))
+
+
+def _thresholds(doc, results, member_of, out, written):
+    """How often each selection's s thresholds a feature (``selection_thresholds.csv``; a
+    cube without the per-s weights has no such table)."""
+    table = ties.family_thresholds(results.thresholds, member_of, results.family_labels)
+    if table.empty:
+        return
+    _csv(_in_family_order(table, results), out, "selection_thresholds.csv", written)
+    pooled = table[table.dataset == families.ALL_DATASETS]
+    wide = pooled.pivot(index="algorithm", columns="selection", values="thresholding_share")
+    wide = wide[[s for s in ORDER if s in wide.columns]].reset_index()
+    wide.columns.name = None
+    doc.paragraph(
+        "How often each selection makes use of sparsity: the share of the computed cells, "
+        "over every data set, whose selected s gives some feature a weight of exactly 0 "
+        "(per data set: `selection_thresholds.csv`; fixed-loo is not counted there).")
+    doc.table(wide, digits=3)
 
 
 def _fixed(doc, results, out, written):

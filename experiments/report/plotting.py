@@ -40,9 +40,11 @@ def _renderer():
     return RendererAgg(1, 1, 72)  # 72 dpi: one pixel per point
 
 
+@functools.lru_cache(maxsize=4096)
 def text_width(text, fontsize):
     """Width in inches of ``text`` as matplotlib draws it in its default font at
-    ``fontsize`` points (5 % added for the hinting at other resolutions)."""
+    ``fontsize`` points (5 % added for the hinting at other resolutions); remembered, as
+    the report measures the same tick labels and legend entries in every figure."""
     from matplotlib.font_manager import FontProperties
 
     if not text:
@@ -227,12 +229,13 @@ def thinned_labels(positions, limits, width, fontsize, gap=0.08):
 
 
 def renderer(fig):
-    """A renderer of ``fig`` after a draw, for the extents of its artists."""
+    """A renderer of ``fig`` for the extents of its texts, without drawing it: the panels'
+    places are fixed by :func:`panel_grid` (no layout engine) and their limits set, so a
+    text's extent is known before any draw."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
-    fig.canvas.draw()
     return fig.canvas.get_renderer()
 
 

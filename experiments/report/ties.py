@@ -3,12 +3,15 @@
 family.
 
 * :func:`tie_counts`: per (algorithm, init, kind, percent) of a sparse algorithm and per
-  score (``satisfied``, ``cv_score``, ``gap``) the cube holds, the computed cells with a
-  score, those where two or more s share the largest score, the tied s and the scored s
-  (summed over the cells), and the cells where every scored s ties.
+  score (``satisfied``, ``cv_score``, ``auc_score``, ``gap``) the cube holds, the computed
+  cells with a score, those where two or more s share the largest score, the tied s and the
+  scored s (summed over the cells), and the cells where every scored s ties.
 * :func:`choice_counts`: per sparse algorithm, selection and s, the computed cells whose
   selected s is that s (the paper-style and fixed-loo selections choose one s for all the
   cells of a setting or data set: each cell counted).
+* :func:`threshold_counts`: per sparse algorithm and selection, the computed cells with a
+  selected s and those whose selected s thresholds a feature (a weight exactly 0 at that s,
+  ``n_zero_weights``): how often a selection makes use of sparsity.
 * :func:`cv_sensitivity`: per data set and sparse algorithm, cv's tie share beside the mean
   F under cv and its tie rules (docs/method/selection.md §2.5).
 """
@@ -16,16 +19,19 @@ family.
 import pandas as pd
 import xarray as xr
 
-from pcskm.runner.store import CV_SCORES, GAP_SCORES
+from pcskm.runner.store import AUC_SCORES, CV_SCORES, GAP_SCORES
 
 from .families import ALL_DATASETS
-from .fits import CELL_DIMS, quiet
+from .fits import CELL_DIMS, ZERO_WEIGHTS, quiet
 from .selection import BY_NAME, covers, selected_names
 
 CELL = ("run", "fold")
 KEYS = ["algorithm", "init", "kind", "percent"]
 # score variable -> (the selection that reads it with ties to the smallest s, its score bit)
-SCORES = {"satisfied": ("honest", 0), "cv_score": ("cv", CV_SCORES), "gap": ("gap", GAP_SCORES)}
+# (the AUC's choice is not broken by a tie rule, docs/method/selection.md §7.2: its ties say
+# how often the best AUC fails to single out one s)
+SCORES = {"satisfied": ("honest", 0), "cv_score": ("cv", CV_SCORES),
+          "auc_score": ("auc", CV_SCORES | AUC_SCORES), "gap": ("gap", GAP_SCORES)}
 COUNTS = ["cells", "tied_cells", "all_tied_cells", "tied_s", "scored_s"]
 
 
@@ -80,6 +86,38 @@ def choice_counts(name, fits, selected):
         rows.append(counts.to_dataframe(name="cells").reset_index().assign(
             selection=selection))
     return _choice_table(name, rows)
+
+
+THRESHOLD_COLUMNS = ["dataset", "algorithm", "selection", "cells", "thresholding_cells"]
+
+
+def threshold_counts(name, fits, selected):
+    """Per sparse algorithm and selection of ``selected`` (``selection.select``): the
+    computed cells of data set ``name`` (covered by the selection's score) with a selected s,
+    and those whose selected s thresholds a feature (``n_zero_weights`` > 0 there). Empty
+    for a cube without the per-s weights. (fixed-loo, chosen across data sets, is not
+    counted.)"""
+    if ZERO_WEIGHTS not in fits:
+        return pd.DataFrame(columns=THRESHOLD_COLUMNS)
+    sparse = fits.algorithm[fits.sparse]
+    thresholded = (fits[ZERO_WEIGHTS] > 0).sel(algorithm=sparse)
+    rows = []
+    for selection in selected_names(selected):
+        variable = BY_NAME[selection].variable
+        s = selected[f"{variable}_s"].sel(algorithm=sparse)
+        chosen = (selected.computed & selected.get(f"{variable}_covered", True)).sel(
+            algorithm=sparse) & s.notnull()
+        thresholds = ((fits.sparsity == s) & thresholded).any("sparsity") & chosen
+        others = [d for d in CELL_DIMS if d != "algorithm"]
+        counts = xr.Dataset({"cells": chosen.sum(others),
+                             "thresholding_cells": thresholds.sum(others)})
+        rows.append(counts.to_dataframe().reset_index().assign(selection=selection))
+    if not rows:
+        return pd.DataFrame(columns=THRESHOLD_COLUMNS)
+    table = pd.concat(rows, ignore_index=True)
+    table.insert(0, "dataset", name)
+    table["algorithm"] = table.algorithm.astype(str)
+    return table[THRESHOLD_COLUMNS]
 
 
 def fixed_choice_counts(name, summary, s):
@@ -145,6 +183,21 @@ def family_choices(tables, member_of, labels):
     total = frame.groupby(keys, sort=False).cells.transform("sum")
     frame["share"] = frame.cells / total.where(total > 0)
     return frame[frame.cells > 0].reset_index(drop=True)
+
+
+def family_thresholds(tables, member_of, labels):
+    """``selection_thresholds.csv``: the counts of :func:`threshold_counts` summed over the
+    members of each reported data set, then per (algorithm, selection) over every data set
+    (``dataset`` = "all data sets"), with the ``thresholding_share`` of the cells."""
+    rows = _by_reported_dataset(tables, member_of, labels)
+    if rows.empty:
+        return rows
+    keys = ["dataset", "algorithm", "selection"]
+    pooled = rows.assign(dataset=ALL_DATASETS)
+    frame = pd.concat([rows, pooled]).groupby(keys, sort=False)[
+        ["cells", "thresholding_cells"]].sum().reset_index()
+    frame["thresholding_share"] = frame.thresholding_cells / frame.cells.where(frame.cells > 0)
+    return frame
 
 
 def most_chosen(choices):
