@@ -90,6 +90,8 @@ class Selection:
 def _key(fits, score):
     """``score`` on the applicable entries, 0 at a non-sparse algorithm's only entry (always
     chosen)."""
+    if fits.sparse.all():
+        return score.where(fits.applies)
     return xr.where(fits.sparse, score, 0.0).where(fits.applies)
 
 
@@ -283,17 +285,41 @@ def select(fits, names=None):
     that need scores, ``computed`` and ``expected`` (what the selections store holds)."""
     names = available(fits.data_vars) if names is None else names
     out = {"computed": fits.computed, "expected": fits.expected}
-    fits = _with_masks(fits)
+    sparse = fits.sparse.values
+    split = sparse.any() and not sparse.all()
+    scored = _with_masks(fits.isel(algorithm=sparse) if split else fits)
+    only = _only_fits(fits) if split else None
     for name in names:
         rule = BY_NAME[name]
         if rule.choose is None:
             continue
-        chosen = rule.choose(fits)
+        chosen = rule.choose(scored)
+        if split:
+            chosen = _with_only_fits(chosen, only, fits.algorithm.values)
         out[f"{rule.variable}_s"] = chosen.s
         out[f"{rule.variable}_f"] = chosen.f_score
         if rule.bit:
             out[f"{rule.variable}_covered"] = covers(fits, rule.bit)
     return xr.Dataset(out)
+
+
+def _only_fits(fits):
+    """F of the only fit (at s = NaN) of each algorithm of ``fits`` that is not sparse, per
+    cell: what every rule chooses for it (:func:`_key`), without the rule's passes over
+    the s grid."""
+    one = fits[["f_score", "applies", "computed"]].isel(
+        algorithm=~fits.sparse.values,
+        sparsity=int(np.flatnonzero(np.isnan(fits.sparsity.values))[0]), drop=True)
+    return one.f_score.where(one.applies & one.computed)
+
+
+def _with_only_fits(chosen, only, order):
+    """A rule's choice on the sparse algorithms (``chosen``: ``s`` and ``f_score``) with the
+    others' only fits (``only``, :func:`_only_fits`) at s = NaN, the algorithms in
+    ``order``."""
+    s = xr.full_like(chosen.s.isel(algorithm=0, drop=True), np.nan)
+    others = xr.Dataset({"s": s.expand_dims(algorithm=only.algorithm.values), "f_score": only})
+    return xr.concat([chosen, others], dim="algorithm").sel(algorithm=order)
 
 
 def selected_names(selected):
