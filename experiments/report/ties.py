@@ -16,6 +16,7 @@ family.
   F under cv and its tie rules (docs/method/selection.md §2.5).
 """
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -100,15 +101,21 @@ def threshold_counts(name, fits, selected):
     if ZERO_WEIGHTS not in fits:
         return pd.DataFrame(columns=THRESHOLD_COLUMNS)
     sparse = fits.algorithm[fits.sparse]
-    thresholded = (fits[ZERO_WEIGHTS] > 0).sel(algorithm=sparse)
+    thresholded = (fits[ZERO_WEIGHTS] > 0).sel(algorithm=sparse).transpose(
+        *CELL_DIMS, "sparsity").values
+    grid = fits.sparsity.values  # the s of a selected s's entry: found by its value
+    order = np.argsort(grid)  # NaN (the non-sparse entry) last
+    others = [d for d in CELL_DIMS if d != "algorithm"]
     rows = []
     for selection in selected_names(selected):
         variable = BY_NAME[selection].variable
         s = selected[f"{variable}_s"].sel(algorithm=sparse)
-        chosen = (selected.computed & selected.get(f"{variable}_covered", True)).sel(
-            algorithm=sparse) & s.notnull()
-        thresholds = ((fits.sparsity == s) & thresholded).any("sparsity") & chosen
-        others = [d for d in CELL_DIMS if d != "algorithm"]
+        chosen = ((selected.computed & selected.get(f"{variable}_covered", True)).sel(
+            algorithm=sparse) & s.notnull()).transpose(*CELL_DIMS)
+        s = s.broadcast_like(chosen).transpose(*CELL_DIMS).values
+        at = order[np.searchsorted(grid[order], np.where(np.isnan(s), grid[order[0]], s))]
+        thresholds = chosen & chosen.copy(
+            data=np.take_along_axis(thresholded, at[..., None], axis=-1)[..., 0])
         counts = xr.Dataset({"cells": chosen.sum(others),
                              "thresholding_cells": thresholds.sum(others)})
         rows.append(counts.to_dataframe().reset_index().assign(selection=selection))
