@@ -26,6 +26,7 @@ carries them, are the runner's rules (``pcskm.runner.store.wanted_scores``,
 """
 
 import contextlib
+import itertools
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,16 +126,34 @@ def table_variables(variables):
     return {*variables, *((ZERO_WEIGHTS,) if WEIGHTS_PER_S in variables else ())}
 
 
+BLOCK_DIMS = FIT_DIMS[:4]  # the dims along which the store cuts a variable into chunks
+
+
+def chunk_blocks(variable):
+    """The regions of ``variable`` (lazy, from the store) that each hold whole chunks along
+    :data:`BLOCK_DIMS` (the store's chunks, ``preferred_chunks``; the whole extent along a
+    dim it does not cut): dicts of slices, one region per chunk, so that reading them one
+    after the other decodes every chunk once."""
+    chunks = variable.encoding.get("preferred_chunks", {})
+    steps = [chunks.get(dim, variable.sizes[dim]) for dim in BLOCK_DIMS]
+    starts = [range(0, variable.sizes[dim], step) for dim, step in zip(BLOCK_DIMS, steps,
+                                                                      strict=True)]
+    for corner in itertools.product(*starts):
+        yield {dim: slice(start, start + step)
+               for dim, start, step in zip(BLOCK_DIMS, corner, steps, strict=True)}
+
+
 def zero_weight_counts(ds, sparse):
     """Per fit (the fit dims), the number of features whose weight is exactly 0 in
     ``weights_per_s`` (NaN weights, of no fit or a failed one, count as nonzero; 0 for the
-    algorithms that are not ``sparse``, which thresholds nothing), read one (algorithm, init)
-    at a time so that memory stays bounded by that slice."""
+    algorithms that are not ``sparse``, which thresholds nothing), read one chunk at a time
+    (:func:`chunk_blocks`) so that memory stays bounded by a chunk."""
     weights = ds[WEIGHTS_PER_S].transpose(*FIT_DIMS, "feature")
     counts = np.zeros(weights.shape[:-1], np.int16)
-    for a, i in np.ndindex(*weights.shape[:2]):
-        if sparse.values[a]:
-            counts[a, i] = (weights[a, i].values == 0).sum(axis=-1)
+    for block in chunk_blocks(weights):
+        at = tuple(block[dim] for dim in BLOCK_DIMS)
+        counts[at] = (weights.isel(block).values == 0).sum(axis=-1)
+    counts[~sparse.values] = 0
     return xr.DataArray(counts, coords={d: ds[d] for d in FIT_DIMS}, dims=FIT_DIMS)
 
 

@@ -22,7 +22,7 @@ from pcskm.runner.store import WEIGHTS_PER_S
 
 from . import families, performance, plotting
 from . import selection as selections
-from .fits import quiet
+from .fits import BLOCK_DIMS, CELL_DIMS, FIT_DIMS, chunk_blocks, quiet
 
 FIGURE_ALGORITHMS = ("SKM", "PCSKM", "MPCKM")  # Figure 2's rows: gray, blue, red
 COLOURS = {"SKM": "0.45", "PCSKM": "tab:blue", "MPCKM": "tab:red"}
@@ -120,31 +120,29 @@ def _chosen_entries(s, sparsity, sparse):
 
 def _at_selected(group, keep, fits, selected, rule):
     """``total`` and ``n_fits`` of the weights at the s that ``rule`` chose per cell (see
-    :func:`means`), read one (algorithm, init) of ``weights_per_s`` at a time."""
+    :func:`means`), read one chunk of ``weights_per_s`` at a time (``fits.chunk_blocks``)."""
     variable = selections.BY_NAME[rule].variable
     chosen = selected.sel(algorithm=keep)
     counted = chosen.computed & chosen.get(f"{variable}_covered", True)
-    cells = ("kind", "percent", "run", "fold")
-    s = chosen[f"{variable}_s"].broadcast_like(counted).transpose("algorithm", "init", *cells)
-    counted = counted.broadcast_like(s).transpose(*s.dims)
-    per_s = group[WEIGHTS_PER_S].sel(algorithm=keep)
+    s = chosen[f"{variable}_s"].broadcast_like(counted).transpose(*CELL_DIMS)
+    counted = counted.broadcast_like(s).transpose(*CELL_DIMS).values
+    per_s = group[WEIGHTS_PER_S].sel(algorithm=keep).transpose(*FIT_DIMS, "feature")
     entries = _chosen_entries(s, group.sparsity, fits.sparse.sel(algorithm=keep)).transpose(
-        *s.dims).values
+        *CELL_DIMS).values
     shape = (*s.shape[:4], group.sizes["feature"])
     total, n_fits = np.zeros(shape), np.zeros(shape[:-1], np.int64)
-    for a, i in np.ndindex(*s.shape[:2]):
-        weights = per_s.isel(algorithm=a, init=i).transpose(
-            *cells, "sparsity", "feature").values.astype(np.float64)
-        at = entries[a, i]
-        picked = np.take_along_axis(weights, np.clip(at, 0, None)[..., None, None],
+    for block in chunk_blocks(per_s):
+        at = tuple(block[dim] for dim in BLOCK_DIMS)
+        weights = per_s.isel(block).values.astype(np.float64)
+        picked = np.take_along_axis(weights, np.clip(entries[at], 0, None)[..., None, None],
                                     axis=-2)[..., 0, :]
-        ok = counted.values[a, i] & (at >= 0) & ~np.isnan(picked).any(axis=-1)
-        total[a, i] = np.where(ok[..., None], picked, 0.0).sum(axis=(2, 3))
-        n_fits[a, i] = ok.sum(axis=(2, 3))
-    coords = {d: s[d] for d in ("algorithm", "init", "kind", "percent")}
+        ok = counted[at] & (entries[at] >= 0) & ~np.isnan(picked).any(axis=-1)
+        total[at] = np.where(ok[..., None], picked, 0.0).sum(axis=(4, 5))
+        n_fits[at] = ok.sum(axis=(4, 5))
+    coords = {d: s[d] for d in BLOCK_DIMS}
     return xr.Dataset({
-        "total": (("algorithm", "init", "kind", "percent", "feature"), total),
-        "n_fits": (("algorithm", "init", "kind", "percent"), n_fits),
+        "total": ((*BLOCK_DIMS, "feature"), total),
+        "n_fits": (BLOCK_DIMS, n_fits),
     }, coords={**coords, "feature": group.feature})
 
 
