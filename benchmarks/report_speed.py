@@ -3,7 +3,7 @@ turns (old, new, new, old) beside a warm ``pcskm run`` of the store's spec, and 
 reports compared: every table and report.md byte for byte, every figure as pixels.
 
     python benchmarks/report_speed.py BEFORE [--after COMMIT] [--spec quick] [--store STORE]
-                                     [--order old,new,new,old]
+                                     [--order old,new,new,old] [--keep DIR]
     python benchmarks/report_speed.py --compare OLD_REPORT NEW_REPORT
 
 ``BEFORE`` is a git commit; its tree is exported into a temporary folder and imported as
@@ -98,6 +98,7 @@ def main():
                         help="only compare two report folders")
     parser.add_argument("--order", default="old,new,new,old",
                         help="the reports, in turn (a large store: old,new)")
+    parser.add_argument("--keep", help="a folder to copy the (first) new report to")
     parser.add_argument("--log", default="report_speed.log",
                         help="where the commands' /usr/bin/time -v output goes")
     args = parser.parse_args()
@@ -149,6 +150,8 @@ def main():
         if len(times["new"]) > 1:
             lines += compare(times["new"][0][2], times["new"][1][2])
         files = len(list(times["new"][0][2].iterdir()))
+        if args.keep:
+            shutil.copytree(times["new"][0][2], args.keep, dirs_exist_ok=True)
         print(f"old vs new report ({files} files): "
               + ("; ".join(lines) if lines else "the same (tables and report.md byte for "
                  "byte, figures pixel for pixel)"))
