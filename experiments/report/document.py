@@ -898,7 +898,7 @@ def _primary_decisions(doc, results, prereg, table, number):
     if table.empty:
         return number
     doc.heading(f"0.{number} Failed fits and Bayesian verdicts", level=3)
-    later = "failures" not in (results.store.attrs.get("preregistration") or {})
+    later = not preregistered.states(results.store.attrs, "failures")
     doc.paragraph(
         f"The primary comparisons under each rule for failed fits; the pre-registered rule is "
         f"**{prereg.failures}**"

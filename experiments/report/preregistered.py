@@ -73,6 +73,20 @@ def stored(attrs):
     return Stored(**{k: recorded[k] for k in keys if k in recorded}, post_hoc=post_hoc)
 
 
+def states(attrs, key):
+    """Whether the store's spec text (``spec_toml``) states ``key`` in its
+    ``[preregistration]``: the record a store keeps has every key, with its default where the
+    spec was silent (a spec written before a key existed did not state it). Without a spec
+    text, whether the recorded preregistration has it."""
+    try:
+        table = tomllib.loads(attrs.get("spec_toml") or "").get("preregistration")
+    except tomllib.TOMLDecodeError:
+        table = None
+    if isinstance(table, dict):
+        return key in table
+    return key in (attrs.get("preregistration") or {})
+
+
 def verdict(row, alpha):
     """"<x> better" or "<x> worse" when the Holm-adjusted p is below ``alpha`` (on the side of
     the larger signed-rank sum), "no difference" otherwise, "not computed" without a unit."""
