@@ -298,7 +298,7 @@ def test_threshold_counts_match_a_plain_loop(scored_cube):
     path, ds = scored_cube
     table = fits.fit_table(open_store(path), "iris")
     counted = ties.threshold_counts("iris", table, selection.select(table)).set_index(
-        ["algorithm", "selection"])
+        ["algorithm", "selection", "kind"])
     weights, sparsity = ds.weights_per_s.values, ds.sparsity.values
     expected = loop_selections(ds)
     assert set(counted.index.get_level_values("selection")) == set(expected)
@@ -310,7 +310,8 @@ def test_threshold_counts_match_a_plain_loop(scored_cube):
                 e = int(np.flatnonzero(sparsity == s[a][at])[0])
                 cells += 1
                 thresholding += bool((weights[a][at][e] == 0).any())
-            assert tuple(counted.loc[(algorithm, name), ["cells", "thresholding_cells"]]) == (
+            assert tuple(counted.loc[(algorithm, name, "random"),
+                                     ["cells", "thresholding_cells"]]) == (
                 cells, thresholding), (name, algorithm)
             some += 0 < thresholding < cells
     assert some > 5  # the counts are not all or nothing

@@ -399,14 +399,18 @@ def _thresholds(doc, results, member_of, out, written):
     if table.empty:
         return
     _csv(_in_family_order(table, results), out, "selection_thresholds.csv", written)
-    pooled = table[table.dataset == families.ALL_DATASETS]
+    pooled = table[table.dataset == families.ALL_DATASETS].groupby(
+        ["algorithm", "selection"], sort=False)[["cells", "thresholding_cells"]].sum()
+    pooled = (pooled.thresholding_cells / pooled.cells.where(pooled.cells > 0)).rename(
+        "thresholding_share").reset_index()
     wide = pooled.pivot(index="algorithm", columns="selection", values="thresholding_share")
     wide = wide[[s for s in ORDER if s in wide.columns]].reset_index()
     wide.columns.name = None
     doc.paragraph(
         "How often each selection makes use of sparsity: the share of the computed cells, "
         "over every data set, whose selected s gives some feature a weight of exactly 0 "
-        "(per data set: `selection_thresholds.csv`; fixed-loo is not counted there).")
+        "(per data set and constraint kind: `selection_thresholds.csv`; fixed-loo is not "
+        "counted there).")
     doc.table(wide, digits=3)
 
 

@@ -89,11 +89,11 @@ def choice_counts(name, fits, selected):
     return _choice_table(name, rows)
 
 
-THRESHOLD_COLUMNS = ["dataset", "algorithm", "selection", "cells", "thresholding_cells"]
+THRESHOLD_COLUMNS = ["dataset", "algorithm", "selection", "kind", "cells", "thresholding_cells"]
 
 
 def threshold_counts(name, fits, selected):
-    """Per sparse algorithm and selection of ``selected`` (``selection.select``): the
+    """Per sparse algorithm, selection of ``selected`` (``selection.select``) and kind: the
     computed cells of data set ``name`` (covered by the selection's score) with a selected s,
     and those whose selected s thresholds a feature (``n_zero_weights`` > 0 there). Empty
     for a cube without the per-s weights. (fixed-loo, chosen across data sets, is not
@@ -105,7 +105,7 @@ def threshold_counts(name, fits, selected):
         *CELL_DIMS, "sparsity").values
     grid = fits.sparsity.values  # the s of a selected s's entry: found by its value
     order = np.argsort(grid)  # NaN (the non-sparse entry) last
-    others = [d for d in CELL_DIMS if d != "algorithm"]
+    others = [d for d in CELL_DIMS if d not in ("algorithm", "kind")]
     rows = []
     for selection in selected_names(selected):
         variable = BY_NAME[selection].variable
@@ -123,7 +123,7 @@ def threshold_counts(name, fits, selected):
         return pd.DataFrame(columns=THRESHOLD_COLUMNS)
     table = pd.concat(rows, ignore_index=True)
     table.insert(0, "dataset", name)
-    table["algorithm"] = table.algorithm.astype(str)
+    table[["algorithm", "kind"]] = table[["algorithm", "kind"]].astype(str)
     return table[THRESHOLD_COLUMNS]
 
 
@@ -194,12 +194,12 @@ def family_choices(tables, member_of, labels):
 
 def family_thresholds(tables, member_of, labels):
     """``selection_thresholds.csv``: the counts of :func:`threshold_counts` summed over the
-    members of each reported data set, then per (algorithm, selection) over every data set
-    (``dataset`` = "all data sets"), with the ``thresholding_share`` of the cells."""
+    members of each reported data set, then per (algorithm, selection, kind) over every data
+    set (``dataset`` = "all data sets"), with the ``thresholding_share`` of the cells."""
     rows = _by_reported_dataset(tables, member_of, labels)
     if rows.empty:
         return rows
-    keys = ["dataset", "algorithm", "selection"]
+    keys = ["dataset", "algorithm", "selection", "kind"]
     pooled = rows.assign(dataset=ALL_DATASETS)
     frame = pd.concat([rows, pooled]).groupby(keys, sort=False)[
         ["cells", "thresholding_cells"]].sum().reset_index()
