@@ -408,7 +408,8 @@ def _thresholds(doc, results, member_of, out, written):
     wide.columns.name = None
     doc.paragraph(
         "How often each selection makes use of sparsity: the share of the computed cells, "
-        "over every data set, whose selected s gives some feature a weight of exactly 0 "
+        "over every data set, whose selected s gives more features a weight of exactly 0 "
+        "than the cell's least sparse fit "
         "(per data set and constraint kind: `selection_thresholds.csv`; fixed-loo is not "
         "counted there).")
     doc.table(wide, digits=3)

@@ -95,14 +95,17 @@ THRESHOLD_COLUMNS = ["dataset", "algorithm", "selection", "kind", "cells", "thre
 def threshold_counts(name, fits, selected):
     """Per sparse algorithm, selection of ``selected`` (``selection.select``) and kind: the
     computed cells of data set ``name`` (covered by the selection's score) with a selected s,
-    and those whose selected s thresholds a feature (``n_zero_weights`` > 0 there). Empty
-    for a cube without the per-s weights. (fixed-loo, chosen across data sets, is not
-    counted.)"""
+    and those whose selected s thresholds: more weights exactly 0 there (``n_zero_weights``)
+    than at the cell's least sparse fit that did not fail, so that a feature no s weights (a
+    constant one) does not count. Empty for a cube without the per-s weights. (fixed-loo,
+    chosen across data sets, is not counted.)"""
     if ZERO_WEIGHTS not in fits:
         return pd.DataFrame(columns=THRESHOLD_COLUMNS)
     sparse = fits.algorithm[fits.sparse]
-    thresholded = (fits[ZERO_WEIGHTS] > 0).sel(algorithm=sparse).transpose(
-        *CELL_DIMS, "sparsity").values
+    zeros = fits[ZERO_WEIGHTS].sel(algorithm=sparse)
+    usable = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=sparse)
+    floor = zeros.where(usable).min("sparsity")
+    thresholded = (zeros > floor).transpose(*CELL_DIMS, "sparsity").values
     grid = fits.sparsity.values  # the s of a selected s's entry: found by its value
     order = np.argsort(grid)  # NaN (the non-sparse entry) last
     others = [d for d in CELL_DIMS if d not in ("algorithm", "kind")]
