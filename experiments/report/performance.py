@@ -174,11 +174,12 @@ def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, sh
     from matplotlib.patches import Rectangle
 
     data = results.families
-    expected = {(c, row): _count(data, "n_expected", selection, c, row)
+    counts = _counts(data, selection)
+    expected = {(c, row): counts["n_expected"].get((c, *row), 0)
                 for c in columns(results, datasets) for row in rows}
     cols = [c for c in columns(results, datasets) if any(expected[(c, row)] for row in rows)]
     rows = [row for row in rows if any(expected[(c, row)] for c in cols)]
-    computed = {(c, row): _count(data, "n_cells", selection, c, row) for c in cols for row in rows}
+    computed = {(c, row): counts["n_cells"].get((c, *row), 0) for c in cols for row in rows}
     if not any(computed.values()):
         return None
     algs = algorithms(results)
@@ -236,9 +237,15 @@ def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, sh
     return fig
 
 
-def _count(data, name, selection, family, row):
-    init, kind = row
-    return families.count(data, name, family, selection=selection, init=init, kind=kind)
+def _counts(data, selection):
+    """The expected and computed cells (``n_expected``, ``n_cells``) of ``selection`` per
+    (family, init, kind), summed over algorithms and percentages: dicts, read once per
+    figure rather than once per panel."""
+    totals = data[["n_expected", "n_cells"]].sel(selection=selection).sum(
+        ["algorithm", "percent"])
+    frame = totals.to_dataframe(dim_order=["family", "init", "kind"])[["n_expected", "n_cells"]]
+    return {name: {key: int(value) for key, value in frame[name].items()}
+            for name in ("n_expected", "n_cells")}
 
 
 def _f_limits(panels):
