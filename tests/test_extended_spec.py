@@ -86,6 +86,14 @@ def largest_significant_rank_sum(n, level):
     return max(t for t in range(len(cdf)) if min(1.0, 2 * cdf[t]) <= level)
 
 
+def fingerprint(X):
+    """SHA-256 of X rounded to 6 decimals (-0 made 0). The generated sets are drawn through
+    LAPACK's QR and Cholesky (experiments/_brodinova.py), whose last bits depend on the
+    CPU's BLAS kernels: the raw bytes of the project's AMD and Intel VMs differ. A difference
+    of about 1e-14 moves a value across a 6th decimal with a chance of about 1e-8."""
+    return hashlib.sha256(np.ascontiguousarray(np.round(X, 6) + 0.0).tobytes()).hexdigest()
+
+
 def design_tables(spec, loaded):
     """The rows of design_datasets.csv (one per data set) and of design.csv."""
     rows = []
@@ -100,7 +108,7 @@ def design_tables(spec, loaded):
             "uninformative": uninformative,
             "s_values": len(sparsity_grid(p, spec.sparsity_start, spec.sparsity_step,
                                           spec.sparsity_max_values)),
-            "x_sha256": hashlib.sha256(np.ascontiguousarray(data.X).tobytes()).hexdigest(),
+            "x_sha256": fingerprint(data.X),
         })
     n_sets = len(rows)
     m = len(PRIMARY_OTHERS)
