@@ -139,6 +139,18 @@ def chosen_at(fits, index):
     })
 
 
+def chosen_entries(s, sparsity, sparse):
+    """Positions along ``sparsity`` of the chosen ``s`` (any dims with ``algorithm``): the
+    matching grid entry for a sparse algorithm (-1: none chosen), the no-s entry 0 for the
+    others."""
+    grid = sparsity.values
+    entries = np.full(s.shape, -1, np.int64)
+    for position, value in enumerate(grid):
+        if not np.isnan(value):
+            entries[s.values == value] = position
+    return xr.DataArray(entries, coords=s.coords, dims=s.dims).where(sparse, 0)
+
+
 def _usable(fits):
     """The fits a per-cell score may choose: applicable, computed, not failed."""
     if USABLE in fits:

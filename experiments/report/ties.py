@@ -9,9 +9,10 @@ family.
 * :func:`choice_counts`: per sparse algorithm, selection and s, the computed cells whose
   selected s is that s (the paper-style and fixed-loo selections choose one s for all the
   cells of a setting or data set: each cell counted).
-* :func:`threshold_counts`: per sparse algorithm and selection, the computed cells with a
-  selected s and those whose selected s thresholds a feature (a weight exactly 0 at that s,
-  ``n_zero_weights``): how often a selection makes use of sparsity.
+* :func:`threshold_counts`: per sparse algorithm, selection and kind, the computed cells
+  with a selected s and those whose selected s thresholds (more weights exactly 0 there than
+  at the cell's least sparse fit, ``n_zero_weights``): how often a selection makes use of
+  sparsity.
 * :func:`cv_sensitivity`: per data set and sparse algorithm, cv's tie share beside the mean
   F under cv and its tie rules (docs/method/selection.md §2.5).
 """
@@ -24,7 +25,7 @@ from pcskm.runner.store import AUC_SCORES, CV_SCORES, GAP_SCORES
 
 from .families import ALL_DATASETS
 from .fits import CELL_DIMS, ZERO_WEIGHTS, quiet
-from .selection import BY_NAME, covers, selected_names
+from .selection import BY_NAME, chosen_entries, covers, selected_names
 
 CELL = ("run", "fold")
 KEYS = ["algorithm", "init", "kind", "percent"]
@@ -106,8 +107,6 @@ def threshold_counts(name, fits, selected):
     usable = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=sparse)
     floor = zeros.where(usable).min("sparsity")
     thresholded = (zeros > floor).transpose(*CELL_DIMS, "sparsity").values
-    grid = fits.sparsity.values  # the s of a selected s's entry: found by its value
-    order = np.argsort(grid)  # NaN (the non-sparse entry) last
     others = [d for d in CELL_DIMS if d not in ("algorithm", "kind")]
     rows = []
     for selection in selected_names(selected):
@@ -115,8 +114,8 @@ def threshold_counts(name, fits, selected):
         s = selected[f"{variable}_s"].sel(algorithm=sparse)
         chosen = ((selected.computed & selected.get(f"{variable}_covered", True)).sel(
             algorithm=sparse) & s.notnull()).transpose(*CELL_DIMS)
-        s = s.broadcast_like(chosen).transpose(*CELL_DIMS).values
-        at = order[np.searchsorted(grid[order], np.where(np.isnan(s), grid[order[0]], s))]
+        at = chosen_entries(s.broadcast_like(chosen), fits.sparsity, True).transpose(
+            *CELL_DIMS).values.clip(min=0)  # -1 (no s chosen) only outside ``chosen``
         thresholds = chosen & chosen.copy(
             data=np.take_along_axis(thresholded, at[..., None], axis=-1)[..., 0])
         counts = xr.Dataset({"cells": chosen.sum(others),

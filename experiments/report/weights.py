@@ -106,18 +106,6 @@ def means(store, name, fits, selected=None, rule=None):
     ).assign_attrs(feature_quality=fits.attrs.get("feature_quality", ""))
 
 
-def _chosen_entries(s, sparsity, sparse):
-    """Positions along ``sparsity`` of the chosen ``s`` (any dims with ``algorithm``): the
-    matching grid entry for a sparse algorithm (-1: none chosen), the no-s entry 0 for the
-    others."""
-    grid = sparsity.values
-    entries = np.full(s.shape, -1, np.int64)
-    for position, value in enumerate(grid):
-        if not np.isnan(value):
-            entries[s.values == value] = position
-    return xr.DataArray(entries, coords=s.coords, dims=s.dims).where(sparse, 0)
-
-
 def _at_selected(group, keep, fits, selected, rule):
     """``total`` and ``n_fits`` of the weights at the s that ``rule`` chose per cell (see
     :func:`means`), read one chunk of ``weights_per_s`` at a time (``fits.chunk_blocks``)."""
@@ -127,7 +115,8 @@ def _at_selected(group, keep, fits, selected, rule):
     s = chosen[f"{variable}_s"].broadcast_like(counted).transpose(*CELL_DIMS)
     counted = counted.broadcast_like(s).transpose(*CELL_DIMS).values
     per_s = group[WEIGHTS_PER_S].sel(algorithm=keep).transpose(*FIT_DIMS, "feature")
-    entries = _chosen_entries(s, group.sparsity, fits.sparse.sel(algorithm=keep)).transpose(
+    entries = selections.chosen_entries(s, group.sparsity,
+                                        fits.sparse.sel(algorithm=keep)).transpose(
         *CELL_DIMS).values
     shape = (*s.shape[:4], group.sizes["feature"])
     total, n_fits = np.zeros(shape), np.zeros(shape[:-1], np.int64)
