@@ -489,13 +489,13 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
     if force:
         cube.clear_done(the_plan.tasks)
     summary = RunSummary(n_tasks=len(the_plan.tasks))
-    cube.begin_run(run_start(spec, started, where, selection, preload))
+    start = run_start(spec, started, where, selection, preload)
+    cube.begin_run(start)
 
     def record(error=None):
         """Record the run if it wrote cells or finished; else only end its note."""
         keep = summary.n_written > 0 or (error is None and not summary.interrupted)
-        entry = run_entry(spec, summary, started, time.perf_counter() - clock, where, error,
-                          selection, preload)
+        entry = run_entry(start, summary, time.perf_counter() - clock, error)
         try:
             with held_signals():
                 cube.record_run(entry if keep else None)
@@ -575,13 +575,17 @@ def run_start(spec, started, cluster_options, selection=None, preload=()):
     (``pcskm check``, the report's section "Checking cells"); ``code``, each algorithm's
     definition as ``algorithm_definitions`` records it (a user estimator's module version or
     source SHA-256), says which code computed the cells the run marks done
-    (:mod:`pcskm.runner.store.provenance`)."""
+    (:mod:`pcskm.runner.store.provenance`); ``run_id``, drawn here, names the run: a note
+    finds its own record by it (:func:`pcskm.runner.store.location.recorded_as`), where two
+    runs of one process may share every other field, down to the second they started."""
     from .clusters import machine_description
     from .preload import check_files
     from .store import versions
+    from .store.fencing import new_token
     from .store.layout import algorithm_definition
 
     return {
+        "run_id": new_token(),
         "spec": spec.name,
         "spec_file": spec.path,
         "preload": [str(file) for file in check_files(preload)],
@@ -599,12 +603,12 @@ def run_start(spec, started, cluster_options, selection=None, preload=()):
     }
 
 
-def run_entry(spec, summary, started, wall_seconds, cluster_options, error=None,
-              selection=None, preload=()):
-    """What a run records in the store (``runs`` attribute): when, how long, where, what,
-    and the error that stopped it, if any."""
+def run_entry(start, summary, wall_seconds, error=None):
+    """What a run records in the store (``runs`` attribute): its note ``start``
+    (:func:`run_start`), how long it took, what it computed, and the error that stopped it,
+    if any."""
     return {
-        **run_start(spec, started, cluster_options, selection, preload),
+        **start,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_seconds": round(wall_seconds, 1),  # the whole run: store, plan, cluster, compute
         "compute_wall_seconds": round(summary.wall_seconds, 1),  # first task to last write

@@ -15,6 +15,7 @@ from pcskm.experiments.report.document import _run_lines
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
 from pcskm.runner.store import RUNNING, DoneMarks
+from pcskm.runner.store.location import recorded_as
 
 TINY = """
 name = "tiny-record"
@@ -68,10 +69,14 @@ def test_an_interrupt_after_the_last_write_keeps_the_record(client, tmp_path, mo
 
 
 def test_an_interrupted_run_records_the_cells_it_wrote(client, tmp_path):
+    """The record carries the note's fields, its ``run_id`` among them; the next run of the
+    same process draws another id."""
     store = tmp_path / "interrupted.zarr"
+    notes = []
 
     def interrupt(result, summary):
         if summary.n_written == 1:
+            notes.append(root_attrs(store)[RUNNING])
             raise KeyboardInterrupt
 
     summary = run_spec(SPEC, store, client=client, progress=False, on_result=interrupt)
@@ -79,6 +84,30 @@ def test_an_interrupted_run_records_the_cells_it_wrote(client, tmp_path):
     [record] = root_attrs(store)["runs"]
     assert record["interrupted"] and record["tasks"] == 1
     assert record["cells"] == summary.n_cells == done_cells(store) > 0
+    [note] = notes
+    assert {key: record[key] for key in note if key != "done_cells"} == {
+        key: value for key, value in note.items() if key != "done_cells"}
+    assert len(note["run_id"]) == 32
+    run_spec(SPEC, store, client=client, progress=False)
+    first, second = root_attrs(store)["runs"]
+    assert second["run_id"] != first["run_id"]
+    assert second["client_pid"] == first["client_pid"]
+
+
+def test_a_note_finds_its_own_record_among_runs_of_one_process_in_one_second():
+    """Two runs of one process that started in the same second share host, process, its
+    start and ``started``: the note of the second finds the second's record by its
+    ``run_id``, not the first's (a branch reset to the second run's start took the first's
+    record for it). A note without an id (an older store's) is matched by the process and
+    start."""
+    process = {"client_host": "node", "client_pid": 7, "client_start": "boot:1",
+               "started": "2026-11-30T02:00:00+00:00"}
+    runs = [(f"run-000{n}", None, {**process, "run_id": f"{n}" * 32, "cells": n}, f"S{n}")
+            for n in (1, 2)]
+    assert recorded_as({**process, "run_id": "2" * 32}, runs) == ("run-0002", runs[1][2])
+    assert recorded_as({**process, "run_id": "3" * 32}, runs) is None
+    assert recorded_as(process, runs) == ("run-0001", runs[0][2])
+    assert recorded_as({**process, "client_pid": 8}, runs) is None
 
 
 KILLED_RUN = textwrap.dedent("""
@@ -120,7 +149,7 @@ def test_a_killed_run_is_recorded_by_the_next_run(client, tmp_path, caplog):
     assert summary.n_cells == ALL_CELLS - written
     first, second = root_attrs(store)["runs"]
     assert first["killed"] and first["interrupted"] and first["cells"] == written
-    assert first["client_pid"] == attrs[RUNNING]["client_pid"]
+    assert first["run_id"] == attrs[RUNNING]["run_id"]
     assert second["cells"] == ALL_CELLS - written and not second["interrupted"]
     assert RUNNING not in root_attrs(store)
     killed_line, complete_line = _run_lines([first, second])

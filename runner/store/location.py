@@ -1032,10 +1032,13 @@ def _gone(note):
 
 def recorded_as(note, runs):
     """``(tag, record)`` of the run that the note ``note`` names among ``runs`` (those of
-    :meth:`Repository.runs`) if it recorded itself (a record of the same process and start),
+    :meth:`Repository.runs`) if it recorded itself (a record with the note's ``run_id``),
     else None: a branch reset to a snapshot taken while that run wrote holds its note,
-    though the run ended."""
-    same = ("client_host", "client_pid", "client_start", "started")
+    though the run ended. A note written before runs drew an id is matched by its process
+    and start (``started`` is to the second: two runs of one process in one second are
+    told apart only by the id)."""
+    same = ("run_id",) if note.get("run_id") else (
+        "client_host", "client_pid", "client_start", "started")
     return next(((tag, record) for tag, _, record, _ in runs
                  if all(record.get(key) == note.get(key) for key in same)), None)
 
