@@ -1,9 +1,12 @@
 """``pcskm report`` of an earlier commit and of this checkout on the same store, timed in
 turns (old, new, new, old) beside a warm ``pcskm run`` of the store's spec, and the two
-reports compared: every table and report.md byte for byte, every figure as pixels.
+reports compared: every table and report.md byte for byte, every figure as pixels. A turn
+``all`` is the new report with ``--grids all`` (every main selection's performance grids
+drawn, as the reports before ``--grids`` drew them): it is compared with the old one, and
+the new default report with it (the grids it does not draw, and report.md, differ).
 
     python benchmarks/report_speed.py BEFORE [--after COMMIT] [--spec quick] [--store STORE]
-                                     [--order old,new,new,old] [--keep DIR]
+                                     [--order old,new,new,old[,all]] [--keep DIR]
     python benchmarks/report_speed.py --compare OLD_REPORT NEW_REPORT
 
 ``BEFORE`` is a git commit; its tree is exported into a temporary folder and imported as
@@ -132,29 +135,45 @@ def main():
                                            "--no-progress"], new_path, log)
             print(f"pcskm run {args.spec} (warm kernels, empty store): {wall:.1f} s wall, "
                   f"{cpu:.1f} s CPU, peak {peak:.0f} MiB (load average {load()})")
-        times = {"old": [], "new": []}
+        times = {"old": [], "new": [], "all": []}
         order = args.order.split(",")
-        if set(order) != {"old", "new"}:
-            parser.error("--order: old and new, each at least once")
+        if not {"old", "new"} <= set(order) <= set(times):
+            parser.error("--order: old and new, each at least once, and all if wanted")
         for turn, which in enumerate(order):
             out = tmp / f"{which}-{turn}"
-            wall, peak, _out, cpu = timed(["report", str(store), "--out", str(out)],
-                                          old_path if which == "old" else new_path, log)
+            wall, peak, _out, cpu = timed(
+                ["report", str(store), "--out", str(out),
+                 *(["--grids", "all"] if which == "all" else [])],
+                old_path if which == "old" else new_path, log)
             times[which].append((wall, peak, out))
-            print(f"report by {args.before if which == 'old' else head}: {wall:.1f} s wall, "
+            print(f"report by {args.before if which == 'old' else head}"
+                  f"{' --grids all' if which == 'all' else ''}: {wall:.1f} s wall, "
                   f"{cpu:.1f} s CPU, peak {peak:.0f} MiB (load average {load()})")
         for which, found in times.items():
             walls = [w for w, _p, _o in found]
-            print(f"{which}: {min(walls):.1f}-{max(walls):.1f} s")
-        lines = compare(times["old"][0][2], times["new"][0][2])
-        if len(times["new"]) > 1:
-            lines += compare(times["new"][0][2], times["new"][1][2])
-        files = len(list(times["new"][0][2].iterdir()))
+            if walls:
+                print(f"{which}: {min(walls):.1f}-{max(walls):.1f} s")
+        old, new = times["old"][0][2], times["new"][0][2]
         if args.keep:
-            shutil.copytree(times["new"][0][2], args.keep, dirs_exist_ok=True)
-        print(f"old vs new report ({files} files): "
-              + ("; ".join(lines) if lines else "the same (tables and report.md byte for "
-                 "byte, figures pixel for pixel)"))
+            shutil.copytree(new, args.keep, dirs_exist_ok=True)
+        same = "the same (tables and report.md byte for byte, figures pixel for pixel)"
+        if times["all"]:
+            every = times["all"][0][2]
+            lines = compare(old, every)
+            print(f"old vs new --grids all ({len(list(every.iterdir()))} files): "
+                  + ("; ".join(lines) or same))
+            lines = compare(every, new)
+            undrawn = [line for line in lines if line.startswith(f"only in {every}: ")
+                       and line.endswith(".png")]
+            rest = [line for line in lines if line not in undrawn]
+            print(f"new --grids all vs new ({len(list(new.iterdir()))} files): "
+                  f"{len(undrawn)} grids not drawn; " + ("; ".join(rest) or "the rest the same"))
+        else:
+            lines = compare(old, new)
+            if len(times["new"]) > 1:
+                lines += compare(new, times["new"][1][2])
+            print(f"old vs new report ({len(list(new.iterdir()))} files): "
+                  + ("; ".join(lines) or same))
     print(f"load average after: {load()}")
 
 

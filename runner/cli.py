@@ -396,7 +396,7 @@ def cmd_report(args):
     name = Path(store.name).stem + "-report"
     out_dir = Path(args.out) if args.out else (Path(name) if is_url(args.store)
                                                else store.with_name(name))
-    write_report(store, out_dir, focus=args.focus, baseline=args.baseline)
+    write_report(store, out_dir, focus=args.focus, baseline=args.baseline, grids=args.grids)
     log.info("report written to %s", out_dir)
     return EXIT_OK
 
@@ -613,7 +613,7 @@ def build_parser():
 
     report = commands.add_parser(
         "report", help="tables and figures from a store",
-        description="Write the report of STORE (report.md, every table as CSV, every figure "
+        description="Write the report of STORE (report.md, every table as CSV, the figures "
                     "as PNG) into a folder.")
     report.add_argument("store", nargs="?", default=str(default_store(DEFAULT_SPEC)),
                         type=store_path, help=store_help)
@@ -624,6 +624,10 @@ def build_parser():
                         help="a report folder (e.g. docs/results/extended) computed with the "
                              "same protocol: its algorithms that STORE has not computed are "
                              "compared with STORE's")
+    report.add_argument("--grids", choices=("primary", "all"), default="primary",
+                        help="the performance grids drawn: those of the primary selection "
+                             "(default) or of every main selection; every grid's values are "
+                             "written as CSV either way")
     report.set_defaults(func=cmd_report)
 
     check = commands.add_parser(

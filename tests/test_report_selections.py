@@ -781,20 +781,33 @@ def test_a_cube_without_the_scores_reports_the_others(smoke_report):
 
 def test_a_cube_written_before_the_selection_scores(tmp_path):
     """A hand-built cube as the runner wrote it before the scores (no scored markers, no
-    score keys in its protocol) reports, with the selections that need no scores."""
+    score keys in its protocol) reports, with the selections that need no scores. Every
+    main selection's grid has its CSV; the grid is drawn for the primary selection (paper,
+    without cv) by default, for every main selection with ``grids="all"``, and the CSVs
+    are the same either way."""
     path = write_cube(tmp_path / "old.zarr", {"iris": make_group(f=0.6)})
     assert "cv_folds" not in zarr.open_group(str(path), mode="r").attrs["protocol"]
-    out = tmp_path / "out"
+    out, every = tmp_path / "out", tmp_path / "every"
     report = write_report(path, out)
     assert collect(open_store(path)).selections == selection.SELECTIONS
     text = report.read_text()
     assert "## 3. Choosing s" in text and "Not in this cube: unthresholded." in text
-    for name in selection.SELECTIONS:  # one performance grid per main selection
-        main = selection.BY_NAME[name].main
-        assert (out / f"figure1_performance_{name}.png").exists() == main, name
-        if main:
-            grid = pd.read_csv(out / f"figure1_performance_{name}.csv")
+    assert "drawn for the primary selection, paper" in text and "--grids all" in text
+    write_report(path, every, grids="all")
+    main = [name for name in selection.SELECTIONS if selection.BY_NAME[name].main]
+    assert "paper" in main and len(main) > 1
+    for name in selection.SELECTIONS:
+        stem = f"figure1_performance_{name}"
+        assert (out / f"{stem}.png").exists() == (name == "paper"), name
+        assert (every / f"{stem}.png").exists() == (name in main), name
+        assert (out / f"{stem}.csv").exists() == (name in main), name
+        if name in main:
+            grid = pd.read_csv(out / f"{stem}.csv")
             assert set(grid.selection) == {name}
+            assert (out / f"{stem}.csv").read_bytes() == (every / f"{stem}.csv").read_bytes()
+    with pytest.raises(ValueError, match="grids must be one of primary, all"):
+        write_report(path, tmp_path / "never", grids="some")
+    assert not (tmp_path / "never").exists()
 
 
 SCORED_SPEC = """

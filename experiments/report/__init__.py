@@ -19,6 +19,7 @@ from . import study
 from .aggregate import collect, sidecar_path
 from .document import Progress, write_document
 from .fits import open_store
+from .performance import GRIDS
 
 __all__ = ["collect", "open_store", "sidecar_path", "write_report"]
 
@@ -52,17 +53,22 @@ def _sidecar_for(store, out):
     return out / beside.name
 
 
-def write_report(store, out_dir=None, focus=None, baseline=None):
+def write_report(store, out_dir=None, focus=None, baseline=None, grids="primary"):
     """Write the report of the cube at ``store`` into ``out_dir``; returns the path of
     ``report.md``. ``focus``: the algorithm Analysis 1 compares with every other one (default:
     the spec's ``[report] focus``, else PCSKM; :mod:`.study`). ``baseline``: a report folder
     whose algorithms the store has not computed are compared with the store's
-    (:mod:`.baseline`). Raises ``DamagedStore`` if the store fails verification, ValueError
-    for a ``focus`` that is not an algorithm of the cube or a ``baseline`` of another protocol
-    (before anything is written). A store swapped by another run while it is read is read
-    again (:func:`pcskm.runner.store.access.read_consistently`)."""
+    (:mod:`.baseline`). ``grids``: the performance grids drawn, those of the primary
+    selection (``"primary"``) or of every main selection (``"all"``); the values of every
+    grid are written as CSV either way. Raises ``DamagedStore`` if the store fails
+    verification, ValueError for a ``focus`` that is not an algorithm of the cube, a
+    ``baseline`` of another protocol or another ``grids`` (before anything is written). A
+    store swapped by another run while it is read is read again
+    (:func:`pcskm.runner.store.access.read_consistently`)."""
     from pcskm.runner.store import check_store, read_consistently, where, write_error
 
+    if grids not in GRIDS:
+        raise ValueError(f"grids must be one of {', '.join(GRIDS)}, not {grids!r}")
     store = where(store).pinned()  # a store on object storage read at one snapshot
     check_store(store)  # before the report folder is made: not a cube, damaged metadata
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
@@ -85,7 +91,7 @@ def write_report(store, out_dir=None, focus=None, baseline=None):
     def write():
         progress = Progress()
         return write_document(_verified_results(store, sidecar, progress, baseline), out,
-                              focus=focus, progress=progress)
+                              focus=focus, progress=progress, grids=grids)
 
     return read_consistently(store, write)
 

@@ -110,7 +110,8 @@ class Evidence:
     family, algorithm, init, kind, percent), NaN where not complete (None: nothing computed);
     ``weights``: per family label, the mean weights (algorithm, init, kind, percent, feature)
     with the ``uninformative`` coordinate; ``panels``: the tables of :func:`_panels`, which
-    every selection reads alike, computed once."""
+    every selection reads alike, computed once; ``cases``: the grids of :func:`_cases`, which
+    several claims of a selection read alike, computed once."""
 
     selections: tuple
     table1: pd.DataFrame
@@ -119,6 +120,7 @@ class Evidence:
     points: xr.DataArray | None
     weights: dict
     panels: dict = field(default_factory=dict, compare=False, repr=False)
+    cases: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def evidence(results, table1, tests):
@@ -209,6 +211,14 @@ def _grid(data, selection, **labels):
 def _cases(evidence, selection, datasets, algorithms, settings=SETTINGS, data="values"):
     """``values`` (or ``points``) per (family, setting, algorithm[, percent]) on the
     (init, kind) ``settings``; a setting is labelled ``init/kind``."""
+    key = (selection, tuple(datasets), tuple(algorithms), tuple(settings), data)
+    if key not in evidence.cases:
+        evidence.cases[key] = _read_cases(evidence, selection, datasets, algorithms, settings,
+                                          data)
+    return evidence.cases[key]
+
+
+def _read_cases(evidence, selection, datasets, algorithms, settings, data):
     inits = list(dict.fromkeys(i for i, _k in settings))
     kinds = list(dict.fromkeys(k for _i, k in settings))
     grid = _grid(getattr(evidence, data), selection, family=datasets, algorithm=algorithms,

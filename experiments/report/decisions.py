@@ -98,7 +98,7 @@ def case_rows(results, plan, available=None):
     """The case rows of :func:`statistics.analyses` of ``plan`` under every rule for failed
     fits (rule -> DataFrame); ``available``: those of the available rule, if computed."""
     return {failures: (available if failures == AVAILABLE and available is not None
-                       else statistics.analyses(results, plan, failures)[1])
+                       else statistics.analyses(results, plan, failures, tests=False)[1])
             for failures in RULES}
 
 

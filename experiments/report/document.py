@@ -1,4 +1,4 @@
-"""Writing the report: every table as CSV, every figure as PNG, and report.md."""
+"""Writing the report: every table as CSV, the figures as PNG, and report.md."""
 
 import logging
 import time
@@ -531,7 +531,10 @@ def _inits_run(results):
     return {str(i) for name in results.store.names for i in results.store.group(name).init.values}
 
 
-def _performance(doc, results, out, written):
+def _performance(doc, results, out, written, grids, primary):
+    """Section 4: the performance tables, and the grids of the main selections: all of
+    them (``grids="all"``) or the ``primary`` selection's (``grids="primary"``); every
+    grid's values go to its CSV either way."""
     doc.heading("4. Performance")
     long = performance.long_table(results)
     _csv(long, out, "performance.csv", written)
@@ -554,9 +557,15 @@ def _performance(doc, results, out, written):
     specs = [spec for spec in performance.figure_specs(results)
              if {init for init, _kind in spec[2]} & run]
     main = [name for name in results.selections if BY_NAME[name].main]
+    drawn = main if grids == "all" else [name for name in main if name == primary]
     doc.paragraph(
-        "One set of grids per main selection (" + ", ".join(main) + "); the other "
-        "selections' values are in `performance.csv` and in section 3.4.")
+        "One set of grids per main selection (" + ", ".join(main) + ")"
+        + ("" if drawn == main else
+           ", drawn for " + (f"the primary selection, {primary}" if drawn
+                             else "none of them (the primary selection is not a main one)")
+           + "; the others' values are in their grids' CSVs (`pcskm report --grids all` "
+           "draws them)") + "; the other selections' values are in `performance.csv` and "
+        "in section 3.4.")
     absent = [title for _stem, title, rows, _datasets in performance.figure_specs(results)
               if not {init for init, _kind in rows} & run]
     if absent:
@@ -566,15 +575,21 @@ def _performance(doc, results, out, written):
         doc.heading(f"4.{number} {selection}: {SELECTION_TITLES[selection]}", level=3)
         for stem, title, rows, datasets in specs:
             png = out / f"{stem}_{selection}.png"
-            if performance.figure(results, selection, title, rows, png, datasets=datasets):
-                written.append(png)
+            if performance.has_values(results, selection, rows, datasets):
                 plotted = long[(long.selection == selection)
                                & long.family.isin(performance.columns(results, datasets))
                                & pd.Series(list(zip(long.init, long.kind, strict=True)),
                                            index=long.index).isin(rows)]
+                if selection in drawn:
+                    performance.figure(results, selection, title, rows, png,
+                                       datasets=datasets)
+                    written.append(png)
                 csv = _csv(plotted, out, f"{stem}_{selection}.csv", written)
-                doc.image(png, f"{title} ({selection})")
-                doc.paragraph(f"Plotted values: `{csv.name}`.")
+                if selection in drawn:
+                    doc.image(png, f"{title} ({selection})")
+                    doc.paragraph(f"Plotted values: `{csv.name}`.")
+                else:
+                    doc.paragraph(f"{title}: the grid's values in `{csv.name}`.")
             else:
                 doc.paragraph(f"{title}: not computed (no cell of its settings "
                               f"{', '.join('/'.join(r) for r in rows)} is computed).")
@@ -1115,16 +1130,18 @@ class Progress:
         log.info("report: %s (%.0f s)", what, time.perf_counter() - self.start)
 
 
-def write_document(results, out, focus=None, progress=None):
+def write_document(results, out, focus=None, progress=None, grids="primary"):
     """Write every table, figure and report.md of ``results`` into ``out`` (``focus``: see
-    :func:`study.study`); returns the path of report.md. The figures are rendered in child
-    processes while the rest is written (:func:`plotting.parallel_saves`); ``progress``: a
-    :class:`Progress` begun earlier, else one begun now."""
+    :func:`study.study`; ``grids``: the performance grids drawn, of the primary selection or
+    of ``"all"`` main selections, :func:`_performance`); returns the path of report.md. The
+    figures are rendered in child processes while the rest is written
+    (:func:`plotting.parallel_saves`); ``progress``: a :class:`Progress` begun earlier, else
+    one begun now."""
     with plotting.parallel_saves():
-        return _write_document(results, out, focus, progress or Progress())
+        return _write_document(results, out, focus, progress or Progress(), grids)
 
 
-def _write_document(results, out, focus, progress):
+def _write_document(results, out, focus, progress, grids):
     written = []
     doc = Document()
     found = study.study(results, focus)
@@ -1152,7 +1169,7 @@ def _write_document(results, out, focus, progress):
     by_dataset = statistics.breakdown(cases)
     _choosing_s(doc, results, found.plan, tests, by_dataset, out, written)
     progress("4. performance figures")
-    _performance(doc, results, out, written)
+    _performance(doc, results, out, written, grids, primary_selection)
     progress("5. Wilcoxon tables")
     _statistics(doc, found.plan, tests, cases, by_dataset, out, written)
     progress("6. feature weights")

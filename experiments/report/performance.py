@@ -49,6 +49,7 @@ FIGURES = (
 OTHER_STEM, OTHER_TITLE = "figureA0_performance_other", "Other settings in the cube"
 PAPER_DATASETS = tuple(f.label for f in families.PAPER_SIX)
 FAILED_LABEL_MIN = 0.1  # a point's failed share is written beside it from 10 %
+GRIDS = ("primary", "all")  # the main selections whose grids the report draws (--grids)
 PANEL_WIDTH = 2.9  # inches of a computed column's panels
 TICK_SIZE = 8  # points
 MARK_LABELS = {
@@ -160,6 +161,24 @@ def by_dataset_table(results):
     return table
 
 
+def _panel_counts(results, selection, rows, datasets):
+    """(columns, rows, computed cells per (column, row)) of a grid: the columns and rows
+    with an expected cell."""
+    counts = _counts(results.families, selection)
+    expected = {(c, row): counts["n_expected"].get((c, *row), 0)
+                for c in columns(results, datasets) for row in rows}
+    cols = [c for c in columns(results, datasets) if any(expected[(c, row)] for row in rows)]
+    rows = [row for row in rows if any(expected[(c, row)] for c in cols)]
+    computed = {(c, row): counts["n_cells"].get((c, *row), 0) for c in cols for row in rows}
+    return cols, rows, expected, computed
+
+
+def has_values(results, selection, rows, datasets=PAPER_DATASETS):
+    """Whether the grid of ``selection`` on ``rows`` and ``datasets`` has a computed panel
+    (:func:`figure` draws it)."""
+    return any(_panel_counts(results, selection, rows, datasets)[3].values())
+
+
 def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, share_y=True):
     """One grid (rows: (init, kind); columns: the ``datasets`` of the cube, default the
     paper's six) for one selection, saved to ``path``; returns the Figure, or None (drawing
@@ -174,12 +193,7 @@ def figure(results, selection, title, rows, path, *, datasets=PAPER_DATASETS, sh
     from matplotlib.patches import Rectangle
 
     data = results.families
-    counts = _counts(data, selection)
-    expected = {(c, row): counts["n_expected"].get((c, *row), 0)
-                for c in columns(results, datasets) for row in rows}
-    cols = [c for c in columns(results, datasets) if any(expected[(c, row)] for row in rows)]
-    rows = [row for row in rows if any(expected[(c, row)] for c in cols)]
-    computed = {(c, row): counts["n_cells"].get((c, *row), 0) for c in cols for row in rows}
+    cols, rows, expected, computed = _panel_counts(results, selection, rows, datasets)
     if not any(computed.values()):
         return None
     algs = algorithms(results)

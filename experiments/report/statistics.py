@@ -169,9 +169,9 @@ def _by_coordinates(array, dims):
                                                     itertools.product(*labels), strict=True)}
 
 
-def _pairs(values, complete, cases, x_where, y_where):
-    """Case rows with x, y and their state: used, dropped_nan or not_computed."""
-    found = _Cases(values, complete)
+def _pairs(found, cases, x_where, y_where):
+    """Case rows with x, y (looked up in ``found``, a :class:`_Cases`) and their state: used,
+    dropped_nan or not_computed."""
     rows = []
     for case in cases:
         x, x_ok = found.get({**case, **x_where})
@@ -276,52 +276,60 @@ def selection_test(results, plan, x_selection, y_selection, failures=AVAILABLE):
     if not {x_selection, y_selection} <= set(map(str, values.selection.values)):
         return pd.DataFrame(columns=COLUMNS)
     x_label, y_label = (f"{plan.focus} ({name})" for name in (x_selection, y_selection))
-    pairs = _pairs(values, complete, _analysis1_cases(plan),
+    pairs = _pairs(_Cases(values, complete), _analysis1_cases(plan),
                    {"algorithm": plan.focus, "selection": x_selection},
                    {"algorithm": plan.focus, "selection": y_selection})
     rows = _test_rows(3, 1, f"{x_label} vs {y_label}", x_label, y_label, pairs)
     return _holm_by_level(pd.DataFrame(rows).assign(selection=x_selection))[COLUMNS]
 
 
-def analyse_selection(selection, values, complete, plan=PAPER):
+def _pair_tables(values, complete, plan):
+    """``(analysis, number, test, x label, y label, pairs)`` of every test of ``plan`` on
+    the case values of one selection (:func:`_pairs`)."""
+    found = _Cases(values, complete)
+    cases1 = _analysis1_cases(plan)
+    for number, other in enumerate(plan.others, 1):
+        yield 1, number, plan.test_name(other), plan.focus, other, _pairs(
+            found, cases1, {"algorithm": plan.focus}, {"algorithm": other})
+    cases2 = [{"init": i, "algorithm": a, "family": f} for i in DETERMINISTIC
+              for a in ANALYSIS2_ALGORITHMS for f in SIX]
+    for number, (x_kind, y_kind) in enumerate(ANALYSIS2_PAIRS if plan.paper else (), 1):
+        yield 2, number, f"{x_kind} vs {y_kind}", x_kind, y_kind, _pairs(
+            found, cases2, {"kind": x_kind}, {"kind": y_kind})
+
+
+def analyse_selection(selection, values, complete, plan=PAPER, tests=True):
     """The analyses of ``plan`` on the case values of one selection (``values``,
     ``complete``: V and whether it is complete, per family, algorithm, init and kind; see
     :func:`performance.case_values`): ``(tests, cases)`` DataFrames, the tests one row per
     (level, test) with Holm's adjustment over the tests of each level (the paper's plan:
-    seven), the cases one row per case and test with x, y and the state of the case."""
-    tests, case_rows = [], []
-    cases1 = _analysis1_cases(plan)
-    for number, other in enumerate(plan.others, 1):
-        pairs = _pairs(values, complete, cases1, {"algorithm": plan.focus},
-                       {"algorithm": other})
-        name = plan.test_name(other)
-        tests += _test_rows(1, number, name, plan.focus, other, pairs)
-        case_rows.append(pairs.assign(analysis=1, test=name))
-    cases2 = [{"init": i, "algorithm": a, "family": f} for i in DETERMINISTIC
-              for a in ANALYSIS2_ALGORITHMS for f in SIX]
-    for number, (x_kind, y_kind) in enumerate(ANALYSIS2_PAIRS if plan.paper else (), 1):
-        pairs = _pairs(values, complete, cases2, {"kind": x_kind}, {"kind": y_kind})
-        name = f"{x_kind} vs {y_kind}"
-        tests += _test_rows(2, number, name, x_kind, y_kind, pairs)
-        case_rows.append(pairs.assign(analysis=2, test=name))
-    if not tests:
+    seven), the cases one row per case and test with x, y and the state of the case.
+    ``tests=False``: the cases alone (the tests' frame empty)."""
+    found, case_rows = [], []
+    for analysis, number, name, x_label, y_label, pairs in _pair_tables(values, complete,
+                                                                        plan):
+        if tests:
+            found += _test_rows(analysis, number, name, x_label, y_label, pairs)
+        case_rows.append(pairs.assign(analysis=analysis, test=name))
+    if not case_rows:
         return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
-    tests = _holm_by_level(pd.DataFrame(tests).assign(selection=str(selection)))
+    found = (_holm_by_level(pd.DataFrame(found).assign(selection=str(selection)))[COLUMNS]
+             if tests else pd.DataFrame(columns=COLUMNS))
     cases = pd.concat(case_rows, ignore_index=True).assign(selection=str(selection))
-    return tests[COLUMNS], cases
+    return found, cases
 
 
-def analyses(results, plan=PAPER, failures=AVAILABLE):
+def analyses(results, plan=PAPER, failures=AVAILABLE, tests=True):
     """The analyses of ``plan`` (None: none), at both levels, for every selection of the
     cube, with the failed fits under the rule ``failures`` (:mod:`.failure_rules`):
     ``(tests, cases)`` (see :func:`analyse_selection`; the cases carry the data set's
-    label)."""
+    label; ``tests=False``: the cases alone)."""
     if results.families is None or plan is None or not (plan.others and plan.settings
                                                         and plan.datasets):
         return pd.DataFrame(), pd.DataFrame()
     values, complete = case_values(results, failures)
     found = [analyse_selection(str(selection), values.sel(selection=selection),
-                               complete.sel(selection=selection), plan)
+                               complete.sel(selection=selection), plan, tests)
              for selection in values.selection.values]
     tests = pd.concat([t for t, _c in found], ignore_index=True)
     cases = pd.concat([c for _t, c in found], ignore_index=True)
