@@ -101,7 +101,8 @@ def main():
                         help="only compare two report folders")
     parser.add_argument("--order", default="old,new,new,old",
                         help="the reports, in turn (a large store: old,new)")
-    parser.add_argument("--keep", help="a folder to copy the (first) new report to")
+    parser.add_argument("--keep", help="a folder to copy the (first) new report to: the one "
+                                       "with --grids all if the order has one")
     parser.add_argument("--log", default="report_speed.log",
                         help="where the commands' /usr/bin/time -v output goes")
     args = parser.parse_args()
@@ -155,7 +156,8 @@ def main():
                 print(f"{which}: {min(walls):.1f}-{max(walls):.1f} s")
         old, new = times["old"][0][2], times["new"][0][2]
         if args.keep:
-            shutil.copytree(new, args.keep, dirs_exist_ok=True)
+            shutil.copytree(times["all"][0][2] if times["all"] else new, args.keep,
+                            dirs_exist_ok=True)
         same = "the same (tables and report.md byte for byte, figures pixel for pixel)"
         if times["all"]:
             every = times["all"][0][2]

@@ -122,9 +122,9 @@ def _at_selected(group, keep, fits, selected, rule):
     total, n_fits = np.zeros(shape), np.zeros(shape[:-1], np.int64)
     for block in chunk_blocks(per_s):
         at = tuple(block[dim] for dim in BLOCK_DIMS)
-        weights = per_s.isel(block).values.astype(np.float64)
+        weights = per_s.isel(block).values  # float32: the chosen s picked, then widened
         picked = np.take_along_axis(weights, np.clip(entries[at], 0, None)[..., None, None],
-                                    axis=-2)[..., 0, :]
+                                    axis=-2)[..., 0, :].astype(np.float64)
         ok = counted[at] & (entries[at] >= 0) & ~np.isnan(picked).any(axis=-1)
         total[at] = np.where(ok[..., None], picked, 0.0).sum(axis=(4, 5))
         n_fits[at] = ok.sum(axis=(4, 5))
