@@ -575,24 +575,24 @@ def _performance(doc, results, out, written, grids, primary):
         doc.heading(f"4.{number} {selection}: {SELECTION_TITLES[selection]}", level=3)
         for stem, title, rows, datasets in specs:
             png = out / f"{stem}_{selection}.png"
-            if performance.has_values(results, selection, rows, datasets):
-                plotted = long[(long.selection == selection)
-                               & long.family.isin(performance.columns(results, datasets))
-                               & pd.Series(list(zip(long.init, long.kind, strict=True)),
-                                           index=long.index).isin(rows)]
-                if selection in drawn:
-                    performance.figure(results, selection, title, rows, png,
-                                       datasets=datasets)
-                    written.append(png)
-                csv = _csv(plotted, out, f"{stem}_{selection}.csv", written)
-                if selection in drawn:
-                    doc.image(png, f"{title} ({selection})")
-                    doc.paragraph(f"Plotted values: `{csv.name}`.")
-                else:
-                    doc.paragraph(f"{title}: the grid's values in `{csv.name}`.")
-            else:
+            draw = selection in drawn  # a grid not drawn is only checked for values
+            if not (performance.figure(results, selection, title, rows, png, datasets=datasets)
+                    if draw else performance.has_values(results, selection, rows, datasets)):
                 doc.paragraph(f"{title}: not computed (no cell of its settings "
                               f"{', '.join('/'.join(r) for r in rows)} is computed).")
+                continue
+            if draw:
+                written.append(png)
+            plotted = long[(long.selection == selection)
+                           & long.family.isin(performance.columns(results, datasets))
+                           & pd.Series(list(zip(long.init, long.kind, strict=True)),
+                                       index=long.index).isin(rows)]
+            csv = _csv(plotted, out, f"{stem}_{selection}.csv", written)
+            if draw:
+                doc.image(png, f"{title} ({selection})")
+                doc.paragraph(f"Plotted values: `{csv.name}`.")
+            else:
+                doc.paragraph(f"{title}: the grid's values in `{csv.name}`.")
     _added_features(doc, long, f"4.{len(main) + 1}", out, written)
     cases = performance.case_table(results)
     _csv(cases, out, "case_values.csv", written)
