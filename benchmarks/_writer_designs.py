@@ -93,6 +93,7 @@ class RepositoryDesign:
         self._writing.__enter__()  # held until the benchmark exits, as a run holds it
         self.cube, _ = prepare(self.location, spec)
         self.base = self.location.transaction.base  # the prepared store: every replay's start
+        self.token = self.location.transaction.token  # the run's: every receipt's fork carries it
         self.clock = [0.0]  # the marking's clock only (asyncio and Zarr keep the real one)
         writer_module.time = types.SimpleNamespace(monotonic=lambda: self.clock[0],
                                                    perf_counter=time.perf_counter)
@@ -129,6 +130,7 @@ class RepositoryDesign:
         branch = f"replay-{self.replays}"
         self.location.repo.create_branch(branch, self.base)
         self.location.transaction = Transaction(self.location.repo, branch)
+        self.location.transaction.token = self.token  # the run's workers wrote the receipts
         cube = Cube(self.location)
         self.clock[0] = 0.0  # the run starts
         marks = DoneMarks(cube, flush_seconds=flush_seconds)
