@@ -693,21 +693,25 @@ def test_figure_data_per_selection(tmp_path):
 # ---------------------------------------------------------------- weights at the selected s
 
 
-@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize("chunks, n_blocks", [
+    (None, 1),
+    ((5, 1, 1, 1, 2, 3, 6, 4), 4),  # one per (init, percent), as a run's store cuts (kind, percent)
+    ((2, 2, 1, 2, 2, 3, 6, 4), 3),  # algorithms cut in three: LKM SKM | PCKM MPCKM | PCSKM
+])
 @pytest.mark.parametrize("rule", ["paper", "cv", "gap", "unthresholded"])
-def test_weights_at_the_selected_s_match_a_plain_loop(tmp_path, rule, chunked):
+def test_weights_at_the_selected_s_match_a_plain_loop(tmp_path, rule, chunks, n_blocks):
     """Figure 2's weights: per (algorithm, init, kind, percent), the mean over the cells a
     selection covers of the weights at the s it chose there (cells whose fit there failed
     left out; MPCKM: its only fit), against a plain loop; LKM and PCKM (weights 1) are not
     weighted algorithms. The same when the store cuts the weights into chunks (read one
     chunk at a time), and so are the counts of zero weights per fit."""
     ds = scored_group().assign_coords(uninformative=("feature", [False, False, True, True]))
-    if chunked:  # one chunk per (init, percent), as a run's store cuts by (kind, percent)
-        ds.weights_per_s.encoding["chunks"] = (5, 1, 1, 1, 2, 3, 6, 4)
+    if chunks is not None:
+        ds.weights_per_s.encoding["chunks"] = chunks
     path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), PROTOCOL)
     store = open_store(path)
     blocks = list(fits.chunk_blocks(store.group("iris").weights_per_s))
-    assert len(blocks) == (4 if chunked else 1)
+    assert len(blocks) == n_blocks
     table = fits.fit_table(store, "iris")
     zeros = np.where(np.isin(ALGORITHMS, SPARSE)[:, None, None, None, None, None, None],
                      (ds.weights_per_s.values == 0).sum(axis=-1), 0)

@@ -150,10 +150,14 @@ def zero_weight_counts(ds, sparse):
     (:func:`chunk_blocks`) so that memory stays bounded by a chunk."""
     weights = ds[WEIGHTS_PER_S].transpose(*FIT_DIMS, "feature")
     counts = np.zeros(weights.shape[:-1], np.int16)
+    counted = np.flatnonzero(sparse.values)  # the others' counts stay 0, uncounted
     for block in chunk_blocks(weights):
-        at = tuple(block[dim] for dim in BLOCK_DIMS)
-        counts[at] = (weights.isel(block).values == 0).sum(axis=-1)
-    counts[~sparse.values] = 0
+        algorithms = block["algorithm"]
+        inside = counted[(counted >= algorithms.start) & (counted < algorithms.stop)]
+        if inside.size:  # a chunk is decoded whole, every algorithm's weights
+            chunk = weights.isel(block).values[inside - algorithms.start]
+            at = (inside, *(block[dim] for dim in BLOCK_DIMS[1:]))
+            counts[at] = np.add.reduce(chunk == 0, axis=-1, dtype=np.int16)
     return xr.DataArray(counts, coords={d: ds[d] for d in FIT_DIMS}, dims=FIT_DIMS)
 
 
