@@ -1,13 +1,18 @@
 """The report's forked children (experiments/report/forking.py): the same results as the loop
 they replace, in its order, and a child's error raised in the parent; a child that neither
-collects what it inherits nor keeps its parent's signal handlers."""
+collects what it inherits nor keeps its parent's signal handlers, and that keeps the memory
+it frees."""
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
+import platform
 import signal
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from pcskm.experiments.report import forking
@@ -44,6 +49,43 @@ def test_one_item_or_one_worker_stays_in_this_process():
 def test_a_childs_error_is_raised_here():
     with pytest.raises(ValueError, match="item 3 refused"):
         forking.forked_map(_fails_at_three, range(5), workers=2)
+
+
+class _MallocInfo(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (malloc.h, glibc 2.33 and later)."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _malloc_info():
+    mallinfo2 = ctypes.CDLL(ctypes.util.find_library("c")).mallinfo2
+    mallinfo2.restype = _MallocInfo
+    return mallinfo2()
+
+
+def _mapped_then_kept(_item):
+    """Bytes of blocks malloc mapped on their own while a 64 MiB array lives; bytes free in
+    its heap once the array is freed."""
+    array = np.ones(2**23)
+    mapped = _malloc_info().hblkhd
+    del array
+    return mapped, _malloc_info().fordblks
+
+
+@pytest.mark.skipif(not forking.can_fork() or platform.libc_ver()[0] != "glibc",
+                    reason="the children are forked on Linux only; mallinfo2 is glibc's")
+def test_a_child_keeps_the_memory_of_a_freed_array_for_the_next_one():
+    """glibc maps a 64 MiB array on its own when it is made and unmaps it when it is freed
+    (here, in this process), so that the next array's pages are faulted in and zeroed
+    again; a child (forking.keep_freed_memory) makes it in its heap and keeps the memory
+    once it is freed."""
+    size = 2**26
+    mapped, _ = _mapped_then_kept(0)
+    assert mapped >= size
+    for mapped, kept in forking.forked_map(_mapped_then_kept, range(2), workers=2):
+        assert mapped < size and kept >= size
 
 
 _INHERITED_GARBAGE = """

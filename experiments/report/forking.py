@@ -9,9 +9,12 @@ test's server) and signal handlers of its own (``pcskm run`` turns SIGTERM into 
 interrupt). Two rules keep such a child from hanging: it never collects the objects it
 inherits (:func:`fork_safely`: their destructors may wait for threads that do not exist in
 the child), and it takes the default SIGTERM (:func:`child_signals`), so that ending it
-never depends on Python code running in it."""
+never depends on Python code running in it. A child of :func:`forked_map` also keeps the
+memory it frees for its next arrays (:func:`keep_freed_memory`)."""
 
 import contextlib
+import ctypes
+import ctypes.util
 import gc
 import multiprocessing
 import os
@@ -50,6 +53,33 @@ def child_signals():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+# glibc's mallopt parameters (malloc.h)
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+
+
+def keep_freed_memory():
+    """Make glibc's malloc keep the memory this process frees for its next allocations:
+    no block is given its own mapping (``M_MMAP_MAX`` 0) and the top of the heap is not
+    given back (``M_TRIM_THRESHOLD`` at its largest). By default an array over 32 MiB is
+    mapped when made and unmapped when freed, so that the next one of its size faults in
+    and zeroes every page again; a report's child makes hundreds of such arrays per data
+    set, each of the size of the last (benchmarks/report_speed.py). For a short-lived child
+    only: its memory stays at its peak until it exits. Returns whether malloc took the
+    settings (False: not glibc)."""
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 2**31 - 1))
+
+
+def _start_child():
+    """A :func:`forked_map` child's start: :func:`child_signals`, :func:`keep_freed_memory`."""
+    child_signals()
+    keep_freed_memory()
+
+
 def forked_map(function, items, workers=None):
     """``[function(item) for item in items]``, computed by up to ``workers`` forked children
     (default :func:`cores`) side by side, in the order of ``items``; in this process when it
@@ -61,7 +91,7 @@ def forked_map(function, items, workers=None):
     if workers < 2:
         return [function(item) for item in items]
     with fork_safely():
-        pool = multiprocessing.get_context("fork").Pool(workers, initializer=child_signals)
+        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start_child)
     try:
         found = pool.map(function, items, chunksize=1)
     except BaseException:
