@@ -29,7 +29,7 @@ from pcskm.runner.store.schema import (
 from pcskm.runner.store.writer import chunk_variables, chunks_of
 
 PER_S = ("f_score", "precision", "recall", "satisfied", "status", "n_iter", "cv_score", "gap",
-         "gap_sd")
+         "gap_sd", "auc_score", "auc_se")
 # The fit's status code of each of the cube's codes (-1: a code no fit has).
 FIT_STATUS_OF_CODE = np.full(max(FIT_STATUS_CODES) + 1, -1, np.int8)
 FIT_STATUS_OF_CODE[FIT_STATUS_CODES] = np.arange(len(FIT_STATUS_CODES))

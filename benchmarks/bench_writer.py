@@ -4,7 +4,7 @@ runner's design, in which each worker writes its tasks' chunks and the client ma
 
     python benchmarks/bench_writer.py [SPEC] [--values STORE] [--only SELECTION]
                                       [--workers 2,8,32,128,512] [--designs region,icechunk]
-                                      [--flush-seconds 60]
+                                      [--flush-seconds 60] [--compute-from runs]
 
 Replays the plan of a fresh store without computing anything: every task gets the result
 that a complete store of the spec holds (``--values STORE``, the runner's own values, read
@@ -13,8 +13,10 @@ ones), or else made-up values of the right shapes (drawn on a grid of a thousand
 they compress far less than real results and cost 2.4 to 3 times as much to write:
 docs/guide/hpc.md, "How the workers write"). ``W`` virtual workers take the
 tasks in plan order, each task taking its share of the spec's compute (the CPU seconds of
-its committed run in docs/results/paper/timed_run.csv: workers x compute wall x their compute
-share) plus its worker's writing, so that results arrive at the measured per-worker rate.
+a committed run: workers x compute wall x their compute share; ``--compute-from
+timed_run``, the default, docs/results/paper/timed_run.csv, an older code's idle run, which
+computed half of what the current code does; ``runs``, the run of the committed store,
+runs.csv) plus its worker's writing, so that results arrive at the measured per-worker rate.
 
 * ``region``: the runner's code: the worker's side of each task is
   :func:`pcskm.runner.store.writer.write_task` into the store (run once, in this process, its
@@ -140,13 +142,15 @@ def client_queue(arrivals, costs, end_cost):
     return busy_until + end_cost
 
 
-def compute_seconds(spec_name):
-    """CPU seconds of the spec's committed timed run (workers x compute wall x their compute
-    share) and its client's writing seconds, from docs/results/<spec>/timed_run.csv (the run
-    record of a run from an empty store on an idle machine) or else runs.csv."""
+def compute_seconds(spec_name, record="timed_run"):
+    """CPU seconds of a committed run of the spec (workers x compute wall x their compute
+    share) and its client's writing seconds, from docs/results/<spec>/<record>.csv:
+    ``timed_run`` (the run record of a run from an empty store on an idle machine, of an
+    older code for the paper spec; else runs.csv) or ``runs`` (the run of the committed
+    store, the current code's compute)."""
     folder = REPO / "docs" / "results" / spec_name
-    timed = folder / "timed_run.csv"
-    with open(timed if timed.exists() else folder / "runs.csv", newline="") as file:
+    chosen = folder / f"{record}.csv"
+    with open(chosen if chosen.exists() else folder / "runs.csv", newline="") as file:
         row = next(r for r in csv.DictReader(file) if not r["selection"])
     return (int(row["max_workers"]) * float(row["compute_wall_seconds"])
             * float(row["worker_compute_share"]), float(row["write_seconds"]))
@@ -212,6 +216,9 @@ def main():
     parser.add_argument("--workers", default="2,8,32,128,512",
                         help="virtual worker counts, comma-separated")
     parser.add_argument("--designs", default="region,icechunk")
+    parser.add_argument("--compute-from", choices=("timed_run", "runs"), default="timed_run",
+                        help="the committed run record whose compute the tasks share "
+                             "(docs/results/<spec>/<this>.csv)")
     parser.add_argument("--flush-seconds", type=float, default=writer_module.FLUSH_SECONDS,
                         help="the client's period of marking done (or committing)")
     args = parser.parse_args()
@@ -220,7 +227,7 @@ def main():
     print(machine())
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     spec = load_spec(args.spec)
-    compute, written = compute_seconds(spec.name)
+    compute, written = compute_seconds(spec.name, args.compute_from)
     with tempfile.TemporaryDirectory(dir="/tmp") as folder:
         folder = Path(folder)
         cube, _ = prepare(folder / "bench.zarr", spec)
@@ -245,7 +252,8 @@ def main():
 
         print(f"{spec.name}: {len(tasks)} tasks of {len(everything)}, "
               f"{len({t.dataset for t in tasks})} data sets, {share:,.0f} CPU-s of the "
-              f"spec's {compute:,.0f} (its run's client wrote for {written} s); values "
+              f"spec's {compute:,.0f} ({args.compute_from}.csv; its run's client wrote for "
+              f"{written} s); values "
               f"{f'of {args.values}' if stored else 'made up'}")
         print("design    | workers | client CPU s | ms/task | predicted wall s | "
               "wall / (compute/W) | without writing | client % of a core per 100 workers | "
