@@ -583,10 +583,9 @@ def _performance(doc, results, out, written, grids, primary):
                 continue
             if draw:
                 written.append(png)
-            plotted = long[(long.selection == selection)
-                           & long.family.isin(performance.columns(results, datasets))
-                           & pd.Series(list(zip(long.init, long.kind, strict=True)),
-                                       index=long.index).isin(rows)]
+            shown = long[(long.selection == selection)
+                         & long.family.isin(performance.columns(results, datasets))]
+            plotted = shown[pd.MultiIndex.from_arrays([shown.init, shown.kind]).isin(rows)]
             csv = _csv(plotted, out, f"{stem}_{selection}.csv", written)
             if draw:
                 doc.image(png, f"{title} ({selection})")
