@@ -63,8 +63,9 @@ def keep_freed_memory():
     given back (``M_TRIM_THRESHOLD`` at its largest). By default an array over 32 MiB is
     mapped when made and unmapped when freed, so that the next one of its size faults in
     and zeroes every page again; a report's child makes hundreds of such arrays per data
-    set, each of the size of the last (benchmarks/report_speed.py). For a short-lived child
-    only: its memory stays at its peak until it exits. Returns whether malloc took the
+    set, each of the size of the last (docs/guide/paper-study.md, "The report and `pcskm
+    check`", gives what it saves). For a short-lived child only: its memory stays at its
+    peak until it exits. Returns whether malloc took the
     settings (False: not glibc)."""
     name = ctypes.util.find_library("c")
     try:
