@@ -85,20 +85,23 @@ def weighted_bcss(X, labels, weights, failed, k, tss):
 
 
 @kernel
-def best_index_rows(scores, tie_scores, rank_rule, out):
+def best_index_rows(scores, usable, tie_scores, rank_rule, out):
     """Per row of ``scores`` (m, n_s), into ``out`` (m,): the position of the largest
-    non-NaN score, -1 where every score is NaN (docs/method/selection.md §1). The positions
-    that tie exactly with it keep only those with the largest non-NaN ``tie_scores`` (an
-    (m, n_s) array, or a (0, 0) one for none), if any has one; of those left, ``rank_rule``
-    0 takes the first, 1 the last, 2 the lower median."""
+    non-NaN score, -1 where every score is NaN (docs/method/selection.md §1). A score whose
+    entry of ``usable`` (an (m, n_s) bool array, or a (0, 0) one for all) is False counts as
+    NaN. The positions that tie exactly with it keep only those with the largest non-NaN
+    ``tie_scores`` (an (m, n_s) array, or a (0, 0) one for none), if any has one; of those
+    left, ``rank_rule`` 0 takes the first, 1 the last, 2 the lower median."""
     m, n = scores.shape
+    masked = usable.shape[0] > 0
     has_tie_scores = tie_scores.shape[0] > 0
     for i in range(m):
         found = False
         top = -np.inf
         for j in range(n):
             value = scores[i, j]
-            if not np.isnan(value) and (not found or value > top):
+            if (not masked or usable[i, j]) and not np.isnan(value) and (
+                    not found or value > top):
                 top, found = value, True
         if not found:
             out[i] = -1
@@ -108,17 +111,44 @@ def best_index_rows(scores, tie_scores, rank_rule, out):
         if has_tie_scores:
             for j in range(n):
                 value = tie_scores[i, j]
-                tied = scores[i, j] == top and not np.isnan(value)
-                if tied and (not broken or value > top_tie):
+                tied = (not masked or usable[i, j]) and scores[i, j] == top
+                if tied and not np.isnan(value) and (not broken or value > top_tie):
                     top_tie, broken = value, True
         n_tied = 0
         for j in range(n):
-            if scores[i, j] == top and (not broken or tie_scores[i, j] == top_tie):
+            if (not masked or usable[i, j]) and scores[i, j] == top and (
+                    not broken or tie_scores[i, j] == top_tie):
                 n_tied += 1
         rank = 0 if rank_rule == 0 else (n_tied - 1 if rank_rule == 1 else (n_tied - 1) // 2)
         for j in range(n):
-            if scores[i, j] == top and (not broken or tie_scores[i, j] == top_tie):
+            if (not masked or usable[i, j]) and scores[i, j] == top and (
+                    not broken or tie_scores[i, j] == top_tie):
                 if rank == 0:
                     out[i] = j
                     break
                 rank -= 1
+
+
+
+@kernel
+def top_counts_rows(scores, usable, n_top, n_scored):
+    """Per row of ``scores`` (m, n_s), a score counting only where ``usable`` (an (m, n_s)
+    bool array) is True and it is not NaN: into ``n_top`` (m,) how many scores equal the
+    largest (the s a tie rule chooses among, docs/method/selection.md §1; 0 without a score),
+    into ``n_scored`` (m,) how many there are."""
+    m, n = scores.shape
+    for i in range(m):
+        top = -np.inf
+        count = 0
+        tied = 0
+        for j in range(n):
+            value = scores[i, j]
+            if not usable[i, j] or np.isnan(value):
+                continue
+            count += 1
+            if count == 1 or value > top:
+                top, tied = value, 1
+            elif value == top:
+                tied += 1
+        n_top[i] = tied
+        n_scored[i] = count

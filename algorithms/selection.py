@@ -119,7 +119,8 @@ def best_sparsity_index(scores, *, ties="smallest", axis=-1, tie_scores=None):
     second = (np.empty((0, 0)) if tie_scores is None else as_rows(
         np.broadcast_to(np.asarray(tie_scores, dtype=np.float64), values.shape)))
     index = np.empty(last.shape[:-1], dtype=np.int64)
-    best_index_rows(as_rows(values), second, TIES.index(ties), index.reshape(-1))
+    best_index_rows(as_rows(values), np.empty((0, 0), dtype=np.bool_), second,
+                    TIES.index(ties), index.reshape(-1))
     return int(index) if index.ndim == 0 else index
 
 

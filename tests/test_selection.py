@@ -487,6 +487,29 @@ def test_tie_scores_break_ties_before_the_tie_rule():
         best_sparsity_index(table.T, ties="median", tie_scores=second.T, axis=0), expected)
 
 
+@pytest.mark.parametrize("with_tie_scores", [False, True])
+def test_a_masked_score_counts_as_nan(with_tie_scores):
+    """The kernel's ``usable`` mask (what the report's selections pass instead of an array
+    of masked scores): its choice equals the plain rule on the scores set to NaN where the
+    mask is False, tie scores included, for every tie rule."""
+    from pcskm.algorithms._selection_kernels import best_index_rows
+
+    rng = np.random.default_rng(2)
+    table = rng.integers(0, 3, size=(80, 7)).astype(float)
+    table[rng.random(table.shape) < 0.2] = np.nan
+    usable = rng.random(table.shape) < 0.7
+    second = (rng.integers(0, 3, size=table.shape).astype(float) if with_tie_scores
+              else None)
+    masked = np.where(usable, table, np.nan)
+    for rank, ties in enumerate(("smallest", "largest", "median")):
+        index = np.empty(len(table), np.int64)
+        best_index_rows(table, usable, np.empty((0, 0)) if second is None else second, rank,
+                        index)
+        expected = best_sparsity_index(masked, ties=ties, tie_scores=second)
+        np.testing.assert_array_equal(index, expected)
+        assert (index != best_sparsity_index(table, ties=ties, tie_scores=second)).any()
+
+
 def test_select_by_satisfaction_tie_rules_and_failed_s():
     X, _, must_link, cannot_link = bars()
     path = PCSKMeans(2).fit_path(X, BARS_GRID, must_link=must_link, cannot_link=cannot_link)

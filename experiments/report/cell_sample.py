@@ -31,27 +31,30 @@ def draw(store, name, fits, per_algorithm=PER_ALGORITHM):
     ds = store.group(name)
     flags = {code: flag for flag, code in status_codes(ds.status).items()}
     dataset_index = store.names.index(name)
-    frames = []
-    for a, algorithm in enumerate(fits.algorithm.values):
-        computed = fits.computed.sel(algorithm=algorithm).transpose(*CELL_DIMS[1:])
+    points = []  # (algorithm, *cell position) of every sampled cell, algorithm by algorithm
+    for a in range(fits.sizes["algorithm"]):
+        computed = fits.computed.isel(algorithm=a).transpose(*CELL_DIMS[1:])
         flat = np.flatnonzero(computed.values)
         if not len(flat):
             continue
         rng = np.random.default_rng([SAMPLE_SEED, dataset_index, a])
         chosen = np.sort(rng.choice(flat, min(per_algorithm, len(flat)), replace=False))
-        positions = np.unravel_index(chosen, computed.shape)
-        points = {dim: xr.DataArray(index, dims="cell")
-                  for dim, index in zip(CELL_DIMS[1:], positions, strict=True)}
-        entries = fits.applies.sel(algorithm=algorithm).values
-        cells = ds.sel(algorithm=algorithm).isel(points).isel(sparsity=entries).load()
-        frame = cells[[*VALUES, "status"]].to_dataframe().reset_index()
-        frame["status"] = frame["status"].map(lambda code: flags[int(code)])
-        frame["n_constraints"] = cells.n_constraints.values[frame["cell"].to_numpy()]
-        frame["dataset"], frame["algorithm"] = name, str(algorithm)
-        frames.append(frame)
-    if not frames:
+        points.append(np.stack([np.full(len(chosen), a),
+                                *np.unravel_index(chosen, computed.shape)]))
+    if not points:
         return pd.DataFrame(columns=COLUMNS)
-    return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
+    at = np.concatenate(points, axis=1)
+    cells = ds[[*VALUES, "status", "n_constraints"]].isel(
+        {dim: xr.DataArray(index, dims="cell") for dim, index in zip(CELL_DIMS, at,
+                                                                     strict=True)}).load()
+    frame = cells[[*VALUES, "status"]].to_dataframe().reset_index()
+    # the entries each algorithm fills: the s grid for a sparse one, the empty s for the others
+    filled = fits.applies.transpose("algorithm", "sparsity").values[at[0]].reshape(-1)
+    frame = frame[filled].reset_index(drop=True)
+    frame["status"] = frame["status"].map(lambda code: flags[int(code)])
+    frame["n_constraints"] = cells.n_constraints.values[frame["cell"].to_numpy()]
+    frame["dataset"], frame["algorithm"] = name, frame["algorithm"].astype(str)
+    return frame[list(COLUMNS)]
 
 
 def check_command(attrs, out):

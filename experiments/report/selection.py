@@ -3,8 +3,8 @@ of one selection.
 
 Every selection treats every algorithm alike on its applicable s entries: a non-sparse
 algorithm has one entry (s = NaN), so its "selection" is its only fit. Each is one generic
-rule, :func:`choose`: the s with the largest score along ``sparsity``, the ties broken by a
-rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s in every
+rule, :func:`best_index`: the s with the largest score along ``sparsity``, the ties broken by
+a rule of ``best_sparsity_index`` (docs/method/selection.md §1), then F at that s in every
 (run, fold) cell. They differ by their score and its unit:
 
 * ``paper`` (§9.1): per (algorithm, init, kind, percent), Fbar = nanmean of F over the
@@ -58,12 +58,15 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pcskm.algorithms.selection import best_sparsity_index, one_standard_error_index
+from pcskm.algorithms._selection_kernels import best_index_rows
+from pcskm.algorithms.selection import TIES, one_standard_error_index
 from pcskm.runner.store import AUC_SCORES, CV_SCORES, GAP_SCORES
 
-from .fits import quiet
+from .fits import CELL_DIMS, FIT_DIMS, quiet
 
 CELL = ("run", "fold")
+SETTING_DIMS = CELL_DIMS[:-len(CELL)]  # algorithm, init, kind, percent
+F_SCORE = "f_score"
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,10 @@ class Selection:
     """A best-s selection: its ``name`` (the CSV's ``selection`` column), ``title``, the fit
     variables it ``needs`` beyond f_score and satisfied, the score bits its algorithms must
     carry (``bit``, of ``runner.store.CV_SCORES``, ``AUC_SCORES`` and ``GAP_SCORES``; 0:
-    none), ``choose(fits)`` (None for ``fixed-loo``, chosen across data sets) and whether
-    it gets its own performance grids (``main``)."""
+    none), ``choose(fits)``: the positions of its choice along the s grid of the sparse
+    algorithms' fits (:class:`SparseFits`; None for ``fixed-loo``, chosen across data sets),
+    whether it gets its own performance grids (``main``) and whether it chooses per (run,
+    fold) cell (``per_cell``) or once per setting (algorithm, init, kind, percent)."""
 
     name: str
     title: str
@@ -80,6 +85,7 @@ class Selection:
     needs: tuple = ()
     bit: int = 0
     main: bool = False
+    per_cell: bool = True
 
     @property
     def variable(self):
@@ -87,102 +93,66 @@ class Selection:
         return self.name.replace("-", "_")
 
 
-def _key(fits, score):
-    """``score`` on the applicable entries, 0 at a non-sparse algorithm's only entry (always
-    chosen)."""
-    if fits.sparse.all():
-        return score.where(fits.applies)
-    return xr.where(fits.sparse, score, 0.0).where(fits.applies)
+class SparseFits:
+    """The fits of the sparse algorithms of one data set as NumPy arrays (dims
+    :data:`.fits.FIT_DIMS`, the s grid last), with what every rule reads: ``usable``, the
+    fits a per-cell score may choose (applicable, computed, not failed), and ``f_score``, F
+    of the applicable computed fits (NaN elsewhere). The rules pass over these arrays in
+    compiled code (``best_index_rows``), without an array of masked scores per rule."""
+
+    def __init__(self, fits):
+        self.fits = fits
+        self.sparsity = fits.sparsity.values
+        fitted = fits.applies & fits.computed
+        self.usable = self._full(fitted & ~fits.failed)
+        self.f_score = np.where(self._full(fitted), self[F_SCORE], np.nan)
+
+    def _full(self, mask):
+        return np.ascontiguousarray(mask.transpose(*FIT_DIMS).values)
+
+    def __getitem__(self, name):
+        """Variable ``name`` of the fits (float64 or int16, dims FIT_DIMS)."""
+        return np.ascontiguousarray(self.fits[name].transpose(*FIT_DIMS).values)
+
+    def __contains__(self, name):
+        return name in self.fits
 
 
-def best_index(fits, score, ties="smallest", tie_scores=None):
-    """Position along ``sparsity`` of the largest ``score`` (NaN: no score), ties broken by
-    the largest ``tie_scores`` (None: none), then by ``ties`` (``best_sparsity_index``), per
-    the other dims of ``score``; -1 where nothing has a score."""
-    key = _key(fits, score)
-    if tie_scores is None:
-        return xr.apply_ufunc(best_sparsity_index, key, input_core_dims=[["sparsity"]],
-                              kwargs={"ties": ties})
-    key, second = xr.broadcast(key, tie_scores)
-    return xr.apply_ufunc(
-        lambda scores, second: best_sparsity_index(scores, ties=ties, tie_scores=second),
-        key, second, input_core_dims=[["sparsity"], ["sparsity"]])
+def _rows(array):
+    return array.reshape(-1, array.shape[-1])
 
 
-def choose(fits, score, ties="smallest", tie_scores=None):
-    """The generic rule: ``s`` with the largest ``score`` along ``sparsity`` (NaN: no score),
+def best_index(fits, score, ties="smallest", tie_scores=None, usable=True):
+    """Position along the s grid (the last axis) of the largest ``score`` (NaN: no score) of
+    the ``usable`` fits of ``fits`` (:class:`SparseFits`; False: every entry of ``score``),
     ties broken by the largest ``tie_scores`` (None: none), then by ``ties``
-    (:func:`best_index`), and ``f_score`` at it per (run, fold) cell; NaN where nothing has
-    a score. A non-sparse algorithm's only entry is always chosen."""
-    return chosen_at(fits, best_index(fits, score, ties, tie_scores))
-
-
-# the masks every rule of select() reads, computed once there (_with_masks)
-USABLE, F_FITTED = "_usable", "_f_fitted"
-
-
-def _with_masks(fits):
-    """``fits`` with :func:`_usable` and F on the applicable computed entries, which the
-    rules would each compute again."""
-    return fits.assign({USABLE: _usable(fits),
-                        F_FITTED: fits.f_score.where(fits.applies & fits.computed)})
-
-
-def chosen_at(fits, index):
-    """``s`` and ``f_score`` at the positions ``index`` along ``sparsity`` (-1: none, NaN)."""
-    found, at = index >= 0, index.clip(min=0)
-    f = (fits[F_FITTED].rename("f_score") if F_FITTED in fits
-         else fits.f_score.where(fits.applies & fits.computed))
-    return xr.Dataset({
-        "s": fits.sparsity.isel(sparsity=at).drop_vars("sparsity").where(found),
-        "f_score": f.isel(sparsity=at).drop_vars("sparsity").where(found),
-    })
-
-
-def chosen_entries(s, sparsity, sparse):
-    """Positions along ``sparsity`` of the chosen ``s`` (any dims with ``algorithm``): the
-    matching grid entry for a sparse algorithm (-1: none chosen), the no-s entry 0 for the
-    others."""
-    grid = sparsity.values
-    entries = np.full(s.shape, -1, np.int64)
-    for position, value in enumerate(grid):
-        if not np.isnan(value):
-            entries[s.values == value] = position
-    return xr.DataArray(entries, coords=s.coords, dims=s.dims).where(sparse, 0)
-
-
-def _usable(fits):
-    """The fits a per-cell score may choose: applicable, computed, not failed."""
-    if USABLE in fits:
-        return fits[USABLE].rename(None)
-    return fits.applies & fits.computed & ~fits.failed
+    (``best_sparsity_index``); -1 where nothing has a score."""
+    index = np.empty(score.shape[:-1], np.int64)
+    best_index_rows(_rows(score), _rows(fits.usable) if usable else np.empty((0, 0), bool),
+                    np.empty((0, 0)) if tie_scores is None else _rows(tie_scores),
+                    TIES.index(ties), index.reshape(-1))
+    return index
 
 
 def paper_selection(fits):
     """§9.1: the s with the largest Fbar per (algorithm, init, kind, percent), ties ->
     smallest s."""
     with quiet():
-        fbar = fits.f_score.where(fits.applies & fits.computed).mean(CELL)
-    return choose(fits, fbar)
+        fbar = fits.fits.f_score.where(fits.fits.applies & fits.fits.computed).mean(CELL)
+    return best_index(fits, np.ascontiguousarray(fbar.transpose(*SETTING_DIMS, "sparsity")
+                                                  .values), usable=False)
 
 
 def satisfaction_selection(ties):
     """§9.2 (``ties="smallest"``) and its tie variants (docs/method/selection.md §4)."""
-    return lambda fits: choose(fits, fits.satisfied.where(_usable(fits)), ties)
+    return lambda fits: best_index(fits, fits["satisfied"], ties)
 
 
 def cv_index(fits):
     """The position of ``cv``'s choice (docs/method/selection.md §2.5): the largest cv
     score, ties -> the largest gap among the tied s, then the lower median; the lower median
     alone without the gap."""
-    usable = _usable(fits)
-    gap = fits.gap.where(usable) if "gap" in fits else None
-    return best_index(fits, fits.cv_score.where(usable), "median", gap)
-
-
-def cv_selection(fits):
-    """Constraint cross-validation (docs/method/selection.md §2.5)."""
-    return chosen_at(fits, cv_index(fits))
+    return best_index(fits, fits["cv_score"], "median", fits["gap"] if "gap" in fits else None)
 
 
 def auc_selection(fits):
@@ -190,52 +160,49 @@ def auc_selection(fits):
     (docs/method/selection.md §7.2, ``one_standard_error_index``); a cell without an AUC at
     any s (kinds must-link and cannot-link: one kind of pair) takes ``cv``'s choice
     (:func:`cv_index`)."""
-    usable = _usable(fits)
-    score = _key(fits, fits.auc_score.where(usable))
-    error = xr.where(fits.sparse, fits.auc_se, np.nan)
-    score, error = xr.broadcast(score, error)
-    index = xr.apply_ufunc(one_standard_error_index, score, error,
-                           input_core_dims=[["sparsity"], ["sparsity"]])
-    return chosen_at(fits, xr.where(score.notnull().any("sparsity"), index, cv_index(fits)))
+    score = np.where(fits.usable, fits["auc_score"], np.nan)
+    index = one_standard_error_index(score, fits["auc_se"])
+    return np.where((~np.isnan(score)).any(axis=-1), index, cv_index(fits))
 
 
 def cv_tie_selection(ties):
     """The cv score with ties -> ``ties`` alone: the tie-rule sensitivity of cv
     (docs/method/selection.md §2.5)."""
-    return lambda fits: choose(fits, fits.cv_score.where(_usable(fits)), ties)
+    return lambda fits: best_index(fits, fits["cv_score"], ties)
 
 
 def gap_selection(fits):
     """The largest gap (docs/method/selection.md §3.3), ties -> smallest s."""
-    return choose(fits, fits.gap.where(_usable(fits)))
+    return best_index(fits, fits["gap"])
 
 
 def gap_one_sd_selection(fits):
     """The smallest s with gap(s) >= max gap - gap_sd(s) (docs/method/selection.md §3.3); an
     s with NaN gap_sd qualifies only with the largest gap."""
-    gap = fits.gap.where(_usable(fits))
-    top = gap.max("sparsity")
-    within = (gap >= top - fits.gap_sd) | (gap == top)
-    return choose(fits, within.astype(np.float64).where(gap.notnull()))
+    gap = np.where(fits.usable, fits["gap"], np.nan)
+    top = np.fmax.reduce(gap, axis=-1, keepdims=True)  # NaN where every gap is
+    within = (gap >= top - fits["gap_sd"]) | (gap == top)
+    return best_index(fits, np.where(np.isnan(gap), np.nan, within.astype(np.float64)))
 
 
 def unthresholded_selection(fits):
     """The smallest s at which no weight is zero (``n_zero_weights``), else the largest s
     whose fit did not fail (docs/method/selection.md §6)."""
-    usable = _usable(fits)
-    largest = fits.sparsity == fits.sparsity.where(usable).max("sparsity")
-    score = xr.where((fits.n_zero_weights == 0) & usable, 2.0, xr.where(largest, 1.0, 0.0))
-    return choose(fits, score.where(usable))
+    usable = fits.usable
+    largest = fits.sparsity == np.fmax.reduce(np.where(usable, fits.sparsity, np.nan),
+                                              axis=-1, keepdims=True)
+    score = np.where((fits["n_zero_weights"] == 0) & usable, 2.0, np.where(largest, 1.0, 0.0))
+    return best_index(fits, score)
 
 
 def oracle_selection(fits):
     """The best test F per cell: an upper bound on any selection of s per cell."""
-    return choose(fits, fits.f_score.where(_usable(fits)))
+    return best_index(fits, fits[F_SCORE])
 
 
 REGISTRY = (
     Selection("paper", "paper-style best s (largest mean test F; optimistic)",
-              paper_selection, main=True),
+              paper_selection, main=True, per_cell=False),
     Selection("honest", "honest best s (most training constraints satisfied, per run and "
               "fold; ties -> smallest s)", satisfaction_selection("smallest"), main=True),
     Selection("satisfied-median", "most training constraints satisfied, ties -> median tied s",
@@ -243,7 +210,7 @@ REGISTRY = (
     Selection("satisfied-largest", "most training constraints satisfied, ties -> largest s",
               satisfaction_selection("largest")),
     Selection("cv", "constraint cross-validation (largest held-out CVCP F per run and fold; "
-              "ties -> largest gap, then median tied s)", cv_selection, needs=("cv_score",),
+              "ties -> largest gap, then median tied s)", cv_index, needs=("cv_score",),
               bit=CV_SCORES, main=True),
     Selection("cv-smallest", "constraint cross-validation, ties -> smallest s",
               cv_tie_selection("smallest"), needs=("cv_score",), bit=CV_SCORES),
@@ -294,22 +261,23 @@ def select(fits, names=None):
     """The per-data-set selections ``names`` (default: every one the fits have, but
     ``fixed-loo``) of one data set: a Dataset with ``<variable>_s`` and ``<variable>_f`` per
     selection, ``<variable>_covered`` (algorithm: whose cells carry its score) for those
-    that need scores, ``computed`` and ``expected`` (what the selections store holds)."""
+    that need scores, ``computed`` and ``expected`` (what the selections store holds).
+
+    The rules run on the sparse algorithms only (:class:`SparseFits`): every rule chooses the
+    only fit (at s = NaN) of the others (:func:`_only_fits`)."""
     names = available(fits.data_vars) if names is None else names
     out = {"computed": fits.computed, "expected": fits.expected}
     sparse = fits.sparse.values
-    split = sparse.any() and not sparse.all()
-    scored = _with_masks(fits.isel(algorithm=sparse) if split else fits)
-    only = _only_fits(fits) if split else None
+    scored = SparseFits(fits.isel(algorithm=sparse)) if sparse.any() else None
+    only = _only_fits(fits)
     for name in names:
         rule = BY_NAME[name]
         if rule.choose is None:
             continue
-        chosen = rule.choose(scored)
-        if split:
-            chosen = _with_only_fits(chosen, only, fits.algorithm.values)
-        out[f"{rule.variable}_s"] = chosen.s
-        out[f"{rule.variable}_f"] = chosen.f_score
+        index = rule.choose(scored) if scored is not None else None
+        dims = CELL_DIMS if rule.per_cell else SETTING_DIMS
+        out[f"{rule.variable}_s"], out[f"{rule.variable}_f"] = _chosen(
+            fits, scored, index, only, dims)
         if rule.bit:
             out[f"{rule.variable}_covered"] = covers(fits, rule.bit)
     return xr.Dataset(out)
@@ -317,21 +285,44 @@ def select(fits, names=None):
 
 def _only_fits(fits):
     """F of the only fit (at s = NaN) of each algorithm of ``fits`` that is not sparse, per
-    cell: what every rule chooses for it (:func:`_key`), without the rule's passes over
-    the s grid."""
+    cell (dims CELL_DIMS): what every rule chooses for it."""
     one = fits[["f_score", "applies", "computed"]].isel(
         algorithm=~fits.sparse.values,
         sparsity=int(np.flatnonzero(np.isnan(fits.sparsity.values))[0]), drop=True)
-    return one.f_score.where(one.applies & one.computed)
+    return one.f_score.where(one.applies & one.computed).transpose(*CELL_DIMS).values
 
 
-def _with_only_fits(chosen, only, order):
-    """A rule's choice on the sparse algorithms (``chosen``: ``s`` and ``f_score``) with the
-    others' only fits (``only``, :func:`_only_fits`) at s = NaN, the algorithms in
-    ``order``."""
-    s = xr.full_like(chosen.s.isel(algorithm=0, drop=True), np.nan)
-    others = xr.Dataset({"s": s.expand_dims(algorithm=only.algorithm.values), "f_score": only})
-    return xr.concat([chosen, others], dim="algorithm").sel(algorithm=order)
+def _chosen(fits, scored, index, only, dims):
+    """``s`` (dims ``dims``, those of ``index``) and ``f_score`` (dims CELL_DIMS) at the
+    positions ``index`` along the s grid of the sparse algorithms' fits ``scored``
+    (:class:`SparseFits`; -1: none, NaN), and the others' only fits ``only``."""
+    shape = fits.computed.transpose(*CELL_DIMS).shape
+    sparse = fits.sparse.values
+    s = np.full(shape[:len(dims)], np.nan)
+    f = np.empty(shape)
+    f[~sparse] = only
+    if scored is not None:
+        s[sparse] = np.where(index >= 0, scored.sparsity[index.clip(min=0)], np.nan)
+        per_cell = np.broadcast_to(index.reshape(index.shape + (1,) * (len(shape) - len(dims))),
+                                   scored.f_score.shape[:-1])
+        chosen = np.take_along_axis(scored.f_score, per_cell.clip(min=0)[..., None], axis=-1)
+        f[sparse] = np.where(per_cell >= 0, chosen[..., 0], np.nan)
+    coords = {dim: fits[dim] for dim in CELL_DIMS}
+    return (xr.DataArray(s, coords={d: coords[d] for d in dims}, dims=dims),
+            xr.DataArray(f, coords=coords, dims=CELL_DIMS, attrs=fits.f_score.attrs))
+
+
+def chosen_entries(s, sparsity, sparse):
+    """Positions along ``sparsity`` of the chosen ``s`` (any dims with ``algorithm``): the
+    matching grid entry for a sparse algorithm (-1: none chosen), the no-s entry 0 for the
+    others."""
+    grid = sparsity.values
+    positions = np.flatnonzero(~np.isnan(grid))  # the s of the grid, ascending (fit_table)
+    entries = np.full(s.shape, -1, np.int64)
+    if positions.size:
+        nearest = np.searchsorted(grid[positions], s.values).clip(max=positions.size - 1)
+        entries = np.where(grid[positions][nearest] == s.values, positions[nearest], entries)
+    return xr.DataArray(entries, coords=s.coords, dims=s.dims).where(sparse, 0)
 
 
 def selected_names(selected):

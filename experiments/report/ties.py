@@ -21,10 +21,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pcskm.algorithms._selection_kernels import top_counts_rows
 from pcskm.runner.store import AUC_SCORES, CV_SCORES, GAP_SCORES
 
 from .families import ALL_DATASETS
-from .fits import CELL_DIMS, ZERO_WEIGHTS, quiet
+from .fits import CELL_DIMS, FIT_DIMS, ZERO_WEIGHTS, quiet
 from .selection import BY_NAME, chosen_entries, covers, selected_names
 
 CELL = ("run", "fold")
@@ -42,16 +43,15 @@ def tie_counts(name, fits):
     sparse algorithm, init, kind, percent) with expected cells."""
     sparse = fits.algorithm[fits.sparse]
     usable = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=sparse)
+    expected = fits.expected.sel(algorithm=sparse)
     frames = []
     for score, (selection, bit) in SCORES.items():
         if score not in fits:
             continue
-        key = fits[score].sel(algorithm=sparse).where(usable & covers(fits, bit))
-        top = key.max("sparsity")
-        n_top = (key == top).sum("sparsity")
-        n_scored = key.notnull().sum("sparsity")
+        n_top, n_scored = _top_counts(fits[score].sel(algorithm=sparse),
+                                      usable & covers(fits, bit).sel(algorithm=sparse))
         counts = xr.Dataset({
-            "expected": fits.expected.sel(algorithm=sparse).sum(CELL),
+            "expected": expected.sum(CELL),
             "cells": (n_scored > 0).sum(CELL),
             "tied_cells": (n_top > 1).sum(CELL),
             "all_tied_cells": ((n_top == n_scored) & (n_scored > 1)).sum(CELL),
@@ -69,6 +69,19 @@ def tie_counts(name, fits):
     return table[["dataset", "score", "selection", *KEYS, *COUNTS]]
 
 
+def _top_counts(score, usable):
+    """Per cell: how many of the ``usable`` s share the largest non-NaN ``score`` and how
+    many have one (``top_counts_rows``), as DataArrays with the cell dims."""
+    values = np.ascontiguousarray(score.transpose(*FIT_DIMS).values)
+    mask = np.ascontiguousarray(usable.transpose(*FIT_DIMS).values)
+    n_top, n_scored = (np.empty(values.shape[:-1], np.int64) for _ in range(2))
+    top_counts_rows(values.reshape(-1, values.shape[-1]), mask.reshape(-1, mask.shape[-1]),
+                    n_top.reshape(-1), n_scored.reshape(-1))
+    coords = {dim: score[dim] for dim in CELL_DIMS}
+    return (xr.DataArray(n_top, coords=coords, dims=CELL_DIMS),
+            xr.DataArray(n_scored, coords=coords, dims=CELL_DIMS))
+
+
 CHOICE_COLUMNS = ["dataset", "algorithm", "selection", "s", "cells"]
 
 
@@ -78,13 +91,20 @@ def choice_counts(name, fits, selected):
     selected s is that s."""
     sparse = fits.algorithm[fits.sparse]
     grid = fits.sparsity[fits.sparsity.notnull()]
+    on_grid = np.flatnonzero(fits.sparsity.notnull().values)
     rows = []
     for selection in selected_names(selected):
         variable = BY_NAME[selection].variable
         computed = selected.computed & selected.get(f"{variable}_covered", True)
         s = selected[f"{variable}_s"].where(computed).sel(algorithm=sparse)
-        s = s.broadcast_like(selected.computed.sel(algorithm=sparse))
-        counts = (s == grid).sum([d for d in CELL_DIMS if d != "algorithm"])
+        entries = chosen_entries(s.broadcast_like(selected.computed.sel(algorithm=sparse)),
+                                 fits.sparsity, True).transpose("algorithm", ...).values
+        counts = np.zeros((len(sparse), len(on_grid)), np.int64)
+        for algorithm, chosen in enumerate(entries):
+            counts[algorithm] = np.bincount(chosen[chosen >= 0],
+                                            minlength=fits.sizes["sparsity"])[on_grid]
+        counts = xr.DataArray(counts, coords={"algorithm": sparse, "sparsity": grid},
+                              dims=("algorithm", "sparsity"))
         rows.append(counts.to_dataframe(name="cells").reset_index().assign(
             selection=selection))
     return _choice_table(name, rows)
