@@ -181,18 +181,21 @@ def gap_one_sd_selection(fits):
     s with NaN gap_sd qualifies only with the largest gap."""
     gap = np.where(fits.usable, fits["gap"], np.nan)
     top = np.fmax.reduce(gap, axis=-1, keepdims=True)  # NaN where every gap is
-    within = (gap >= top - fits["gap_sd"]) | (gap == top)
-    return best_index(fits, np.where(np.isnan(gap), np.nan, within.astype(np.float64)))
+    return _first((gap >= top - fits["gap_sd"]) | (gap == top))  # False where gap is NaN
 
 
 def unthresholded_selection(fits):
     """The smallest s at which no weight is zero (``n_zero_weights``), else the largest s
     whose fit did not fail (docs/method/selection.md §6)."""
     usable = fits.usable
-    largest = fits.sparsity == np.fmax.reduce(np.where(usable, fits.sparsity, np.nan),
-                                              axis=-1, keepdims=True)
-    score = np.where((fits["n_zero_weights"] == 0) & usable, 2.0, np.where(largest, 1.0, 0.0))
-    return best_index(fits, score)
+    largest = usable.shape[-1] - 1 - usable[..., ::-1].argmax(axis=-1)  # the grid ascends
+    return _first((fits["n_zero_weights"] == 0) & usable,
+                  np.where(usable.any(axis=-1), largest, -1))
+
+
+def _first(mask, otherwise=-1):
+    """Position of the first True of ``mask`` along the s grid, ``otherwise`` where none."""
+    return np.where(mask.any(axis=-1), mask.argmax(axis=-1), otherwise)
 
 
 def oracle_selection(fits):

@@ -69,13 +69,15 @@ def default_selection(names):
 
 def weighted_algorithms(group):
     """The algorithms of the cube group ``group`` whose stored weights (``weights``) are not
-    all NaN or 1: those that learn feature weights, read one algorithm at a time."""
-    keep = []
-    for algorithm in group.algorithm.values:
-        values = group.weights.sel(algorithm=algorithm).values
-        if not (np.isnan(values) | (values == 1)).all():
-            keep.append(str(algorithm))
-    return keep
+    all NaN or 1: those that learn feature weights, read one chunk at a time
+    (``fits.chunk_blocks``)."""
+    learns = np.zeros(group.sizes["algorithm"], bool)
+    for block in chunk_blocks(group.weights):
+        values = group.weights.isel(block).transpose("algorithm", ...).values
+        learns[block["algorithm"]] |= ~(np.isnan(values) | (values == 1)).reshape(
+            len(values), -1).all(axis=1)
+    return [str(algorithm) for algorithm, weighted in zip(group.algorithm.values, learns,
+                                                          strict=True) if weighted]
 
 
 def means(store, name, fits, selected=None, rule=None):
@@ -114,15 +116,21 @@ def _at_selected(group, keep, fits, selected, rule):
     counted = chosen.computed & chosen.get(f"{variable}_covered", True)
     s = chosen[f"{variable}_s"].broadcast_like(counted).transpose(*CELL_DIMS)
     counted = counted.broadcast_like(s).transpose(*CELL_DIMS).values
-    per_s = group[WEIGHTS_PER_S].sel(algorithm=keep).transpose(*FIT_DIMS, "feature")
+    per_s = group[WEIGHTS_PER_S].transpose(*FIT_DIMS, "feature")
     entries = selections.chosen_entries(s, group.sparsity,
                                         fits.sparse.sel(algorithm=keep)).transpose(
         *CELL_DIMS).values
     shape = (*s.shape[:4], group.sizes["feature"])
     total, n_fits = np.zeros(shape), np.zeros(shape[:-1], np.int64)
-    for block in chunk_blocks(per_s):
-        at = tuple(block[dim] for dim in BLOCK_DIMS)
-        weights = per_s.isel(block).values  # float32: the chosen s picked, then widened
+    positions = np.flatnonzero(np.isin(group.algorithm.values, keep))  # in the order of keep
+    for block in chunk_blocks(per_s):  # each chunk decoded whole, its kept algorithms taken
+        span = block["algorithm"]
+        inside = np.flatnonzero((positions >= span.start) & (positions < span.stop))
+        if not inside.size:
+            continue
+        at = (inside, *(block[dim] for dim in BLOCK_DIMS[1:]))
+        # float32: the chosen s picked, then widened
+        weights = per_s.isel(block).values[positions[inside] - span.start]
         picked = np.take_along_axis(weights, np.clip(entries[at], 0, None)[..., None, None],
                                     axis=-2)[..., 0, :].astype(np.float64)
         ok = counted[at] & (entries[at] >= 0) & ~np.isnan(picked).any(axis=-1)
