@@ -1,5 +1,6 @@
 """The report's forked children (experiments/report/forking.py): the same results as the loop
-they replace, in its order, and a child's error raised in the parent; a child that neither
+they replace, in its order, and a child's error raised in the parent; a background value
+computed elsewhere, its error raised here, its child ended with its block; a child that neither
 collects what it inherits nor keeps its parent's signal handlers, and that keeps the memory
 it frees."""
 
@@ -11,6 +12,7 @@ import platform
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -49,6 +51,35 @@ def test_one_item_or_one_worker_stays_in_this_process():
 def test_a_childs_error_is_raised_here():
     with pytest.raises(ValueError, match="item 3 refused"):
         forking.forked_map(_fails_at_three, range(5), workers=2)
+
+
+def test_a_background_value_is_the_functions_computed_elsewhere():
+    """A closure over this process's memory (nothing pickled but the value): its value, from
+    another process where there are two cores to fork to, else from this one."""
+    data = np.arange(1000.0)
+    with forking.Background(lambda: (float(data.sum()), os.getpid())) as running:
+        total, pid = running.result()
+        assert running.result() == (total, pid)  # taken once, kept
+    assert total == 499500.0
+    assert (pid != os.getpid()) == (forking.cores() > 1)
+
+
+def test_a_background_error_is_raised_here():
+    def fails():
+        raise ValueError("refused in the background")
+
+    with pytest.raises(ValueError, match="refused in the background"), \
+            forking.Background(fails) as running:
+        running.result()
+
+
+@pytest.mark.skipif(forking.cores() < 2, reason="a background child needs two cores")
+def test_leaving_the_block_ends_a_background_child():
+    """A child whose value is never taken ends with the block (here, a minute's sleep)."""
+    with forking.Background(lambda: time.sleep(60)) as running:
+        (child,) = running._pool._pool
+    child.join(timeout=10)
+    assert not child.is_alive()
 
 
 class _MallocInfo(ctypes.Structure):

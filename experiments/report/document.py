@@ -1,5 +1,6 @@
 """Writing the report: every table as CSV, the figures as PNG, and report.md."""
 
+import contextlib
 import logging
 import time
 import tomllib
@@ -20,6 +21,7 @@ from . import (
     failure_rules,
     failures,
     families,
+    forking,
     inference,
     performance,
     plotting,
@@ -782,19 +784,29 @@ def _weights(doc, results, out, written):
     doc.table(summary)
 
 
-def _claims(doc, results, found, table1, tests, prereg, out, written):
+def _claim_rule(prereg):
+    """The claims' primary selection, level and alpha: a pre-registered rule's
+    (paper-study.md, "The verdict rule"), else the defaults ({})."""
+    return {} if prereg is None else {
+        "primary": prereg.rule, "alpha": prereg.alpha,
+        "level": {"dataset": "datasets", "case": "cases"}[prereg.level]}
+
+
+def _claim_table(results, found, table1, tests, prereg):
+    """``claims.csv``'s table (None where the claims do not apply)."""
+    if not found.claims:
+        return None
+    return claims.table(results, table1, tests, **_claim_rule(prereg))
+
+
+def _claims(doc, found, table, prereg, out, written):
     doc.heading("7. Paper vs ours")
     if not found.claims:
         doc.paragraph(f"Does not apply: {found.claims_note}.")
         return
-    # a pre-registered rule, level and alpha judge the claims too (paper-study.md, "The
-    # verdict rule")
-    rule = {} if prereg is None else {
-        "primary": prereg.rule, "alpha": prereg.alpha,
-        "level": {"dataset": "datasets", "case": "cases"}[prereg.level]}
-    table = claims.table(results, table1, tests, **rule)
     _csv(table, out, "claims.csv", written)
-    claims.write_section(doc, table, **{k: v for k, v in rule.items() if k != "primary"})
+    claims.write_section(doc, table, **{k: v for k, v in _claim_rule(prereg).items()
+                                        if k != "primary"})
 
 
 def _cell_sample(doc, results, out, written):
@@ -1141,6 +1153,14 @@ def write_document(results, out, focus=None, progress=None, grids="primary"):
 
 
 def _write_document(results, out, focus, progress, grids):
+    with contextlib.ExitStack() as background:
+        return _write_sections(results, out, focus, progress, grids, background)
+
+
+def _write_sections(results, out, focus, progress, grids, background):
+    """The sections of report.md in order; the Bayesian tests of section 9 and the claims of
+    section 7 are computed in forked children (``background``: the ExitStack that ends them)
+    while the sections before them are written."""
     written = []
     doc = Document()
     found = study.study(results, focus)
@@ -1150,10 +1170,12 @@ def _write_document(results, out, focus, progress, grids):
     progress("the Wilcoxon analyses")
     tests, cases = statistics.analyses(results, found.plan)
     progress("the tests under every rule for failed fits")
-    decided = (decisions.signed_rank_table(
-        results, found.plan, prereg, decisions.case_rows(results, found.plan, cases))
-        if found.plan is not None else pd.DataFrame(columns=decisions.COLUMNS))
-    primary = (_preregistered(doc, results, found, tests, prereg, decided, out, written)
+    decided = background.enter_context(forking.Background(lambda: (
+        decisions.signed_rank_table(results, found.plan, prereg,
+                                    decisions.case_rows(results, found.plan, cases))
+        if found.plan is not None else pd.DataFrame(columns=decisions.COLUMNS))))
+    primary = (_preregistered(doc, results, found, tests, prereg, decided.result(), out,
+                              written)
                if prereg is not None else None)
     progress("coverage, failures and Table 1")
     _header(doc, results, found, out, written)
@@ -1164,6 +1186,8 @@ def _write_document(results, out, focus, progress, grids):
     totals = _coverage(doc, results, out, written)
     _failures(doc, results, out, written)
     table1 = _table1(doc, results, found, out, written)
+    judged = background.enter_context(forking.Background(
+        lambda: _claim_table(results, found, table1, tests, prereg)))
     progress("3. choosing s")
     by_dataset = statistics.breakdown(cases)
     _choosing_s(doc, results, found.plan, tests, by_dataset, out, written)
@@ -1174,10 +1198,10 @@ def _write_document(results, out, focus, progress, grids):
     progress("6. feature weights")
     _weights(doc, results, out, written)
     progress("7. the paper's claims")
-    _claims(doc, results, found, table1, tests, prereg, out, written)
+    _claims(doc, found, judged.result(), prereg, out, written)
     progress("8-9. cell sample and Bayesian tests")
     _cell_sample(doc, results, out, written)
-    _decisions(doc, results, found, prereg, decided, out, written)
+    _decisions(doc, results, found, prereg, decided.result(), out, written)
     baseline.write(results, primary_selection, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])

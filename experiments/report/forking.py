@@ -1,7 +1,8 @@
 """The report's work spread over forked children (Linux; elsewhere it is done in the process
 itself): the data sets of the cube are read and aggregated side by side
-(:func:`forked_map`), and the figures are rendered while the report goes on
-(:func:`pcskm.experiments.report.plotting.parallel_saves`). A child does what the process
+(:func:`forked_map`), the tables that only the last sections show are computed while the
+report writes the others (:class:`Background`), and the figures are rendered while the report
+goes on (:func:`pcskm.experiments.report.plotting.parallel_saves`). A child does what the process
 would have done, on a copy of its memory, so the results are the same.
 
 A child is forked from a process that may have threads (Zarr's, an object store client's, a
@@ -101,3 +102,50 @@ def forked_map(function, items, workers=None):
     pool.close()  # the children leave when the queue is empty: no signal needed
     pool.join()
     return found
+
+
+_pending = None  # the function of the Background child being forked, which inherits it
+
+
+def _compute_pending(_):
+    return _pending()
+
+
+class Background:
+    """``function()`` (any callable: the child inherits it, nothing is pickled but its value)
+    computed by a forked child while this process goes on; :meth:`result` waits for its
+    value and raises its error. In this process, at once, where it cannot fork or has one
+    core. A context manager: leaving the block ends a child whose value was not taken."""
+
+    def __init__(self, function):
+        global _pending
+        self._pool = None
+        if cores() < 2:
+            self._value = function()
+            return
+        _pending = function
+        try:
+            with fork_safely():
+                self._pool = multiprocessing.get_context("fork").Pool(
+                    1, initializer=_start_child)
+        finally:
+            _pending = None
+        self._async = self._pool.apply_async(_compute_pending, (None,))
+
+    def result(self):
+        """The value of ``function()``, once it is computed."""
+        if self._pool is not None:
+            self._value = self._async.get()
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
+        return self._value
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *error):
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
