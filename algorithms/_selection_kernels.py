@@ -129,7 +129,6 @@ def best_index_rows(scores, usable, tie_scores, rank_rule, out):
                 rank -= 1
 
 
-
 @kernel
 def top_counts_rows(scores, usable, n_top, n_scored):
     """Per row of ``scores`` (m, n_s), a score counting only where ``usable`` (an (m, n_s)
