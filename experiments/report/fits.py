@@ -143,21 +143,32 @@ def chunk_blocks(variable):
                for dim, start, step in zip(BLOCK_DIMS, corner, steps, strict=True)}
 
 
+def algorithm_chunks(variable, positions):
+    """The chunks of ``variable`` (lazy, from the store; dims FIT_DIMS first, :func:`chunk_blocks`)
+    that hold any of the algorithms at ``positions`` (ascending), one at a time:
+    ``(inside, region, values)``, the indices into ``positions`` of the algorithms the chunk
+    holds, its slices along the other BLOCK_DIMS and those algorithms' values. Each chunk is
+    decoded whole and the algorithms taken in NumPy: an index array on the lazy variable
+    would make Zarr copy every decoded chunk through it."""
+    for block in chunk_blocks(variable):
+        span = block["algorithm"]
+        inside = np.flatnonzero((positions >= span.start) & (positions < span.stop))
+        if inside.size:
+            values = variable.isel(block).values[positions[inside] - span.start]
+            yield inside, tuple(block[dim] for dim in BLOCK_DIMS[1:]), values
+
+
 def zero_weight_counts(ds, sparse):
     """Per fit (the fit dims), the number of features whose weight is exactly 0 in
     ``weights_per_s`` (NaN weights, of no fit or a failed one, count as nonzero; 0 for the
     algorithms that are not ``sparse``, which thresholds nothing), read one chunk at a time
-    (:func:`chunk_blocks`) so that memory stays bounded by a chunk."""
+    (:func:`algorithm_chunks`) so that memory stays bounded by a chunk."""
     weights = ds[WEIGHTS_PER_S].transpose(*FIT_DIMS, "feature")
     counts = np.zeros(weights.shape[:-1], np.int16)
     counted = np.flatnonzero(sparse.values)  # the others' counts stay 0, uncounted
-    for block in chunk_blocks(weights):
-        algorithms = block["algorithm"]
-        inside = counted[(counted >= algorithms.start) & (counted < algorithms.stop)]
-        if inside.size:  # a chunk is decoded whole, every algorithm's weights
-            chunk = weights.isel(block).values[inside - algorithms.start]
-            at = (inside, *(block[dim] for dim in BLOCK_DIMS[1:]))
-            counts[at] = np.add.reduce(chunk == 0, axis=-1, dtype=np.int16)
+    for inside, region, chunk in algorithm_chunks(weights, counted):
+        counts[(counted[inside], *region)] = np.add.reduce(chunk == 0, axis=-1,
+                                                            dtype=np.int16)
     return xr.DataArray(counts, coords={d: ds[d] for d in FIT_DIMS}, dims=FIT_DIMS)
 
 

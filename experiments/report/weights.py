@@ -22,7 +22,7 @@ from pcskm.runner.store import WEIGHTS_PER_S
 
 from . import families, performance, plotting
 from . import selection as selections
-from .fits import BLOCK_DIMS, CELL_DIMS, FIT_DIMS, chunk_blocks, quiet
+from .fits import BLOCK_DIMS, CELL_DIMS, FIT_DIMS, algorithm_chunks, chunk_blocks, quiet
 
 FIGURE_ALGORITHMS = ("SKM", "PCSKM", "MPCKM")  # Figure 2's rows: gray, blue, red
 COLOURS = {"SKM": "0.45", "PCSKM": "tab:blue", "MPCKM": "tab:red"}
@@ -110,7 +110,7 @@ def means(store, name, fits, selected=None, rule=None):
 
 def _at_selected(group, keep, fits, selected, rule):
     """``total`` and ``n_fits`` of the weights at the s that ``rule`` chose per cell (see
-    :func:`means`), read one chunk of ``weights_per_s`` at a time (``fits.chunk_blocks``)."""
+    :func:`means`), read one chunk of ``weights_per_s`` at a time (``fits.algorithm_chunks``)."""
     variable = selections.BY_NAME[rule].variable
     chosen = selected.sel(algorithm=keep)
     counted = chosen.computed & chosen.get(f"{variable}_covered", True)
@@ -123,14 +123,9 @@ def _at_selected(group, keep, fits, selected, rule):
     shape = (*s.shape[:4], group.sizes["feature"])
     total, n_fits = np.zeros(shape), np.zeros(shape[:-1], np.int64)
     positions = np.flatnonzero(np.isin(group.algorithm.values, keep))  # in the order of keep
-    for block in chunk_blocks(per_s):  # each chunk decoded whole, its kept algorithms taken
-        span = block["algorithm"]
-        inside = np.flatnonzero((positions >= span.start) & (positions < span.stop))
-        if not inside.size:
-            continue
-        at = (inside, *(block[dim] for dim in BLOCK_DIMS[1:]))
+    for inside, region, weights in algorithm_chunks(per_s, positions):
+        at = (inside, *region)
         # float32: the chosen s picked, then widened
-        weights = per_s.isel(block).values[positions[inside] - span.start]
         picked = np.take_along_axis(weights, np.clip(entries[at], 0, None)[..., None, None],
                                     axis=-2)[..., 0, :].astype(np.float64)
         ok = counted[at] & (entries[at] >= 0) & ~np.isnan(picked).any(axis=-1)
