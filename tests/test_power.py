@@ -1,13 +1,12 @@
 """The power simulation of experiments/power.py against independent computations: rows drawn
 whole from the pilot, rejection rates against a direct simulation from the normal model with
-scipy's signed-rank test and statsmodels' Holm, the size of the test under no effect, Bayesian
+scipy's signed-rank test and a step-down Holm, the size of the test under no effect, Bayesian
 verdicts in the cases where they are known, and the sample-size rule on hand-made rates."""
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
-from statsmodels.stats.multitest import multipletests
 
 from pcskm.experiments import power
 from pcskm.experiments.report import bayesian
@@ -32,6 +31,18 @@ def test_simulated_rows_are_whole_pilot_rows_centred_and_shifted():
     assert len(drawn) == 4  # 50 draws with replacement reach every row
 
 
+def _holm_step_down(p, alpha):
+    """Holm (1979) as a step-down procedure: reject the hypotheses in order of their p-values
+    while the i-th smallest (from 0) is at most alpha / (m - i). (statsmodels' multipletests
+    would do, but it runs gc.collect on every call: 45 s of this test's 300 simulations.)"""
+    rejected = np.zeros(len(p), dtype=bool)
+    for i, h in enumerate(np.argsort(p)):
+        if p[h] > alpha / (len(p) - i):
+            break
+        rejected[h] = True
+    return rejected
+
+
 def test_rejection_rates_match_a_direct_simulation_of_the_normal_model():
     pilot = _normal_pilot(2000, 3)
     n_datasets, effect, n_simulations = 15, 0.6, 300
@@ -44,7 +55,7 @@ def test_rejection_rates_match_a_direct_simulation_of_the_normal_model():
         p = np.array([scipy.stats.wilcoxon(d[:, h]).pvalue for h in range(3)])
         positive = np.array([np.median(d[:, h]) > 0 for h in range(3)])
         unadjusted += (p < 0.05) & positive
-        holm += multipletests(p, alpha=0.05, method="holm")[0] & positive
+        holm += _holm_step_down(p, 0.05) & positive
     standard_error = np.sqrt(0.25 / n_simulations)
     tolerance = 4 * np.sqrt(2) * standard_error
     assert np.all(np.abs(rates.unadjusted_power - unadjusted / n_simulations) < tolerance)
