@@ -116,6 +116,23 @@ def test_signed_rank_agrees_with_baycomp(case):
     assert sum(ours) == pytest.approx(1)
 
 
+@pytest.mark.parametrize("d, rope", [([0.03, 0.05, -0.01], 0.01), ([0.002], 0.01),
+                                     ([0.0, 0.0], 0.0)])
+def test_signed_rank_shares_are_the_mean_over_draws_of_their_largest_share(d, rope):
+    """Each draw gives 1/m to each of its m largest thetas; the shares are the plain mean of
+    that over the draws, bit for bit: with no ties, with two thetas equal but below the third
+    (d inside the ROPE: theta_better = theta_worse = 0) and with the two largest tied in every
+    draw (d = 0 and no ROPE: theta_better = theta_worse = 1/2)."""
+    x = np.array(d)
+    shares = bayesian.signed_rank_test(x, np.zeros_like(x), rope, n_samples=20_000, rng=rng(5))
+    theta = bayesian.signed_rank_posterior(x, rope, n_samples=20_000, rng=rng(5))
+    expected = np.zeros(3)
+    for draw in theta:
+        largest = np.flatnonzero(draw == max(draw))
+        expected[largest] += 1 / len(largest)
+    assert shares == tuple(expected / len(theta))
+
+
 def test_signed_rank_orientation():
     """x better by a wide margin: P(x better) = 1 (the first of the triple), and swapping x
     and y mirrors the triple."""

@@ -98,9 +98,19 @@ def signed_rank_test(x, y, rope=ROPE, prior=PRIOR_STRENGTH, n_samples=N_SAMPLES,
     A draw where several are largest counts equally for each (baycomp gives it to the first).
     """
     theta = signed_rank_posterior(_differences(x, y), rope, prior, n_samples, rng=rng)
-    largest = theta == theta.max(axis=1, keepdims=True)
-    shares = (largest / largest.sum(axis=1, keepdims=True)).mean(axis=0)
-    return tuple(float(p) for p in shares)
+    return tuple(float(p) for p in _largest_shares(theta))
+
+
+def _largest_shares(theta):
+    """Per column of the (n, 3) draws ``theta``, the mean over the draws of 1/m where the
+    column is one of the m largest of the draw, else 0. When no two columns of a draw are
+    equal, m is 1: the counts of each column's maxima over n are the same floats, the mean of
+    zeros and ones being their exact sum over n."""
+    better, rope, worse = theta.T
+    if ((better == rope) | (better == worse) | (rope == worse)).any():
+        largest = theta == theta.max(axis=1, keepdims=True)
+        return (largest / largest.sum(axis=1, keepdims=True)).mean(axis=0)
+    return np.bincount(theta.argmax(axis=1), minlength=3) / len(theta)
 
 
 def correlated_t_test(x, y, rho, rope=ROPE):
