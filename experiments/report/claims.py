@@ -111,7 +111,8 @@ class Evidence:
     ``weights``: per family label, the mean weights (algorithm, init, kind, percent, feature)
     with the ``uninformative`` coordinate; ``panels``: the tables of :func:`_panels`, which
     every selection reads alike, computed once; ``cases``: the grids of :func:`_cases`, which
-    several claims of a selection read alike, computed once."""
+    several claims of a selection read alike, computed once; ``grids``: per (data, selection),
+    the array each grid of :func:`_grid` is read from."""
 
     selections: tuple
     table1: pd.DataFrame
@@ -121,6 +122,7 @@ class Evidence:
     weights: dict
     panels: dict = field(default_factory=dict, compare=False, repr=False)
     cases: dict = field(default_factory=dict, compare=False, repr=False)
+    grids: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def evidence(results, table1, tests):
@@ -197,15 +199,26 @@ def percent_drift(weights):
 # ---------------------------------------------------------------- reading the evidence
 
 
-def _grid(data, selection, **labels):
-    """``data`` (values or points) of ``selection`` on exactly the ``labels`` asked for
-    (dims in that order, then any other, e.g. percent); NaN where the cube has no value."""
+def _grid(evidence, selection, data="values", **labels):
+    """``evidence``'s ``data`` (values or points) of ``selection`` on exactly the ``labels``
+    asked for (dims in that order, then any other, e.g. percent); NaN where the cube has no
+    value. The selection's array is kept in ``evidence.grids``, padded with NaN for every
+    label asked for so far that the cube lacks, so that each grid is one ``sel``."""
     coords = {dim: list(v) for dim, v in labels.items()}
-    if data is None or selection not in data.selection.values:
+    source = getattr(evidence, data)
+    if source is None or selection not in source.selection.values:
         return xr.DataArray(np.full([len(v) for v in coords.values()], np.nan),
                             coords=coords, dims=list(coords))
-    part = data.sel(selection=selection, drop=True).reindex(coords)
-    return part.transpose(*coords, ...)
+    key = (data, selection)
+    part = evidence.grids.get(key)
+    if part is None:
+        part = source.sel(selection=selection, drop=True)
+    lacking = {dim: [v for v in dict.fromkeys(values) if v not in part.indexes[dim]]
+               for dim, values in coords.items()}
+    if any(lacking.values()):
+        part = part.reindex({dim: [*part.indexes[dim], *lacking[dim]] for dim in lacking})
+    evidence.grids[key] = part
+    return part.sel(coords).transpose(*coords, ...)
 
 
 def _cases(evidence, selection, datasets, algorithms, settings=SETTINGS, data="values"):
@@ -221,10 +234,12 @@ def _cases(evidence, selection, datasets, algorithms, settings=SETTINGS, data="v
 def _read_cases(evidence, selection, datasets, algorithms, settings, data):
     inits = list(dict.fromkeys(i for i, _k in settings))
     kinds = list(dict.fromkeys(k for _i, k in settings))
-    grid = _grid(getattr(evidence, data), selection, family=datasets, algorithm=algorithms,
+    grid = _grid(evidence, selection, data, family=datasets, algorithm=algorithms,
                  init=inits, kind=kinds)
-    cases = xr.concat([grid.sel(init=i, kind=k, drop=True) for i, k in settings],
-                      dim=pd.Index([f"{i}/{k}" for i, k in settings], name="setting"))
+    at = {"init": xr.DataArray([i for i, _k in settings], dims="setting"),
+          "kind": xr.DataArray([k for _i, k in settings], dims="setting")}
+    cases = grid.sel(at).drop_vars(["init", "kind"]).assign_coords(
+        setting=[f"{i}/{k}" for i, k in settings])
     return cases.transpose("family", "setting", ...)
 
 
@@ -285,7 +300,7 @@ def _margin(cases, algorithm="PCSKM"):
 
 def _penalty(evidence, selection, datasets, algorithms=SEMI_SUPERVISED, inits=DETERMINISTIC):
     """V(random) - V(must-link) per (family, algorithm, init): what must-link only costs."""
-    grid = _grid(evidence.values, selection, family=datasets, algorithm=algorithms,
+    grid = _grid(evidence, selection, family=datasets, algorithm=algorithms,
                  init=inits, kind=["random", "must-link"])
     return grid.sel(kind="random") - grid.sel(kind="must-link")
 
@@ -295,9 +310,9 @@ def _init_effect(evidence, selection, algorithms):
     four inits at kind random; and the mean over data sets and deterministic inits of the
     range of V over the three kinds. Ranges need two values; ``present`` flags the values
     read (a flat array)."""
-    by_init = _grid(evidence.values, selection, algorithm=algorithms, family=SIX, init=INITS,
+    by_init = _grid(evidence, selection, algorithm=algorithms, family=SIX, init=INITS,
                     kind=["random"]).squeeze("kind", drop=True)
-    by_kind = _grid(evidence.values, selection, algorithm=algorithms, family=SIX,
+    by_kind = _grid(evidence, selection, algorithm=algorithms, family=SIX,
                     init=DETERMINISTIC, kind=KINDS)
     with quiet():
         init_range = (by_init.max("init") - by_init.min("init")).where(
@@ -381,7 +396,7 @@ def _clear_advantage(evidence, selection):
 
 def _seeding_helps_mpckm(evidence, selection):
     datasets = ("fisheriris", "digits 3-8-9", "TT-SC-ST")
-    grid = _grid(evidence.values, selection, family=datasets, algorithm=["MPCKM"],
+    grid = _grid(evidence, selection, family=datasets, algorithm=["MPCKM"],
                  init=["seeding", "dkm++"], kind=["random"]).squeeze(["algorithm", "kind"])
     gain = grid.sel(init="seeding") - grid.sel(init="dkm++")
     present = gain.notnull()
@@ -509,7 +524,7 @@ def _best_on_average(evidence, selection):
 
 def _mpckm_seeding_on_par(evidence, selection):
     datasets = ("fisheriris", "digits 3-8-9", "TT-SC-ST", "TT-CH-ST")
-    grid = _grid(evidence.values, selection, family=datasets, algorithm=["MPCKM", "PCSKM"],
+    grid = _grid(evidence, selection, family=datasets, algorithm=["MPCKM", "PCSKM"],
                  init=["seeding"], kind=["random"]).squeeze(["init", "kind"])
     lead = grid.sel(algorithm="MPCKM") - grid.sel(algorithm="PCSKM")
     present = lead.notnull()
@@ -522,7 +537,7 @@ def _mpckm_seeding_on_par(evidence, selection):
 
 
 def _seeding_mostly_helps_mpckm(evidence, selection):
-    grid = _grid(evidence.values, selection, family=SIX, algorithm=["MPCKM"], init=INITS,
+    grid = _grid(evidence, selection, family=SIX, algorithm=["MPCKM"], init=INITS,
                  kind=["random"]).squeeze(["algorithm", "kind"])
     gain = grid.sel(init="seeding", drop=True) - grid.sel(init=list(DETERMINISTIC))
     present = gain.notnull()
