@@ -45,11 +45,17 @@ def test_defaults_are_the_quick_spec_and_its_store():
     assert args.spec == "quick" and args.store is None
 
 
+FOLDER_THEN_SLOW_S3 = pytest.mark.parametrize(
+    "interrupted", ["folder", pytest.param("s3", marks=pytest.mark.slow)], indirect=True)
+
+
 @pytest.fixture(params=["folder", "s3"])
 def interrupted(request, tmp_path):
     """Where an interrupted run's store goes: a folder, or a repository on the test
     session's S3 server (tests/s3_server.py; docs/guide/hpc.md, "The store on object
-    storage"), so that every interruption is tested on both kinds of store."""
+    storage"), so that every interruption is tested on both kinds of store. SIGINT is, in the
+    default suite; SIGTERM and a lost scheduler are on S3 only in the slow one
+    (:data:`FOLDER_THEN_SLOW_S3`), to keep the default suite within its time."""
     if request.param == "folder":
         return tmp_path / "interrupted.zarr"
     s3 = request.getfixturevalue("s3")
@@ -300,6 +306,7 @@ def assert_the_rerun_completes(spec, store, reference):
     assert_same_cube(reference, store)
 
 
+@FOLDER_THEN_SLOW_S3
 def test_sigterm_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smoke):
     """SIGTERM to the client and its workers (a batch system ending the job) once results
     arrive: the run stops with the resume command, the store is readable, and the rerun gives
@@ -313,6 +320,7 @@ def test_sigterm_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smok
     assert_the_rerun_completes(spec, store, reference)
 
 
+@FOLDER_THEN_SLOW_S3
 def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smoke):
     """A real scheduler and two workers in their own processes; the scheduler killed
     (SIGKILL) once results reach the client: the run stops (exit code 1) with the resume

@@ -175,5 +175,9 @@ def test_the_cache_is_a_per_user_folder_of_the_version_outside_the_package(tmp_p
     assert not folder.resolve().is_relative_to(Path(pcskm.__file__).resolve().parent)
     assert any(folder.glob("*.nbi")) and any(folder.glob("*.nbc"))
     assert first["compiled"] > 0 and second == {**first, "compiled": 0}
-    explicit = fit({**env, "NUMBA_CACHE_DIR": str(tmp_path / "explicit")})
-    assert Path(explicit["cache"]).parent == tmp_path / "explicit"
+    explicit = subprocess.run(  # where the kernels would be cached: nothing to compile
+        [sys.executable, "-c", "from pcskm.algorithms._jit import cache_dir; print(cache_dir())"],
+        capture_output=True, text=True, env={**env, "NUMBA_CACHE_DIR": str(tmp_path / "explicit")},
+        cwd=tmp_path, timeout=600)
+    assert explicit.returncode == 0, explicit.stderr
+    assert Path(explicit.stdout.strip()).parent == tmp_path / "explicit"
