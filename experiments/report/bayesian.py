@@ -103,14 +103,16 @@ def signed_rank_test(x, y, rope=ROPE, prior=PRIOR_STRENGTH, n_samples=N_SAMPLES,
 
 def _largest_shares(theta):
     """Per column of the (n, 3) draws ``theta``, the mean over the draws of 1/m where the
-    column is one of the m largest of the draw, else 0. When no two columns of a draw are
-    equal, m is 1: the counts of each column's maxima over n are the same floats, the mean of
-    zeros and ones being their exact sum over n."""
-    better, rope, worse = theta.T
-    if ((better == rope) | (better == worse) | (rope == worse)).any():
+    column is one of the m largest of the draw, else 0. When every draw has one largest
+    column, that is the count of the draws where it is largest over n: the same float, the
+    mean of zeros and ones being their exact sum over n."""
+    columns = theta.T
+    top = np.maximum(np.maximum(columns[0], columns[1]), columns[2])
+    at_top = [column == top for column in columns]
+    if (sum(largest.view(np.int8) for largest in at_top) > 1).any():
         largest = theta == theta.max(axis=1, keepdims=True)
         return (largest / largest.sum(axis=1, keepdims=True)).mean(axis=0)
-    return np.bincount(theta.argmax(axis=1), minlength=3) / len(theta)
+    return np.array([np.count_nonzero(largest) for largest in at_top]) / len(theta)
 
 
 def correlated_t_test(x, y, rho, rope=ROPE):
