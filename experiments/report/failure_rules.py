@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from .fits import quiet
-from .selection import BY_NAME, CELL, selected_names
+from .selection import CELL, by_selection
 
 AVAILABLE, ITT, COMPLETE_CASE = "available", "itt", "complete-case"
 RULES = (AVAILABLE, ITT, COMPLETE_CASE)
@@ -55,14 +55,7 @@ def rule_values(selected, failure_value):
     kind, run, fold): the mean over the percentages. ``selected``: the per-cell selections of
     one data set (:func:`selection.select`); ``fixed-loo``, chosen across data sets later,
     is not among them."""
-    frames = []
-    for name in selected_names(selected):
-        variable = BY_NAME[name].variable
-        covered = selected.get(f"{variable}_covered", True)
-        values = cell_values(selected[f"{variable}_f"], selected.computed & covered,
-                             selected.expected & covered, failure_value)
-        with quiet():
-            frames.append(xr.Dataset({"f_rules": values.mean(CELL),
-                                      "f_run_fold": values.mean("percent")}))
-    return xr.concat(frames, dim=xr.DataArray(list(selected_names(selected)), dims="selection",
-                                              name="selection"))
+    values = cell_values(*by_selection(selected), failure_value)
+    with quiet():
+        return xr.Dataset({"f_rules": values.mean(CELL),
+                           "f_run_fold": values.mean("percent")}).transpose("selection", ...)

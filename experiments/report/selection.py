@@ -348,19 +348,27 @@ def summarise(f_score, computed, expected):
         })
 
 
-def summaries(selected):
-    """``summarise`` for every selection of ``selected`` (:func:`select`), stacked along a
-    ``selection`` dim; a cell not covered by a selection's score (by the store's design: an
-    algorithm without the score, a run after ``cv_runs``) is neither computed nor expected
-    under it."""
+def by_selection(selected):
+    """``(f, computed, expected)``: F at the selected s of every selection of ``selected``
+    (:func:`select`) stacked along a first dim ``selection``, and the masks of the cells
+    computed and expected under each; a cell not covered by a selection's score (by the
+    store's design: an algorithm without the score, a run after ``cv_runs``) is neither
+    computed nor expected under it."""
     names = selected_names(selected)
-    frames = []
-    for name in names:
-        variable = BY_NAME[name].variable
-        covered = selected.get(f"{variable}_covered", True)
-        frames.append(summarise(selected[f"{variable}_f"], selected.computed & covered,
-                                selected.expected & covered))
-    return xr.concat(frames, dim=xr.DataArray(list(names), dims="selection", name="selection"))
+    dim = xr.DataArray(list(names), dims="selection", name="selection")
+    variables = [BY_NAME[name].variable for name in names]
+    every = xr.ones_like(selected.algorithm, dtype=bool)
+    covered = xr.concat([selected.get(f"{variable}_covered", every) for variable in variables],
+                        dim=dim)
+    return (xr.concat([selected[f"{variable}_f"] for variable in variables], dim=dim),
+            (selected.computed & covered).transpose("selection", ...),
+            (selected.expected & covered).transpose("selection", ...))
+
+
+def summaries(selected):
+    """``summarise`` for every selection of ``selected`` (:func:`select`), along a
+    ``selection`` dim (:func:`by_selection`)."""
+    return summarise(*by_selection(selected))
 
 
 def per_s_summary(fits):
