@@ -348,10 +348,11 @@ def summarise(f_score, computed, expected):
         })
 
 
-def by_selection(selected):
-    """``(f, computed, expected)``: F at the selected s of every selection of ``selected``
-    (:func:`select`) stacked along a first dim ``selection``, and the masks of the cells
-    computed and expected under each; a cell not covered by a selection's score (by the
+def by_selection(selected, value="f"):
+    """``(values, computed, expected)``: the ``<selection>_<value>`` variables of every
+    selection of ``selected`` (:func:`select`; ``value``: ``f``, F at the selected s, or ``s``)
+    stacked along a first dim ``selection``, the cell dims after it, and the masks of the
+    cells computed and expected under each; a cell not covered by a selection's score (by the
     store's design: an algorithm without the score, a run after ``cv_runs``) is neither
     computed nor expected under it."""
     names = selected_names(selected)
@@ -360,7 +361,8 @@ def by_selection(selected):
     every = xr.ones_like(selected.algorithm, dtype=bool)
     covered = xr.concat([selected.get(f"{variable}_covered", every) for variable in variables],
                         dim=dim)
-    return (xr.concat([selected[f"{variable}_f"] for variable in variables], dim=dim),
+    values = xr.concat([selected[f"{variable}_{value}"] for variable in variables], dim=dim)
+    return (values.transpose("selection", *selected.computed.dims),
             (selected.computed & covered).transpose("selection", ...),
             (selected.expected & covered).transpose("selection", ...))
 

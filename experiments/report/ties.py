@@ -26,7 +26,7 @@ from pcskm.runner.store import AUC_SCORES, CV_SCORES, GAP_SCORES
 
 from .families import ALL_DATASETS
 from .fits import CELL_DIMS, FIT_DIMS, ZERO_WEIGHTS, quiet
-from .selection import BY_NAME, chosen_entries, covers, selected_names
+from .selection import by_selection, chosen_entries, covers, selected_names
 
 CELL = ("run", "fold")
 KEYS = ["algorithm", "init", "kind", "percent"]
@@ -85,29 +85,37 @@ def _top_counts(score, usable):
 CHOICE_COLUMNS = ["dataset", "algorithm", "selection", "s", "cells"]
 
 
+def _chosen(fits, selected):
+    """Per selection of ``selected`` (stacked along ``selection``) and cell of a sparse
+    algorithm: whether it is computed, covered by the selection's score and has a selected s
+    (``chosen``), and the grid entry of that s (-1 elsewhere), with the dims ``selection``
+    and :data:`CELL_DIMS`."""
+    sparse = fits.algorithm[fits.sparse]
+    s, computed, _expected = (values.sel(algorithm=sparse)
+                              for values in by_selection(selected, "s"))
+    chosen = (computed & s.notnull()).transpose("selection", *CELL_DIMS)
+    entries = chosen_entries(s.where(chosen), fits.sparsity, True)
+    return chosen, entries.transpose("selection", *CELL_DIMS)
+
+
 def choice_counts(name, fits, selected):
     """Per sparse algorithm, selection of ``selected`` (``selection.select``) and s of the
     grid: the computed cells of data set ``name`` (covered by the selection's score) whose
     selected s is that s."""
-    sparse = fits.algorithm[fits.sparse]
-    grid = fits.sparsity[fits.sparsity.notnull()]
-    on_grid = np.flatnonzero(fits.sparsity.notnull().values)
-    rows = []
-    for selection in selected_names(selected):
-        variable = BY_NAME[selection].variable
-        computed = selected.computed & selected.get(f"{variable}_covered", True)
-        s = selected[f"{variable}_s"].where(computed).sel(algorithm=sparse)
-        entries = chosen_entries(s.broadcast_like(selected.computed.sel(algorithm=sparse)),
-                                 fits.sparsity, True).transpose("algorithm", ...).values
-        counts = np.zeros((len(sparse), len(on_grid)), np.int64)
-        for algorithm, chosen in enumerate(entries):
-            counts[algorithm] = np.bincount(chosen[chosen >= 0],
-                                            minlength=fits.sizes["sparsity"])[on_grid]
-        counts = xr.DataArray(counts, coords={"algorithm": sparse, "sparsity": grid},
-                              dims=("algorithm", "sparsity"))
-        rows.append(counts.to_dataframe(name="cells").reset_index().assign(
-            selection=selection))
-    return _choice_table(name, rows)
+    if not selected_names(selected):
+        return _choice_table(name, [])
+    chosen, entries = _chosen(fits, selected)
+    n_sparsity = fits.sizes["sparsity"]
+    rows = np.arange(chosen.sizes["selection"] * chosen.sizes["algorithm"])
+    at = rows.reshape(chosen.shape[:2] + (1,) * (chosen.ndim - 2)) * n_sparsity + entries.values
+    counts = np.bincount(at[entries.values >= 0], minlength=len(rows) * n_sparsity).reshape(
+        len(rows), n_sparsity)[:, fits.sparsity.notnull().values]
+    counts = xr.DataArray(
+        counts.reshape(chosen.shape[:2] + counts.shape[-1:]),
+        coords={"selection": chosen.selection, "algorithm": chosen.algorithm,
+                "sparsity": fits.sparsity[fits.sparsity.notnull()]},
+        dims=("selection", "algorithm", "sparsity"))
+    return _choice_table(name, [counts.to_dataframe(name="cells").reset_index()])
 
 
 THRESHOLD_COLUMNS = ["dataset", "algorithm", "selection", "kind", "cells", "thresholding_cells"]
@@ -120,30 +128,21 @@ def threshold_counts(name, fits, selected):
     than at the cell's least sparse fit that did not fail, so that a feature no s weights (a
     constant one) does not count. Empty for a cube without the per-s weights. (fixed-loo,
     chosen across data sets, is not counted.)"""
-    if ZERO_WEIGHTS not in fits:
+    if ZERO_WEIGHTS not in fits or not selected_names(selected):
         return pd.DataFrame(columns=THRESHOLD_COLUMNS)
     sparse = fits.algorithm[fits.sparse]
     zeros = fits[ZERO_WEIGHTS].sel(algorithm=sparse)
     usable = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=sparse)
     floor = zeros.where(usable).min("sparsity")
     thresholded = (zeros > floor).transpose(*CELL_DIMS, "sparsity").values
+    chosen, entries = _chosen(fits, selected)
+    at = entries.values.clip(min=0)  # -1 (no s chosen) only outside ``chosen``
+    thresholds = chosen & chosen.copy(data=np.take_along_axis(
+        thresholded[None], at[..., None], axis=-1)[..., 0])
     others = [d for d in CELL_DIMS if d not in ("algorithm", "kind")]
-    rows = []
-    for selection in selected_names(selected):
-        variable = BY_NAME[selection].variable
-        s = selected[f"{variable}_s"].sel(algorithm=sparse)
-        chosen = ((selected.computed & selected.get(f"{variable}_covered", True)).sel(
-            algorithm=sparse) & s.notnull()).transpose(*CELL_DIMS)
-        at = chosen_entries(s.broadcast_like(chosen), fits.sparsity, True).transpose(
-            *CELL_DIMS).values.clip(min=0)  # -1 (no s chosen) only outside ``chosen``
-        thresholds = chosen & chosen.copy(
-            data=np.take_along_axis(thresholded, at[..., None], axis=-1)[..., 0])
-        counts = xr.Dataset({"cells": chosen.sum(others),
-                             "thresholding_cells": thresholds.sum(others)})
-        rows.append(counts.to_dataframe().reset_index().assign(selection=selection))
-    if not rows:
-        return pd.DataFrame(columns=THRESHOLD_COLUMNS)
-    table = pd.concat(rows, ignore_index=True)
+    counts = xr.Dataset({"cells": chosen.sum(others),
+                         "thresholding_cells": thresholds.sum(others)})
+    table = counts.to_dataframe(dim_order=["selection", "algorithm", "kind"]).reset_index()
     table.insert(0, "dataset", name)
     table[["algorithm", "kind"]] = table[["algorithm", "kind"]].astype(str)
     return table[THRESHOLD_COLUMNS]
