@@ -110,7 +110,7 @@ def _largest_shares(theta):
     top = np.maximum(np.maximum(columns[0], columns[1]), columns[2])
     at_top = [column == top for column in columns]
     if (sum(largest.view(np.int8) for largest in at_top) > 1).any():
-        largest = theta == theta.max(axis=1, keepdims=True)
+        largest = np.stack(at_top, axis=1)
         return (largest / largest.sum(axis=1, keepdims=True)).mean(axis=0)
     return np.array([np.count_nonzero(largest) for largest in at_top]) / len(theta)
 

@@ -122,7 +122,8 @@ def _at_selected(group, keep, fits, selected, rule):
         *CELL_DIMS).values
     shape = (*s.shape[:4], group.sizes["feature"])
     total, n_fits = np.zeros(shape), np.zeros(shape[:-1], np.int64)
-    positions = np.flatnonzero(np.isin(group.algorithm.values, keep))  # in the order of keep
+    # in the group's order, which is keep's (weighted_algorithms)
+    positions = np.flatnonzero(np.isin(group.algorithm.values, keep))
     for inside, region, weights in algorithm_chunks(per_s, positions):
         at = (inside, *region)
         # float32: the chosen s picked, then widened
