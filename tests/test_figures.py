@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from test_report import EMPTY, EVERY_DATASET, drawn_y, make_group, write_cube
 
-from pcskm.experiments.report import forking, open_store, performance, plotting
+from pcskm import forking
+from pcskm.experiments.report import open_store, performance, plotting
 from pcskm.experiments.report.aggregate import collect
 
 PAPER_PERCENTS = tuple(float(p) for p in np.arange(1.0, 10.01, 0.5))  # 19, as the paper's

@@ -2,6 +2,7 @@
 their blocks and gives the reference cube, the report refuses them; stores made before
 chunks carried checksums still open, verify as far as they can, run and repair."""
 
+import dataclasses
 import shutil
 import warnings
 
@@ -12,10 +13,11 @@ import zarr
 from cubes import results_attrs, results_data
 from zarr.codecs import ZstdCodec
 
+from pcskm import forking
 from pcskm.experiments.report import write_report
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
-from pcskm.runner.store import Cube, DamagedStore, read_layout, verify
+from pcskm.runner.store import Cube, DamagedStore, integrity, read_layout, verify
 from pcskm.runner.store import schema as schema_module
 
 TINY = """
@@ -359,3 +361,51 @@ def test_a_store_of_schema_version_2_is_bound_by_the_next_run(reference, client,
             assert json.loads(record[k, 0])[name] == expected
     swap(chunk_file(store, "recall", CHUNKS[0]), chunk_file(store, "recall", CHUNKS[1]))
     assert set(kinds_of(store).values()) == {"misplaced"}
+
+
+TWO_GROUPS = dataclasses.replace(SPEC, name="tiny-two-groups", datasets=("iris", "brodinova-5-5"))
+
+
+def test_groups_checked_side_by_side_find_what_one_process_finds(client, tmp_path,
+                                                                 monkeypatch):
+    """The data set groups checked by forked children (a store in a folder with many
+    chunks) give the verification of the groups checked one after the other: damage of
+    every kind in both groups, with a damaged status chunk beside an inconsistent one (whose
+    fits are then read chunk by chunk), in the same order with the same blocks."""
+    store = tmp_path / "two.zarr"
+    run_spec(TWO_GROUPS, store, client=client, progress=False)
+    status = zarr.open_group(str(store), mode="r+")["brodinova-5-5"]["status"]
+    values = status[...]
+    values[0, 1, 1, 0, 0] = 0  # LKM, maximin, must-link, 1 %, run 0: missing
+    status[...] = values
+    cube = Cube(store)
+    cube.record_stored("brodinova-5-5", [(1, 0)], ("status",))
+    cube.write_markers("brodinova-5-5")
+    damage(chunk_file(store, "f_score", CHUNKS[1]), "delete")
+    damage(chunk_file(store, "weights", CHUNKS[0]), "scramble")
+    second = store / "brodinova-5-5"
+    damage(second.joinpath("status", "c", *map(str, (0, 0, 0, 0, 0, 0, 0))), "truncate")
+    over = second.joinpath("weights", "c", *map(str, (0, 0, 1, 0, 0, 0, 0)))
+    over.write_bytes(second.joinpath("weights_per_s", "c", *map(str, (0,) * 2 + (1,) + (0,) * 5)
+                                     ).read_bytes())
+    one = verify(store, workers=1)
+    assert {(d.dataset, d.array, d.kind) for d in one.damage} == {
+        ("iris", "f_score", "missing"), ("iris", "weights", "corrupt"),
+        ("brodinova-5-5", "status", "corrupt"), ("brodinova-5-5", "status", "inconsistent"),
+        ("brodinova-5-5", "weights", "misplaced")}
+    monkeypatch.setattr(integrity, "FORK_FROM", 0)
+    workers = []
+    monkeypatch.setattr(integrity, "forked_map", lambda *args, **kwargs: workers.append(
+        kwargs["workers"]) or forking.forked_map(*args, **kwargs))
+    side_by_side = verify(store, workers=2)
+    assert workers == [2]
+    assert len(side_by_side.damage) == len(one.damage)
+    for a, b in zip(side_by_side.damage, one.damage, strict=True):
+        assert a == b
+        np.testing.assert_array_equal(a.blocks, b.blocks)
+    assert side_by_side.n_chunks == one.n_chunks
+    for name in ("iris", "brodinova-5-5"):
+        np.testing.assert_array_equal(side_by_side.done[name], one.done[name])
+        np.testing.assert_array_equal(side_by_side.scored[name], one.scored[name])
+        np.testing.assert_array_equal(side_by_side.wanted[name], one.wanted[name])
+    assert side_by_side.describe() == one.describe()

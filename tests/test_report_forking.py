@@ -1,4 +1,4 @@
-"""The report's forked children (experiments/report/forking.py): the same results as the loop
+"""The report's forked children (pcskm/forking.py): the same results as the loop
 they replace, in its order, and a child's error raised in the parent; a background value
 computed elsewhere, its error raised here, its child ended with its block; a child that neither
 collects what it inherits nor keeps its parent's signal handlers, and that keeps the memory
@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from pcskm.experiments.report import forking
+from pcskm import forking
 
 
 def _square_and_pid(item):
@@ -121,7 +121,7 @@ def test_a_child_keeps_the_memory_of_a_freed_array_for_the_next_one():
 
 _INHERITED_GARBAGE = """
 import gc, os, signal, sys, time
-from pcskm.experiments.report import forking
+from pcskm import forking
 
 class WaitsForAThread:
     # a destructor that waits for a thread of the parent, which a forked child does not have

@@ -17,6 +17,7 @@ import pandas as pd
 import xarray as xr
 import zarr
 
+from pcskm import forking
 from pcskm.runner.store import SELECTIONS_TITLE, WEIGHTS_PER_S
 
 from .. import spec
@@ -27,7 +28,6 @@ from . import (
     failures,
     families,
     fixed_s,
-    forking,
     preregistered,
     selection,
     ties,

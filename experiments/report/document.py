@@ -8,6 +8,8 @@ import tomllib
 import numpy as np
 import pandas as pd
 
+from pcskm import forking
+
 from . import (
     added_features,
     baseline,
@@ -21,7 +23,6 @@ from . import (
     failure_rules,
     failures,
     families,
-    forking,
     inference,
     performance,
     plotting,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
-from . import forking
+from pcskm import forking
 
 TITLE_SIZE, LEGEND_SIZE, NOTE_SIZE = 11, 9, 8  # points
 LINE = 1.3 / 72  # inches per point of font size: one line of text

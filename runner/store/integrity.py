@@ -36,10 +36,12 @@ import numpy as np
 import zarr
 from zarr.codecs import Crc32cCodec
 
+from pcskm.forking import forked_map
+
 from .access import check_store, open_root
 from .errors import DamagedStore, LostReference
 from .layout import dataset_groups, foreign_nodes
-from .location import where
+from .location import Folder, where
 from .places import RECORD, chunk_digest, is_placed, place_of, read_record
 from .schema import (
     DONE_DIMS,
@@ -95,6 +97,14 @@ class Verification:
     metadata: object = None  # the MetadataCheck of pcskm.runner.store.metadata
     foreign: list = field(default_factory=list)  # nodes the layout does not name
     version: int | None = None  # the store's schema version
+
+    def add(self, part):
+        """Add what the check of other groups found (:func:`_verify_group`)."""
+        self.damage += part.damage
+        self.n_chunks += part.n_chunks
+        self.unchecksummed += part.unchecksummed
+        for name in ("done", "scored", "wanted", "n_folds"):
+            getattr(self, name).update(getattr(part, name))
 
     @property
     def ok(self):
@@ -204,16 +214,21 @@ def _corruption(array, coords, data, checksummed):
     return None
 
 
-def _blocks_of(array, coords, done_shape):
-    """The done blocks whose values the chunk at ``coords`` holds (the chunk's extent along
-    the done dims; all of them along a dim the array does not have)."""
+def _block_region(array, coords):
+    """The slices of the done blocks whose values the chunk at ``coords`` holds (the chunk's
+    extent along the done dims; all of them along a dim the array does not have)."""
     index = [slice(None)] * len(DONE_DIMS)
     for dim, position, size in zip(array.metadata.dimension_names, coords, array.chunks,
                                    strict=True):
         if dim in DONE_DIMS:
             index[DONE_DIMS.index(dim)] = slice(position * size, (position + 1) * size)
-    blocks = np.zeros(done_shape, bool)
-    blocks[tuple(index)] = True
+    return tuple(index)
+
+
+def _mask(region, shape):
+    """The boolean array of ``shape`` true in ``region`` (slices)."""
+    blocks = np.zeros(shape, bool)
+    blocks[region] = True
     return blocks
 
 
@@ -334,77 +349,57 @@ def _misplaced(array, coords, key, data, record):
             "(a chunk swapped with another or copied here)")
 
 
-def _inconsistent_blocks(status, coords, done, blocks):
-    """Done blocks of a status chunk with a ``missing`` fit."""
-    missing = (status.blocks[coords] == MISSING).any(axis=(-2, -1))
-    bad = np.zeros(done.shape, bool)
+def _read_status(status):
+    """The whole ``status`` array, or None if a chunk of it cannot be decoded (the intact
+    chunks are then read one by one: :func:`_inconsistent_blocks`)."""
+    try:
+        return status[...]
+    except Exception:  # a damaged chunk: found and reported by verify's chunk check
+        return None
+
+
+def _inconsistent_blocks(status, coords, done, values):
+    """Done blocks of a status chunk with a ``missing`` fit (``values``: the whole status
+    array, :func:`_read_status`, or None to read the chunk)."""
     region = _done_region(status, coords)
-    bad[region] = missing & (done[region] > 0)
-    return bad & blocks
+    if values is None:
+        chunk = status.blocks[coords]
+    else:
+        chunk = values[tuple(slice(c * size, (c + 1) * size)
+                             for c, size in zip(coords, status.chunks, strict=True))]
+    bad = np.zeros(done.shape, bool)
+    bad[region] = (chunk == MISSING).any(axis=(-2, -1)) & (done[region] > 0)
+    return bad
 
 
-def verify(store):
+def verify(store, workers=None):
     """Check every chunk of ``store`` (a path or URL, :func:`.location.where`; see the
     module docstring); returns a :class:`Verification`. Raises :class:`DamagedStore`, in one
     line naming the files, if its metadata changed (:mod:`pcskm.runner.store.metadata`) or a
-    coordinate chunk is damaged. Reads only: works on a read-only store."""
+    coordinate chunk is damaged. Reads only: works on a read-only store. The data set groups
+    of a store in a folder with at least :data:`FORK_FROM` chunks are checked by up to
+    ``workers`` forked children side by side (default: one per core, :mod:`pcskm.forking`),
+    with the same result."""
     location = where(store).pinned()  # one snapshot of a repository for the whole check
     metadata = check_store(location)
     root = open_root(location)
     attrs = root.attrs.asdict()
-    version = attrs.get("schema_version")
     found = Verification(store=location, spec=attrs.get("spec_name", "SPEC"), metadata=metadata,
-                         version=version)
+                         version=attrs.get("schema_version"))
     found.foreign = foreign_nodes(zarr.open_group(location.zarr_store(), mode="r",
                                                   use_consolidated=False))
-    for name, group in dataset_groups(root):
-        arrays = {key: array for key, array in group.arrays() if key in GROUP_ARRAYS}
-        found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
-        labels = _labels(group)
-        _verify_done(location, name, group, found)
-        done = found.done[name]
-        found.scored[name] = _read_scored(group)
-        record = _read_places(group, version)
-        found.wanted[name] = wanted_scores(
-            attrs.get("protocol", {}), attrs.get("algorithm_definitions", {}),
-            labels["algorithm"] or [""] * done.shape[0])
-        for array_name, array in arrays.items():
-            if array_name == "done":
-                continue
-            layout = array_name in LAYOUT_ARRAYS
-            needed = None if layout else _needed(array_name, done, found.scored[name])
-            checksummed = _has_checksum(array)
-            if not checksummed:
-                found.unchecksummed.append(f"{name}/{array_name}")
-            for coords in itertools.product(*map(range, array.cdata_shape)):
-                key = _chunk_key(array, coords)
-                file, (data, lost) = location.chunk_name(key), _read_chunk(location, key)
-                blocks = None if layout else _blocks_of(array, coords, done.shape)
-                under_done = blocks is not None and bool(needed[blocks].any())
-                label = _where(array, coords, labels)
-                if data is None:
-                    # a layout array of a checksummed store is written whole when it is made
-                    if under_done or (layout and checksummed) or lost:
-                        found.damage.append(Damage(name, array_name, coords, file, "missing",
-                                                   lost or "missing", label, blocks))
-                    continue
-                found.n_chunks += 1
-                problem = _corruption(array, coords, data, checksummed)
-                misplaced = (not problem and under_done and record is not None
-                             and is_placed(array) and _misplaced(array, coords, key, data, record))
-                if problem:
-                    found.damage.append(Damage(name, array_name, coords, file, "corrupt", problem,
-                                               label, blocks))
-                elif misplaced:
-                    found.damage.append(Damage(name, array_name, coords, file, "misplaced",
-                                               misplaced, label, blocks))
-                elif array_name == "status" and under_done:
-                    bad = _inconsistent_blocks(array, coords, done, blocks)
-                    if bad.any():
-                        found.damage.append(Damage(
-                            name, array_name, coords, file, "inconsistent",
-                            f"status 'missing' in {int(bad.sum())} blocks marked done", label,
-                            bad))
+    groups = dict(dataset_groups(root))
+    chunks = sum(array.nchunks for group in groups.values() for _, array in group.arrays())
+    if not isinstance(location, Folder) or chunks < FORK_FROM:
+        workers = 1  # a repository's client threads do not survive a fork
+    global _verifying
+    _verifying = (location, groups, attrs)
+    try:
+        parts = forked_map(_verify_group, groups, workers=workers)
+    finally:
+        _verifying = None
+    for part in parts:
+        found.add(part)
     layout = [damage for damage in found.damage if damage.blocks is None]
     if layout:
         raise DamagedStore(
@@ -412,6 +407,72 @@ def verify(store):
             + "; ".join(f"{d.file}: {d.problem}" for d in layout)
             + ". pcskm cannot repair this store; restore it from a copy")
     return found
+
+
+FORK_FROM = 4096  # chunks of a store worth forking children for (a fork costs ~0.1 s)
+
+# (location, data set groups by name, root attributes) of the running verify, which its
+# forked children read (forked_map passes them only the group's name)
+_verifying = None
+
+
+def _verify_group(name):
+    """What :func:`verify` finds in the data set group ``name`` (``_verifying``)."""
+    location, groups, attrs = _verifying
+    group, version = groups[name], attrs.get("schema_version")
+    found = Verification(store=location)
+    arrays = {key: array for key, array in group.arrays() if key in GROUP_ARRAYS}
+    found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
+    labels = _labels(group)
+    _verify_done(location, name, group, found)
+    done = found.done[name]
+    found.scored[name] = _read_scored(group)
+    record = _read_places(group, version)
+    found.wanted[name] = wanted_scores(
+        attrs.get("protocol", {}), attrs.get("algorithm_definitions", {}),
+        labels["algorithm"] or [""] * done.shape[0])
+    for array_name, array in arrays.items():
+        if array_name != "done":
+            _verify_array(location, name, array, done, found, labels, record)
+    return found
+
+
+def _verify_array(location, name, array, done, found, labels, record):
+    """Check the chunks of ``array`` of group ``name`` (``done``: its done markers;
+    ``record``: its chunk digests, :func:`_read_places`), adding to ``found``."""
+    array_name = array.basename
+    layout = array_name in LAYOUT_ARRAYS
+    needed = None if layout else _needed(array_name, done, found.scored[name])
+    checksummed = _has_checksum(array)
+    if not checksummed:
+        found.unchecksummed.append(f"{name}/{array_name}")
+    placed = record is not None and is_placed(array)
+    status = _read_status(array) if array_name == "status" else None
+    for coords in itertools.product(*map(range, array.cdata_shape)):
+        key = _chunk_key(array, coords)
+        data, lost = _read_chunk(location, key)
+        region = None if layout else _block_region(array, coords)
+        under_done = region is not None and bool(needed[region].any())
+        kind, problem, blocks = None, None, None
+        if data is None:
+            # a layout array of a checksummed store is written whole when it is made
+            if under_done or (layout and checksummed) or lost:
+                kind, problem = "missing", lost or "missing"
+        else:
+            found.n_chunks += 1
+            kind, problem = "corrupt", _corruption(array, coords, data, checksummed)
+            if not problem and under_done and placed:
+                kind, problem = "misplaced", _misplaced(array, coords, key, data, record)
+            if not problem and under_done and array_name == "status":
+                blocks = _inconsistent_blocks(array, coords, done, status)
+                kind, problem = "inconsistent", (
+                    f"status 'missing' in {int(blocks.sum())} blocks marked done"
+                    if blocks.any() else None)
+        if problem:
+            if kind != "inconsistent" and region is not None:
+                blocks = _mask(region, done.shape)
+            found.damage.append(Damage(name, array_name, coords, location.chunk_name(key),
+                                       kind, problem, _where(array, coords, labels), blocks))
 
 
 def repair(store, found):

@@ -178,7 +178,8 @@ class Folder:
 
     def read_chunk(self, key):
         """The bytes of the chunk object ``key`` (FileNotFoundError if it is missing)."""
-        return (self.path / key).read_bytes()
+        with open(os.path.join(self.path, key), "rb") as file:  # no Path: one per chunk
+            return file.read()
 
     def delete_chunk(self, name):
         """Delete the chunk :meth:`chunk_name` named ``name``."""

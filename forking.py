@@ -1,9 +1,10 @@
-"""The report's work spread over forked children (Linux; elsewhere it is done in the process
-itself): the data sets of the cube are read and aggregated side by side
-(:func:`forked_map`), the tables that only the last sections show are computed while the
-report writes the others (:class:`Background`), and the figures are rendered while the report
-goes on (:func:`pcskm.experiments.report.plotting.parallel_saves`). A child does what the process
-would have done, on a copy of its memory, so the results are the same.
+"""Work spread over forked children (Linux; elsewhere it is done in the process itself):
+``pcskm verify`` checks a store's data set groups side by side, the report reads and
+aggregates the data sets of the cube side by side (:func:`forked_map`), computes the tables
+that only its last sections show while it writes the others (:class:`Background`), and
+renders its figures while it goes on (:func:`pcskm.experiments.report.plotting.parallel_saves`).
+A child does what the process would have done, on a copy of its memory, so the results are
+the same.
 
 A child is forked from a process that may have threads (Zarr's, an object store client's, a
 test's server) and signal handlers of its own (``pcskm run`` turns SIGTERM into an
