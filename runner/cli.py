@@ -2,6 +2,7 @@
 
 import argparse
 import errno
+import gc
 import logging
 import math
 import os
@@ -716,5 +717,15 @@ def _run_command(args):
         return EXIT_USAGE
 
 
+def command():
+    """The ``pcskm`` command: :func:`main` on the command line's arguments, whose exit code
+    it returns. The objects left are then frozen out of the garbage collector
+    (:func:`gc.freeze`): the interpreter's exit no longer walks them in search of cycles,
+    which took 0.6 to 1.1 s after a report (the files are all written and closed by then)."""
+    code = main()
+    gc.freeze()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())
