@@ -16,6 +16,7 @@ import zarr
 from test_report import ALGORITHMS, EMPTY, _families, make_group, write_cube
 
 from pcskm.experiments.report import (
+    claims,
     comparison,
     fits,
     open_store,
@@ -757,6 +758,36 @@ def test_weights_of_a_store_without_weights_per_s_are_the_mean_over_s(tmp_path):
     assert "this store keeps no weights per s" in weights.weights_at(results.weights_at)
     with pytest.raises(ValueError, match="'unthresholded'"):
         collect(open_store(path), sidecar=tmp_path / "s.zarr", weights_selection="unthresholded")
+
+
+def test_the_claims_read_the_weights_over_every_s_whatever_s_the_figures_show(tmp_path):
+    """The paper's weight claims are about the mean weights over every s (its Figure 2): the
+    claims read, per (algorithm, init, kind, percent), the mean over every fit of every s
+    (failed fits and blocks not done left out), against a plain loop over weights_per_s,
+    while the figures' weights are at the s of the weights rule (here cv)."""
+    ds = scored_group().assign_coords(uninformative=("feature", [False, False, True, True]))
+    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), PROTOCOL)
+    results = collect(open_store(path), sidecar=tmp_path / "s.zarr")
+    assert results.weights_at == "cv"
+    (label,) = results.family_weights
+    read = claims.evidence(results, None, None).weights[label]
+    shown = results.family_weights[label]["mean"]
+    per_s, done, scored = ds.weights_per_s.values, ds.done.values, ds.scored.values
+    differs = False
+    for algorithm in ("SKM", "MPCKM", "PCSKM"):
+        a = ALGORITHMS.index(algorithm)
+        for i, k, p in itertools.product(range(2), range(1), range(2)):
+            rows = [row for r in range(2) if done[a, i, k, p, r]
+                    and scored[a, i, k, p, r] & WANTED[algorithm] == WANTED[algorithm]
+                    for row in per_s[a, i, k, p, r].reshape(-1, 4) if not np.isnan(row).any()]
+            where = {"algorithm": algorithm, "init": i, "kind": k, "percent": p}
+            got = read.sel(algorithm=algorithm).isel(
+                {d: v for d, v in where.items() if d != "algorithm"}).values
+            np.testing.assert_allclose(got, np.mean(rows, axis=0), rtol=1e-6)
+            figure = shown.sel(algorithm=algorithm).isel(
+                {d: v for d, v in where.items() if d != "algorithm"}).values
+            differs |= not np.allclose(got, figure, equal_nan=True)
+    assert differs  # the figures' weights at cv's s are not these
 
 
 # ---------------------------------------------------------------- cubes with and without scores

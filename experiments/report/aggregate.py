@@ -59,6 +59,8 @@ class Results:
     run_fold: dict = field(default_factory=dict)
     best_s: dict = field(default_factory=dict)  # name -> Dataset of best-s summaries
     weight_means: dict = field(default_factory=dict)  # name -> weights.means() Dataset
+    # name -> weights.means() over every s (the claims'; weight_means' own where it is that)
+    weight_means_over_s: dict = field(default_factory=dict)
     coverage: list = field(default_factory=list)  # DataFrames, one per data set
     samples: list = field(default_factory=list)  # DataFrames (coverage.samples), one per set
     failures: list = field(default_factory=list)  # DataFrames, one per data set
@@ -67,6 +69,7 @@ class Results:
     family_labels: dict = field(default_factory=dict)  # family label -> label to show
     family_members: dict = field(default_factory=dict)  # family label -> members present
     family_weights: dict = field(default_factory=dict)  # family label -> weight means
+    family_weights_over_s: dict = field(default_factory=dict)  # the same over every s
     cell_sample: list = field(default_factory=list)  # DataFrames, one per data set
     selections: tuple = ()  # the selections of the cube, in selection.ORDER
     # the selection whose s the weight figures show (weights.MEAN_OVER_S: a store without
@@ -199,6 +202,9 @@ def _one_dataset(name):
         one["best_s"] = _best_s_summary(selected, fits)
     if "uninformative" in fits.coords:
         one["weight_means"] = weights.means(store, name, fits, selected, rule)
+        one["weight_means_over_s"] = (
+            one["weight_means"] if one["weight_means"].attrs["weights_at"] == weights.MEAN_OVER_S
+            else weights.means(store, name, fits))
     return one
 
 
@@ -234,7 +240,8 @@ def collect(store, sidecar=None, weights_selection=None):
     finally:
         _collecting = None
     for name, one in zip(store.names, found, strict=True):
-        for key in ("by_dataset", "by_rule", "per_s", "n_features", "best_s", "weight_means"):
+        for key in ("by_dataset", "by_rule", "per_s", "n_features", "best_s", "weight_means",
+                    "weight_means_over_s"):
             if key in one:
                 getattr(results, key)[name] = one[key]
         for key in ("ties", "choices", "thresholds", "coverage", "samples", "failures",
@@ -308,6 +315,8 @@ def _combine_families(results):
         if all(name in results.weight_means for name in members):
             results.family_weights[family.label] = weights.combine(
                 [results.weight_means[name] for name in members])
+            results.family_weights_over_s[family.label] = weights.combine(
+                [results.weight_means_over_s[name] for name in members])
     if combined:
         results.families = xr.concat(
             combined, dim="family", join="outer",

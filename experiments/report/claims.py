@@ -108,8 +108,9 @@ class Evidence:
     ``tests`` (statistics.analyses: every selection, both levels); ``values``, V per
     (selection, family, algorithm, init, kind), and ``points``, the mean F per (selection,
     family, algorithm, init, kind, percent), NaN where not complete (None: nothing computed);
-    ``weights``: per family label, the mean weights (algorithm, init, kind, percent, feature)
-    with the ``uninformative`` coordinate; ``panels``: the tables of :func:`_panels`, which
+    ``weights``: per family label, the mean weights over every s, as the paper's Figure 2
+    shows them, whatever s the report's weight figures are drawn at (algorithm, init, kind,
+    percent, feature) with the ``uninformative`` coordinate; ``panels``: the tables of :func:`_panels`, which
     every selection reads alike, computed once; ``cases``: the grids of :func:`_cases`, which
     several claims of a selection read alike, computed once; ``grids``: per (data, selection),
     the array each grid of :func:`_grid` is read from."""
@@ -135,7 +136,7 @@ def evidence(results, table1, tests):
     return Evidence(
         selections=tuple(str(s) for s in data.selection.values), table1=table1, tests=tests,
         values=values.where(complete), points=data.f_mean.where(data.complete),
-        weights={label: w["mean"] for label, w in results.family_weights.items()})
+        weights={label: w["mean"] for label, w in results.family_weights_over_s.items()})
 
 
 # ---------------------------------------------------------------- descriptive rules
