@@ -31,7 +31,8 @@ def time_v(text):
     wall = 0.0
     for part in field("Elapsed (wall clock) time (h:mm:ss or m:ss)").split(":"):
         wall = 60 * wall + float(part)
-    return (wall, float(field("User time (seconds)")), float(field("System time (seconds)")),
+    return (round(wall, 2), float(field("User time (seconds)")),
+            float(field("System time (seconds)")),
             int(field("Maximum resident set size (kbytes)")))
 
 

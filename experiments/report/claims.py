@@ -110,10 +110,10 @@ class Evidence:
     family, algorithm, init, kind, percent), NaN where not complete (None: nothing computed);
     ``weights``: per family label, the mean weights over every s, as the paper's Figure 2
     shows them, whatever s the report's weight figures are drawn at (algorithm, init, kind,
-    percent, feature) with the ``uninformative`` coordinate; ``panels``: the tables of :func:`_panels`, which
-    every selection reads alike, computed once; ``cases``: the grids of :func:`_cases`, which
-    several claims of a selection read alike, computed once; ``grids``: per (data, selection),
-    the array each grid of :func:`_grid` is read from."""
+    percent, feature) with the ``uninformative`` coordinate; ``panels``: the tables of
+    :func:`_panels`, which every selection reads alike, computed once; ``cases``: the grids
+    of :func:`_cases`, which several claims of a selection read alike, computed once;
+    ``grids``: per (data, selection), the array each grid of :func:`_grid` is read from."""
 
     selections: tuple
     table1: pd.DataFrame
