@@ -31,6 +31,20 @@ def machine():
             f"NumPy {np.__version__}")
 
 
+def load():
+    """The load averages (1, 5, 15 min), as a benchmark prints them before and after."""
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def print_header(note=""):
+    """The first lines of a timing benchmark's output: its command line (with ``note``) and
+    the time, the machine, the load average before."""
+    print(f"$ python benchmarks/{Path(sys.argv[0]).name} {' '.join(sys.argv[1:])}   # "
+          f"{note}{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+    print(machine())
+    print(f"load average before: {load()}")
+
+
 def median_seconds(repeat, function, *args, warm_up=True, **kwargs):
     """Median wall seconds of ``function(*args, **kwargs)`` over ``repeat`` calls, after one
     untimed warm-up call (Numba caches, imports) unless ``warm_up`` is False; returns

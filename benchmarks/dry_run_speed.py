@@ -13,13 +13,11 @@ kernels and is not timed).
 import argparse
 import re
 import shutil
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import REPO, machine
-from report_speed import load, timed
+from _common import REPO, load, print_header
+from report_speed import timed
 
 
 def dry_run(spec, store, pythonpath, log, *extra):
@@ -36,10 +34,7 @@ def main():
     parser.add_argument("spec", nargs="?", default="quick")
     parser.add_argument("--log", default="dry_run_speed.log")
     args = parser.parse_args()
-    print(f"$ python benchmarks/dry_run_speed.py {' '.join(sys.argv[1:])}   # "
-          f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-    print(machine())
-    print(f"load average before: {load()}")
+    print_header()
     with tempfile.TemporaryDirectory(prefix="dry-run-speed-") as tmp, \
             open(args.log, "w") as log:
         tmp = Path(tmp)

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, machine
+from _common import REPO, load, print_header
 
 
 def compare(old, new):
@@ -86,10 +86,6 @@ def timed(command, pythonpath, log):
     return wall, peak / 1024, done.stdout, cpu
 
 
-def load():
-    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", nargs="?", help="the git commit of the old report")
@@ -114,10 +110,7 @@ def main():
         parser.error("give BEFORE (a commit) or --compare OLD NEW")
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                           check=True, capture_output=True, text=True).stdout.strip()
-    print(f"$ python benchmarks/report_speed.py {' '.join(sys.argv[1:])}   # at commit {head}, "
-          f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-    print(machine())
-    print(f"load average before: {load()}")
+    print_header(f"at commit {head}, ")
     with tempfile.TemporaryDirectory(prefix="report-speed-") as tmp, \
             open(args.log, "w") as log:
         tmp = Path(tmp)

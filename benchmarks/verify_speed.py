@@ -10,11 +10,10 @@ folder (:func:`report_speed.export`); each command is timed with ``/usr/bin/time
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
-from _common import machine
-from report_speed import export, load, timed
+from _common import load, print_header
+from report_speed import export, timed
 
 
 def main():
@@ -24,10 +23,7 @@ def main():
     parser.add_argument("--store", required=True, help="the store (only read)")
     parser.add_argument("--order", default="old,new,new,old")
     args = parser.parse_args()
-    print(f"$ python benchmarks/verify_speed.py {args.before} {args.after} --store {args.store} "
-          f"--order {args.order}   # {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-    print(machine())
-    print(f"load average before: {load()}")
+    print_header()
     printed, times = {}, {"old": [], "new": []}
     with tempfile.TemporaryDirectory(prefix="verify-speed-") as tmp, \
             open(Path(tmp) / "log", "w") as log:
