@@ -764,12 +764,16 @@ def test_the_claims_read_the_weights_over_every_s_whatever_s_the_figures_show(tm
     """The paper's weight claims are about the mean weights over every s (its Figure 2): the
     claims read, per (algorithm, init, kind, percent), the mean over every fit of every s
     (failed fits and blocks not done left out), against a plain loop over weights_per_s,
-    while the figures' weights are at the s of the weights rule (here cv)."""
+    while the figures' weights are at the s of the weights rule (here cv). A data set whose
+    weights no claim reads (iris) gets none over every s."""
     ds = scored_group().assign_coords(uninformative=("feature", [False, False, True, True]))
-    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds}), PROTOCOL)
+    path = with_protocol(write_cube(tmp_path / "cube.zarr", {"iris": ds, "brodinova-5-5": ds}),
+                         PROTOCOL)
     results = collect(open_store(path), sidecar=tmp_path / "s.zarr")
     assert results.weights_at == "cv"
-    (label,) = results.family_weights
+    assert len(results.family_weights) == 2
+    label = "Brodinova 5+5"
+    assert claims.evidence(results, None, None).weights.keys() == {label}
     read = claims.evidence(results, None, None).weights[label]
     shown = results.family_weights[label]["mean"]
     per_s, done, scored = ds.weights_per_s.values, ds.done.values, ds.scored.values

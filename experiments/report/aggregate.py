@@ -59,7 +59,8 @@ class Results:
     run_fold: dict = field(default_factory=dict)
     best_s: dict = field(default_factory=dict)  # name -> Dataset of best-s summaries
     weight_means: dict = field(default_factory=dict)  # name -> weights.means() Dataset
-    # name -> weights.means() over every s (the claims'; weight_means' own where it is that)
+    # name -> weights.means() over every s, of the data sets the claims read
+    # (CLAIMED_WEIGHTS; weight_means' own where it is that)
     weight_means_over_s: dict = field(default_factory=dict)
     coverage: list = field(default_factory=list)  # DataFrames, one per data set
     samples: list = field(default_factory=list)  # DataFrames (coverage.samples), one per set
@@ -69,7 +70,7 @@ class Results:
     family_labels: dict = field(default_factory=dict)  # family label -> label to show
     family_members: dict = field(default_factory=dict)  # family label -> members present
     family_weights: dict = field(default_factory=dict)  # family label -> weight means
-    family_weights_over_s: dict = field(default_factory=dict)  # the same over every s
+    family_weights_over_s: dict = field(default_factory=dict)  # the claims', over every s
     cell_sample: list = field(default_factory=list)  # DataFrames, one per data set
     selections: tuple = ()  # the selections of the cube, in selection.ORDER
     # the selection whose s the weight figures show (weights.MEAN_OVER_S: a store without
@@ -172,6 +173,10 @@ def cube_selections(store):
     return selection.available(shared)
 
 
+# the data sets whose mean weights over every s the paper's weight claims read
+# (claims.WEIGHT_SETS, claims.CONTAMINATED)
+CLAIMED_WEIGHTS = (*families.WEIGHT_FAMILIES, *families.CONTAMINATED)
+
 # (store, sidecar, selections, failure value, weights rule) of the running collect, which
 # its forked children read (forking.forked_map passes them only the data set's name)
 _collecting = None
@@ -202,9 +207,10 @@ def _one_dataset(name):
         one["best_s"] = _best_s_summary(selected, fits)
     if "uninformative" in fits.coords:
         one["weight_means"] = weights.means(store, name, fits, selected, rule)
-        one["weight_means_over_s"] = (
-            one["weight_means"] if one["weight_means"].attrs["weights_at"] == weights.MEAN_OVER_S
-            else weights.means(store, name, fits))
+        if one["weight_means"].attrs["weights_at"] == weights.MEAN_OVER_S:
+            one["weight_means_over_s"] = one["weight_means"]
+        elif any(family.present([name])[0] for family in CLAIMED_WEIGHTS):
+            one["weight_means_over_s"] = weights.means(store, name, fits)
     return one
 
 
@@ -315,6 +321,7 @@ def _combine_families(results):
         if all(name in results.weight_means for name in members):
             results.family_weights[family.label] = weights.combine(
                 [results.weight_means[name] for name in members])
+        if all(name in results.weight_means_over_s for name in members):
             results.family_weights_over_s[family.label] = weights.combine(
                 [results.weight_means_over_s[name] for name in members])
     if combined:
