@@ -1,6 +1,7 @@
 """Writing the report: every table as CSV, the figures as PNG, and report.md."""
 
 import contextlib
+import functools
 import logging
 import time
 import tomllib
@@ -484,7 +485,8 @@ def _comparison(doc, results, plan, tests, by_dataset, out, written):
     doc.table(comparison.verdict_table(table))
     values = comparison.dataset_values(results, plan)
     png = out / "figure_selections.png"
-    if selection_figure.figure(values, png, focus):
+    if not values.empty:
+        plotting.draw(png, functools.partial(selection_figure.figure, values, png, focus))
         written.append(png)
         csv = _csv(values, out, "figure_selections.csv", written)
         doc.image(png, "Every selection of s per data set")
@@ -579,12 +581,13 @@ def _performance(doc, results, out, written, grids, primary):
         for stem, title, rows, datasets in specs:
             png = out / f"{stem}_{selection}.png"
             draw = selection in drawn  # a grid not drawn is only checked for values
-            if not (performance.figure(results, selection, title, rows, png, datasets=datasets)
-                    if draw else performance.has_values(results, selection, rows, datasets)):
+            if not performance.has_values(results, selection, rows, datasets):
                 doc.paragraph(f"{title}: not computed (no cell of its settings "
                               f"{', '.join('/'.join(r) for r in rows)} is computed).")
                 continue
             if draw:
+                plotting.draw(png, functools.partial(performance.figure, results, selection,
+                                                     title, rows, png, datasets=datasets))
                 written.append(png)
             shown = long[(long.selection == selection)
                          & long.family.isin(performance.columns(results, datasets))]
@@ -763,7 +766,9 @@ def _weights(doc, results, out, written):
                       "of their inits or data sets).")
     for stem, title, family_list, inits, algorithms in [f for f in figures if f not in absent]:
         png = out / f"{stem}.png"
-        if weights.figure(results, title, family_list, inits, png, algorithms):
+        if weights.has_panels(results, family_list, inits, algorithms):
+            plotting.draw(png, functools.partial(weights.figure, results, title, family_list,
+                                                 inits, png, algorithms))
             written.append(png)
             csv = _csv(plotted[plotted.figure == stem] if not plotted.empty else plotted, out,
                        f"{stem}.csv", written)

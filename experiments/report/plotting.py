@@ -3,7 +3,7 @@ fixed sizes and margins in inches (cheap and predictable, no layout engine) that
 for the title, the legend and a note, the "not computed" panel, tick labels thinned to fit and
 text labels kept apart (docs/method/protocol.md §11). Figures are saved by :func:`save`: in
 child processes while :func:`parallel_saves` is active, so that rendering the PNGs overlaps the
-rest of the report."""
+rest of the report; :func:`draw` builds a figure in such a child too."""
 
 import contextlib
 import functools
@@ -140,11 +140,12 @@ class _Saves:
     def __init__(self, workers):
         self.workers, self.running, self.failed = workers, [], []
 
-    def start(self, fig, path, dpi):
+    def start(self, path, target, *args):
+        """``target(*args)`` in a forked child, which writes ``path``."""
         while len(self.running) >= self.workers:
             self._wait(self.running[0])
-        child = multiprocessing.get_context("fork").Process(
-            target=_save_and_exit, args=(fig, path, dpi), daemon=True)
+        child = multiprocessing.get_context("fork").Process(target=target, args=args,
+                                                            daemon=True)
         with forking.fork_safely():
             child.start()
         self.running.append((child, path))
@@ -172,13 +173,34 @@ def _save_and_exit(fig, path, dpi):
     fig.savefig(path, dpi=dpi)
 
 
+def _draw_and_exit(build):
+    global _saves
+    forking.child_signals()
+    _saves = None  # the child saves its figure itself
+    if build() is None:
+        raise RuntimeError("the figure has nothing to draw")
+
+
 def save(fig, path, dpi):
     """Save ``fig`` as the PNG ``path``: in a forked child when :func:`parallel_saves` is
     active (the child renders the figure as it is now), else at once."""
     if _saves is None:
         fig.savefig(path, dpi=dpi)
     else:
-        _saves.start(fig, path, dpi)
+        _saves.start(path, _save_and_exit, fig, path, dpi)
+
+
+def draw(path, build):
+    """``build()``, which makes a figure and saves it as the PNG ``path`` (:func:`save`),
+    returning it: in a forked child when :func:`parallel_saves` is active, so that the
+    figure is built, not only rendered, while the report goes on; else at once. Only for a
+    figure known to have something to draw: a child whose ``build`` returns None fails, as
+    a figure not written."""
+    if _saves is None:
+        if build() is None:
+            raise RuntimeError(f"{path}: the figure has nothing to draw")
+    else:
+        _saves.start(path, _draw_and_exit, build)
 
 
 @contextlib.contextmanager

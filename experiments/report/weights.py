@@ -301,6 +301,30 @@ def colour(algorithm):
     return COLOURS.get(algorithm) or performance.colour(algorithm)
 
 
+def _layout(results, family_list, inits, algorithms):
+    """A weight figure's panels: ``(expected, shown, rows, panels)``, whether the spec has
+    each (family, init, algorithm), the families and (init, algorithm) rows shown, and each
+    panel's weights (None: not computed)."""
+    expected = {(f.label, init, a): families.count(results.families, "n_expected", f.label,
+                                                   algorithm=a, init=init, kind=KIND) > 0
+                for f in family_list for init in inits for a in algorithms}
+    shown = [f for f in family_list
+             if any(expected[(f.label, i, a)] for i in inits for a in algorithms)]
+    rows = [(init, a) for init in inits for a in algorithms
+            if any(expected[(f.label, init, a)] for f in shown)]
+    panels = {(f.label, init, a): _panel(results.family_weights[f.label], a, init)
+              if f.label in results.family_weights else None
+              for f in shown for init, a in rows}
+    return expected, shown, rows, panels
+
+
+def has_panels(results, family_list, inits, algorithms=FIGURE_ALGORITHMS):
+    """Whether the weight figure of ``family_list``, ``inits`` and ``algorithms`` has a
+    computed panel (:func:`figure` draws it)."""
+    return any(panel is not None
+               for panel in _layout(results, family_list, inits, algorithms)[3].values())
+
+
 def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHMS):
     """Draw one weight figure (rows: init x ``algorithms``; columns: data sets) into
     ``path``; returns the Figure, or None (drawing nothing) when none of its panels is
@@ -313,16 +337,7 @@ def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHM
     """
     from matplotlib.patches import Rectangle
 
-    expected = {(f.label, init, a): families.count(results.families, "n_expected", f.label,
-                                                   algorithm=a, init=init, kind=KIND) > 0
-                for f in family_list for init in inits for a in algorithms}
-    shown = [f for f in family_list
-             if any(expected[(f.label, i, a)] for i in inits for a in algorithms)]
-    rows = [(init, a) for init in inits for a in algorithms
-            if any(expected[(f.label, init, a)] for f in shown)]
-    panels = {(f.label, init, a): _panel(results.family_weights[f.label], a, init)
-              if f.label in results.family_weights else None
-              for f in shown for init, a in rows}
+    expected, shown, rows, panels = _layout(results, family_list, inits, algorithms)
     if all(panel is None for panel in panels.values()):
         return None
     widths = [_panel_width([panels[(f.label, *row)] for row in rows]) for f in shown]
