@@ -741,7 +741,26 @@ def _statistics(doc, plan, tests, cases, by_dataset, out, written):
                           said)
 
 
-def _weights(doc, results, out, written):
+def _weight_figures(results, out):
+    """Draw the weight figures that apply to the cube (:func:`plotting.draw`: in forked
+    children, begun before the sections that precede them, whose values they do not need);
+    returns, per figure of ``weights.figure_list`` that applies, whether it is drawn."""
+    run, held = _inits_run(results), set(results.family_members)
+    applying = {}
+    for figure in weights.figure_list(results):
+        stem, title, family_list, inits, algorithms = figure
+        if not (set(inits) & run and {f.label for f in family_list} & held):
+            continue
+        applying[figure] = weights.has_panels(results, family_list, inits, algorithms)
+        if applying[figure]:
+            png = out / f"{stem}.png"
+            plotting.draw(png, functools.partial(weights.figure, results, title, family_list,
+                                                 inits, png, algorithms))
+    return applying
+
+
+def _weights(doc, results, out, written, applying):
+    """Section 6; ``applying``: what :func:`_weight_figures` drew."""
     doc.heading("6. Feature weights")
     doc.paragraph(
         "Kind random; bars: the mean weight of each feature (column order; the known "
@@ -758,17 +777,13 @@ def _weights(doc, results, out, written):
     elif not figures:
         doc.paragraph("No data set of the cube has known uninformative features and weights: "
                       "no weight figure.")
-    run, held = _inits_run(results), set(results.family_members)
-    absent = [figure for figure in figures
-              if not (set(figure[3]) & run and {f.label for f in figure[2]} & held)]
+    absent = [figure for figure in figures if figure not in applying]
     if absent:
         doc.paragraph(f"Does not apply: {'; '.join(f[1] for f in absent)} (the study runs none "
                       "of their inits or data sets).")
-    for stem, title, family_list, inits, algorithms in [f for f in figures if f not in absent]:
+    for (stem, title, family_list, inits, _algorithms), drawn in applying.items():
         png = out / f"{stem}.png"
-        if weights.has_panels(results, family_list, inits, algorithms):
-            plotting.draw(png, functools.partial(weights.figure, results, title, family_list,
-                                                 inits, png, algorithms))
+        if drawn:
             written.append(png)
             csv = _csv(plotted[plotted.figure == stem] if not plotted.empty else plotted, out,
                        f"{stem}.csv", written)
@@ -1173,6 +1188,7 @@ def _write_sections(results, out, focus, progress, grids, background):
     prereg = preregistered.stored(results.store.attrs)
     doc.heading(f"Report of {results.store.path.name}", level=1)
     summary_at = doc.placeholder()
+    weight_figures = _weight_figures(results, out)
     progress("the Wilcoxon analyses")
     tests, cases = statistics.analyses(results, found.plan)
     progress("the tests under every rule for failed fits")
@@ -1202,7 +1218,7 @@ def _write_sections(results, out, focus, progress, grids, background):
     progress("5. Wilcoxon tables")
     _statistics(doc, found.plan, tests, cases, by_dataset, out, written)
     progress("6. feature weights")
-    _weights(doc, results, out, written)
+    _weights(doc, results, out, written, weight_figures)
     progress("7. the paper's claims")
     _claims(doc, found, judged.result(), prereg, out, written)
     progress("8-9. cell sample and Bayesian tests")
