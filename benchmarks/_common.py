@@ -13,6 +13,7 @@ import numpy as np
 from pcskm.experiments import resolve_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "out"  # the benchmarks' logs (not committed)
 
 DATA_DIR = resolve_data_dir()[0]
 

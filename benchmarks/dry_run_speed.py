@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _common import REPO, load, print_header
+from _common import OUT, REPO, load, print_header
 from report_speed import timed
 
 
@@ -32,9 +32,10 @@ def dry_run(spec, store, pythonpath, log, *extra):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", nargs="?", default="quick")
-    parser.add_argument("--log", default="dry_run_speed.log")
+    parser.add_argument("--log", default=str(OUT / "dry_run_speed.log"))
     args = parser.parse_args()
     print_header()
+    Path(args.log).parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dry-run-speed-") as tmp, \
             open(args.log, "w") as log:
         tmp = Path(tmp)

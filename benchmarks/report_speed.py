@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, load, print_header
+from _common import OUT, REPO, load, print_header
 
 
 def compare(old, new):
@@ -99,7 +99,7 @@ def main():
                         help="the reports, in turn (a large store: old,new)")
     parser.add_argument("--keep", help="a folder to copy the (first) new report to: the one "
                                        "with --grids all if the order has one")
-    parser.add_argument("--log", default="report_speed.log",
+    parser.add_argument("--log", default=str(OUT / "report_speed.log"),
                         help="where the commands' /usr/bin/time -v output goes")
     args = parser.parse_args()
     if args.compare:
@@ -111,6 +111,7 @@ def main():
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                           check=True, capture_output=True, text=True).stdout.strip()
     print_header(f"at commit {head}, ")
+    Path(args.log).parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="report-speed-") as tmp, \
             open(args.log, "w") as log:
         tmp = Path(tmp)
