@@ -3,6 +3,7 @@ the data, ticks at the study's percentages, labels that neither overlap nor leav
 one colour per algorithm, the algorithms a panel does not draw named on it, the constraint
 kinds explained (docs/method/protocol.md §11). Checked on the drawn artists after a draw."""
 
+import functools
 import itertools
 
 import matplotlib.colors
@@ -275,3 +276,34 @@ def test_a_figure_a_child_cannot_write_is_named(tmp_path):
             _drawn(tmp_path / "no-such-folder" / "lost.png", "lost")
             _drawn(tmp_path / "kept.png", "kept")
     assert (tmp_path / "kept.png").is_file()
+
+
+def _built(path, text):
+    """A figure built and saved (plotting.save) by the caller of plotting.draw."""
+    _drawn(path, text)
+    return True
+
+
+@pytest.mark.skipif(not forking.can_fork(), reason="figures are built in forked children "
+                                                    "on Linux only")
+def test_figures_built_in_children_are_the_figures_built_here(tmp_path):
+    """plotting.draw: a figure built and saved by a forked child (parallel_saves) has the
+    pixels of the one built here; a child whose figure has nothing to draw fails, named
+    when parallel_saves is left, and so does the same figure drawn here at once."""
+    from matplotlib.image import imread
+
+    for text in ("one", "two", "three"):
+        plotting.draw(tmp_path / f"here-{text}.png",
+                      functools.partial(_built, tmp_path / f"here-{text}.png", text))
+    with plotting.parallel_saves(workers=2):
+        for text in ("one", "two", "three"):
+            plotting.draw(tmp_path / f"child-{text}.png",
+                          functools.partial(_built, tmp_path / f"child-{text}.png", text))
+    for text in ("one", "two", "three"):
+        here, child = imread(tmp_path / f"here-{text}.png"), imread(tmp_path / f"child-{text}.png")
+        assert here.shape == child.shape and np.array_equal(here, child)
+    with pytest.raises(RuntimeError, match="empty.png"):
+        with plotting.parallel_saves(workers=2):
+            plotting.draw(tmp_path / "empty.png", lambda: None)
+    with pytest.raises(RuntimeError, match="empty.png: the figure has nothing to draw"):
+        plotting.draw(tmp_path / "empty.png", lambda: None)
