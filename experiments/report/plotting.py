@@ -173,12 +173,17 @@ def _save_and_exit(fig, path, dpi):
     fig.savefig(path, dpi=dpi)
 
 
-def _draw_and_exit(build):
+def _draw_and_exit(path, build):
     global _saves
     forking.child_signals()
     _saves = None  # the child saves its figure itself
+    _built(path, build)
+
+
+def _built(path, build):
+    """``build()``, which must draw a figure (:func:`draw`)."""
     if build() is None:
-        raise RuntimeError("the figure has nothing to draw")
+        raise RuntimeError(f"{path}: the figure has nothing to draw")
 
 
 def save(fig, path, dpi):
@@ -197,10 +202,9 @@ def draw(path, build):
     figure known to have something to draw: a child whose ``build`` returns None fails, as
     a figure not written."""
     if _saves is None:
-        if build() is None:
-            raise RuntimeError(f"{path}: the figure has nothing to draw")
+        _built(path, build)
     else:
-        _saves.start(path, _draw_and_exit, build)
+        _saves.start(path, _draw_and_exit, path, build)
 
 
 @contextlib.contextmanager

@@ -285,16 +285,16 @@ def _computed_blocks(group, shape):
             values = status.blocks[coords]  # (algorithm, ..., run, fold, sparsity)
         except Exception:  # a damaged chunk: reported by verify's chunk check
             continue
-        computed[_done_region(status, coords)] = (
+        computed[_chunk_slices(status, coords)[:len(DONE_DIMS)]] = (
             (values != MISSING).all(axis=(-2, -1)) & (values != NOT_APPLICABLE).any(axis=(-2, -1)))
     return computed
 
 
-def _done_region(status, coords):
-    """The slices of the done markers (algorithm, init, kind, percent, run) that the status
-    chunk at ``coords`` holds."""
+def _chunk_slices(array, coords):
+    """The slices of ``array`` that its chunk at ``coords`` holds; for the status, whose
+    leading dims are the done dims, the first of them are those of its done blocks."""
     return tuple(slice(c * size, (c + 1) * size)
-                 for c, size in zip(coords[:5], status.chunks[:5], strict=True))
+                 for c, size in zip(coords, array.chunks, strict=True))
 
 
 def _read_scored(group):
@@ -361,12 +361,9 @@ def _read_status(status):
 def _inconsistent_blocks(status, coords, done, values):
     """Done blocks of a status chunk with a ``missing`` fit (``values``: the whole status
     array, :func:`_read_status`, or None to read the chunk)."""
-    region = _done_region(status, coords)
-    if values is None:
-        chunk = status.blocks[coords]
-    else:
-        chunk = values[tuple(slice(c * size, (c + 1) * size)
-                             for c, size in zip(coords, status.chunks, strict=True))]
+    chunk_at = _chunk_slices(status, coords)
+    region = chunk_at[:len(DONE_DIMS)]
+    chunk = status.blocks[coords] if values is None else values[chunk_at]
     bad = np.zeros(done.shape, bool)
     bad[region] = (chunk == MISSING).any(axis=(-2, -1)) & (done[region] > 0)
     return bad
