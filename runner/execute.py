@@ -18,6 +18,7 @@ tasks) / (worker time available).
 
 import contextlib
 import errno
+import hashlib
 import logging
 import math
 import os
@@ -540,21 +541,34 @@ def _start_cluster(stack, cluster_options, tasks):
             "was computed") from error
 
 
-def _source_commit():
-    """The git commit of this source tree (``+dirty`` if modified), or None if it is not a
-    git work tree (an installed wheel)."""
+_PACKAGE_PATHS = ("__init__.py", "algorithms", "experiments", "runner")
+
+
+def _git(root, *arguments):
+    return subprocess.run(["git", "-C", str(root), *arguments], capture_output=True,
+                          timeout=10).stdout
+
+
+def source_commit():
+    """The git commit of this source tree, or None if it is not a git work tree (an installed
+    wheel): ``commit`` (``+dirty`` if the package's files differ from it), ``commit_date``
+    (the commit's own date, which may be later than a run's start if the run began from a
+    tree committed afterwards) and ``diff_sha256`` (the SHA-256 of ``git diff HEAD`` over the
+    package, only if dirty: which uncommitted change computed the cells)."""
     root = Path(__file__).resolve().parents[1]
     if not (root / ".git").exists():
         return None
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
-                                capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
-                                "__init__.py", "algorithms", "experiments", "runner"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        commit = _git(root, "rev-parse", "HEAD").decode().strip()
+        date = _git(root, "show", "-s", "--format=%cI", "HEAD").decode().strip()
+        dirty = _git(root, "status", "--porcelain", "--", *_PACKAGE_PATHS).strip()
+        diff = _git(root, "diff", "HEAD", "--", *_PACKAGE_PATHS) if dirty else b""
     except (OSError, subprocess.SubprocessError):
         return None
-    return (commit + ("+dirty" if dirty else "")) or None
+    if not commit:
+        return None
+    return {"commit": commit + ("+dirty" if dirty else ""), "commit_date": date or None,
+            "diff_sha256": hashlib.sha256(diff).hexdigest() if dirty else None}
 
 
 def _where(cluster_options):
@@ -598,7 +612,7 @@ def run_start(spec, started, cluster_options, selection=None, preload=()):
         "client_machine": machine_description(),
         "command": shlex.join(sys.argv),
         "pcskm": versions()["pcskm"],
-        "commit": _source_commit(),
+        **(source_commit() or {"commit": None, "commit_date": None, "diff_sha256": None}),
         "code": {variant.name: algorithm_definition(variant) for variant in spec.algorithms},
     }
 
