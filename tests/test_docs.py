@@ -285,3 +285,27 @@ def test_the_cube_recipes_count_every_status(smoke_report, tmp_path, monkeypatch
     np.testing.assert_array_equal(n_ok, count(raw["brodinova-5-5"], with_fit))
     kept = count(raw["brodinova-5-5"], set(STATUS_FLAGS) - {"not_applicable"})
     assert len(namespace["frame"]) == kept.sum()  # the smoke cube's one kind: random
+
+
+def test_the_cli_references_global_usage_is_the_parsers():
+    """docs/reference/cli.md's global usage names every subcommand of ``pcskm`` (it once left
+    out ``compile``)."""
+    from pcskm.runner.cli import build_parser
+
+    text = (REPO / "docs/reference/cli.md").read_text().split("## Global options")[1]
+    usage = re.search(r"^```text\n(usage: pcskm .*?)^```", text, re.S | re.M).group(1)
+    assert usage.split() == build_parser().format_usage().split()
+
+
+def test_the_readmes_test_suite_figures_are_those_of_its_timing_file():
+    """The README's time, test count, commit and date of the test suite are those of
+    docs/results/speed/test_suite.txt (a figure as of its date, which later tests do not make
+    stale)."""
+    timing = (REPO / "docs/results/speed/test_suite.txt").read_text()
+    commit, date = re.search(r"# at commit (\w+), (\d{4}-\d\d-\d\d)T", timing).groups()
+    passed, minutes, seconds = re.search(
+        r"^(\d+) passed, .* in [\d.]+s \(0:(\d\d):(\d\d)\)$", timing, re.M).groups()
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert (f"took {int(minutes)} min {int(seconds)} s on such a VM at commit {commit} "
+            f"({date}: {int(passed):,} tests passed;") in readme
+
