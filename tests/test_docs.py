@@ -309,3 +309,29 @@ def test_the_readmes_test_suite_figures_are_those_of_its_timing_file():
     assert (f"took {int(minutes)} min {int(seconds)} s on such a VM at commit {commit} "
             f"({date}: {int(passed):,} tests passed;") in readme
 
+
+def test_the_landing_pages_finding_is_the_preregistered_tests():
+    """docs/index.md's verdicts, counts and Holm p values are those of the primary protocol's
+    preregistered_tests.csv (H1 to H4: PCSKM against LKM, SKM, PCKM and MPCKM)."""
+    import pandas as pd
+
+    tests = pd.read_csv(REPO / "docs/results/confirmatory/standardised/preregistered_tests.csv")
+    assert list(tests.y) == ["LKM", "SKM", "PCKM", "MPCKM"] and set(tests.n) == {42}
+
+    def clause(number, row):
+        wins = f"better on {row.wins} of {row.n} data sets" if number == 1 else \
+            f"{row.wins} of {row.n}"
+        return f"{row.y} (H{number}: {wins}, Holm p {row.p_holm:.2g})"
+
+    def listed(clauses):
+        return clauses[0] if len(clauses) == 1 else \
+            f"{', '.join(clauses[:-1])} and {clauses[-1]}"
+
+    clauses = {verdict: [clause(number, row) for number, row in
+                         enumerate(tests.itertuples(), start=1) if row.verdict == verdict]
+               for verdict in ("PCSKM better", "no difference")}
+    assert sum(map(len, clauses.values())) == len(tests)
+    page = " ".join((REPO / "docs/index.md").read_text().split())
+    assert "(42 real data sets" in page
+    assert (f"found PCSKM better than {listed(clauses['PCSKM better'])}, and no difference "
+            f"shown with {listed(clauses['no difference'])}.") in page
