@@ -110,7 +110,9 @@ def _checked_job_class(job_class):
     """A subclass of dask-jobqueue's ``job_class`` whose submission failures raise
     :class:`SubmissionFailed` with the submit command's own message and are kept in the
     class's ``failures`` list, which the client reads (:func:`submission_failure`): dask-jobqueue
-    raises them in the cluster's event loop, where they are only logged."""
+    raises them in the cluster's event loop, where they are only logged. A job whose cancel
+    command cannot run (no ``scancel`` on PATH) is kept in ``not_cancelled`` and the cluster
+    closes on (:func:`report_not_cancelled`)."""
 
     async def _submit_job(self, script_filename):
         try:
@@ -126,8 +128,28 @@ def _checked_job_class(job_class):
         self.status = Status.failed  # closing the cluster expects a job that did not start
         raise SubmissionFailed(self.failures[-1])
 
+    async def _close_job(cls, job_id, cancel_command):
+        try:
+            await job_class._close_job(job_id, cancel_command)
+        except OSError as error:  # FileNotFoundError: no scancel on PATH
+            cls.not_cancelled.append((job_id, cancel_command, error.strerror or str(error)))
+
     return type(job_class.__name__, (job_class,),
-                {"_submit_job": _submit_job, "failures": [], "__module__": __name__})
+                {"_submit_job": _submit_job, "_close_job": classmethod(_close_job),
+                 "failures": [], "not_cancelled": [], "__module__": __name__})
+
+
+def report_not_cancelled(cluster):
+    """Log, in one line, the jobs of ``cluster`` (made by :func:`jobqueue_cluster`) whose
+    cancel command (``scancel``, ...) could not run when the cluster closed, and how to cancel
+    them by hand; the close goes on without them (dask-jobqueue raised its FileNotFoundError)."""
+    missed = getattr(getattr(cluster, "job_cls", None), "not_cancelled", None)
+    if missed:
+        jobs = " ".join(job for job, _, _ in missed)
+        command, reason = missed[0][1], missed[0][2]
+        log.warning("cannot run %r (%s): the batch jobs %s may still be queued; cancel them "
+                    "by hand: %s %s", command.split()[0], reason, ", ".join(jobs.split()),
+                    command, jobs)
 
 
 def submission_failure(cluster):
@@ -345,6 +367,7 @@ def _connected_client(scheduler, cluster, workers, jobs, minimum_jobs, maximum_j
                 nanny.setLevel(logging.ERROR)
     finally:
         nanny.setLevel(level)
+        report_not_cancelled(made)
 
 
 def worker_pids(client):

@@ -273,3 +273,20 @@ def test_a_version_1_store_is_read_refused_by_run_and_moved_with_from(reference,
                                                                SMOKE)).n_cells
     assert zarr.open_group(str(moved), mode="r").attrs["schema_version"] == 3
     assert_same_values(moved, reference)
+
+
+def test_the_quick_guides_log_counts_the_plan_of_the_quick_spec():
+    """docs/guide/quick-study.md's example log gives the cells, fits and tasks of the quick
+    spec's plan into a new store (it once said 53 tasks after the plan made 19)."""
+    import re
+
+    spec = load_spec("quick")
+    fresh = plan(spec, CubeView.planned(Path("never-created.zarr"), spec, None))
+    guide = (Path(__file__).resolve().parents[1] / "docs/guide/quick-study.md").read_text()
+    line = re.search(r"^pcskm: spec quick: .*$", guide, re.M).group(0)
+    assert line == (f"pcskm: spec quick: {fresh.n_cells_spec} cells in the spec, 0 already "
+                    f"done; computing {fresh.n_cells} cells ({fresh.n_fits} fits) in "
+                    f"{len(fresh.tasks)} tasks")
+    n = len(fresh.tasks)
+    assert f"pcskm: {n} of {n} tasks written ({fresh.n_cells} cells, {fresh.n_fits} fits," \
+        in guide

@@ -224,3 +224,114 @@ def test_estimator_docstrings_document_every_parameter_and_attribute(name):
     assert {a.name for a in attributes} == {key for key in vars(fitted)
                                             if key.endswith("_") and not key.startswith("_")}
     assert not re.search(r"(?<!`)docs/method/\w+\.md", inspect.getdoc(cls))
+
+
+def _documented_statuses():
+    """``{name: meaning}`` of the status table of docs/reference/cube-schema.md."""
+    text = (REPO / "docs/reference/cube-schema.md").read_text().split("### Status codes")[1]
+    rows = re.findall(r"^\| (\d+) \| `(\w+)` \| (.+) \|$", text, re.M)
+    return {name: meaning for _, name, meaning in rows}
+
+
+def test_the_cube_recipes_count_every_status(smoke_report, tmp_path, monkeypatch):
+    """cube.md's recipes on a cube whose ``status`` holds every code of the store's flags
+    (each entry the code of its flat index modulo their number): the failed fits they count,
+    the fits they pool and the entries they keep are a plain count over the codes, with the
+    failed and fitted statuses read from the schema's table (the recipe once counted codes 3
+    and 4 only, and missed error)."""
+    import shutil
+
+    import zarr
+
+    from pcskm.runner import STATUS_FLAGS
+
+    documented = _documented_statuses()
+    assert list(documented) == list(STATUS_FLAGS)  # every code of the store, documented
+    failure = {name for name, meaning in documented.items() if meaning.startswith("failed")}
+    with_fit = {name for name, meaning in documented.items() if meaning.startswith("the fit")}
+    assert "error" in failure and len(with_fit) == 2
+
+    store = tmp_path / "results" / "quick.zarr"
+    shutil.copytree(smoke_report[0], store)
+    raw = {}
+    for name in ("iris", "brodinova-5-5"):
+        status = zarr.open_group(store / name, mode="r+")["status"]
+        assert status.attrs["flag_meanings"] == " ".join(STATUS_FLAGS)
+        codes = np.arange(status.size) % len(STATUS_FLAGS)
+        status[...] = codes.reshape(status.shape).astype(status.dtype)
+        raw[name] = status[...]
+
+    def count(values, names):
+        """Per leading index (algorithm, init, kind, percent), the entries of ``values``
+        whose flag is in ``names``: a plain loop."""
+        out = np.zeros(values.shape[:4], int)
+        for index in np.ndindex(values.shape):
+            out[index[:4]] += STATUS_FLAGS[values[index]] in names
+        return out
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__docs__"}
+    for number, block in enumerate(python_blocks(REPO / "docs/guide/cube.md"), start=1):
+        exec(compile(block, f"docs/guide/cube.md block {number}", "exec"), namespace)
+    plt.close("all")
+    dims = ["algorithm", "init", "kind", "percent"]
+    np.testing.assert_array_equal(namespace["failed"].transpose(*dims).values,
+                                  count(raw["iris"], failure))
+    assert int(namespace["failed"].sum()) > 0
+    n_ok = namespace["n_ok"].sum(["run", "fold"]).transpose(*dims).values
+    np.testing.assert_array_equal(n_ok, count(raw["brodinova-5-5"], with_fit))
+    kept = count(raw["brodinova-5-5"], set(STATUS_FLAGS) - {"not_applicable"})
+    assert len(namespace["frame"]) == kept.sum()  # the smoke cube's one kind: random
+
+
+def test_the_cli_references_global_usage_is_the_parsers():
+    """docs/reference/cli.md's global usage names every subcommand of ``pcskm`` (it once left
+    out ``compile``)."""
+    from pcskm.runner.cli import build_parser
+
+    text = (REPO / "docs/reference/cli.md").read_text().split("## Global options")[1]
+    usage = re.search(r"^```text\n(usage: pcskm .*?)^```", text, re.S | re.M).group(1)
+    assert usage.split() == build_parser().format_usage().split()
+
+
+def test_the_readmes_test_suite_figures_are_those_of_its_timing_file():
+    """The README's time, test count, commit and date of the test suite are those of
+    docs/results/speed/test_suite.txt (a figure as of its date, which later tests do not make
+    stale)."""
+    timing = (REPO / "docs/results/speed/test_suite.txt").read_text()
+    commit, date = re.search(r"# at commit (\w+), (\d{4}-\d\d-\d\d)T", timing).groups()
+    passed, minutes, seconds = re.search(
+        r"^(\d+) passed, .* in [\d.]+s \(0:(\d\d):(\d\d)\)$", timing, re.M).groups()
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert (f"took {int(minutes)} min {int(seconds)} s on such a VM at commit {commit} "
+            f"({date}: {int(passed):,} tests passed;") in readme
+
+
+def test_the_landing_pages_finding_is_the_preregistered_tests():
+    """docs/index.md's verdicts, counts and Holm p values are those of the primary protocol's
+    preregistered_tests.csv (H1 to H4: PCSKM against LKM, SKM, PCKM and MPCKM)."""
+    import pandas as pd
+
+    tests = pd.read_csv(REPO / "docs/results/confirmatory/standardised/preregistered_tests.csv")
+    assert list(tests.y) == ["LKM", "SKM", "PCKM", "MPCKM"] and set(tests.n) == {42}
+
+    def clause(number, row):
+        wins = f"better on {row.wins} of {row.n} data sets" if number == 1 else \
+            f"{row.wins} of {row.n}"
+        return f"{row.y} (H{number}: {wins}, Holm p {row.p_holm:.2g})"
+
+    def listed(clauses):
+        return clauses[0] if len(clauses) == 1 else \
+            f"{', '.join(clauses[:-1])} and {clauses[-1]}"
+
+    clauses = {verdict: [clause(number, row) for number, row in
+                         enumerate(tests.itertuples(), start=1) if row.verdict == verdict]
+               for verdict in ("PCSKM better", "no difference")}
+    assert sum(map(len, clauses.values())) == len(tests)
+    page = " ".join((REPO / "docs/index.md").read_text().split())
+    assert "(42 real data sets" in page
+    assert (f"found PCSKM better than {listed(clauses['PCSKM better'])}, and no difference "
+            f"shown with {listed(clauses['no difference'])}.") in page

@@ -4,7 +4,9 @@ queued is named with its queue state; the log folder of ``jobqueue.yaml`` is exp
 it reaches the job script; a missing configuration points to the guide. Fake ``sbatch`` and
 ``squeue`` scripts stand in for Slurm."""
 
+import logging
 import os
+import shutil
 import signal
 import time
 
@@ -14,6 +16,7 @@ from cubes import pcskm, tiny_spec
 from test_run_errors import assert_clean_error
 
 from pcskm.runner.clusters import (
+    dask_client,
     import_jobqueue,
     jobqueue_cluster,
     queued_jobs,
@@ -124,6 +127,30 @@ def test_queued_jobs_are_named_with_their_queue_state(tmp_path, fake_slurm):
         assert submission_failure(cluster) is None
         assert queued_jobs(cluster) in ("jobs 4242 (PENDING, Priority), 4243 (PENDING, Priority)",
                                         "jobs 4243 (PENDING, Priority), 4242 (PENDING, Priority)")
+
+
+def test_ctrl_c_without_scancel_names_the_jobs_to_cancel_by_hand(tmp_path, fake_slurm,
+                                                                  monkeypatch, caplog):
+    """A Ctrl-C while the jobs are queued and no ``scancel`` on PATH: the cluster closes, the
+    KeyboardInterrupt the runner resumes from comes out (not dask-jobqueue's
+    FileNotFoundError), and one line names the jobs and the command to cancel them."""
+    (fake_slurm / "scancel").unlink()
+    for tool in ("cat", "flock", "tr"):  # what the fake sbatch and squeue run
+        (fake_slurm / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(fake_slurm))
+    with dask.config.set(slurm_config(**{"log-directory": None})), \
+            caplog.at_level(logging.WARNING, logger="pcskm"), pytest.raises(KeyboardInterrupt):
+        with dask_client(cluster="slurm", jobs=2) as client:
+            wait_until(lambda: len(client.cluster.workers) == 2
+                       and all(job.job_id for job in client.cluster.workers.values()))
+            raise KeyboardInterrupt
+    lines = [record.getMessage() for record in caplog.records if "scancel" in
+             record.getMessage()]
+    assert len(lines) == 1, lines
+    jobs = lines[0].rpartition("cancel them by hand: scancel ")[2].split()
+    assert sorted(jobs) == ["4242", "4243"], lines
+    assert lines[0].startswith("cannot run 'scancel' (No such file or directory): the batch "
+                               "jobs 424"), lines
 
 
 @pytest.mark.parametrize("written, expected", [

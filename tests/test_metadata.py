@@ -245,12 +245,12 @@ def test_what_cannot_be_rewritten_is_refused_by_every_command(reference, spec_fi
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
 
-def test_a_deleted_group_outside_the_spec_is_refused(reference, cli, tmp_path, data_dir):
+def test_a_deleted_group_outside_the_spec_is_refused(reference, cli, tmp_path):
     store = copy(reference, tmp_path)
     shutil.rmtree(store / "iris")
     other = tmp_path / "other.toml"
-    other.write_text(SPEC_TEXT.replace('"iris"', '"fisheriris"'))
-    assert_one_line(*cli("run", other, "--store", store, "--data-dir", data_dir)[:2],
+    other.write_text(SPEC_TEXT.replace('"iris"', '"brodinova-5-5"'))
+    assert_one_line(*cli("run", other, "--store", store)[:2],
                     f"{store / 'iris/zarr.json'}: the group of data set iris is missing",
                     "restore the store from a copy (or run a spec with iris on it")
 

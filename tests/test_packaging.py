@@ -59,7 +59,8 @@ def test_static_tools_resolve_every_module_of_the_package(tmp_path):
 
 
 def test_ci_runs_the_readmes_test_command():
-    """.ci/run ends with the README's test command (and the install guide shows the same)."""
+    """.ci/run runs the README's test command (and the install guide shows the same); then
+    runs it again offline, without the data folders."""
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]

@@ -185,8 +185,8 @@ def test_count_matches_the_spec(protocols):
             assert protocol.count(tenths / 10) == m + m % 2, (name, tenths)
 
 
-def test_runs_folds_kinds_and_seeds_give_different_samples(protocols, data_dir):
-    protocol = protocols["ionosphere"]
+def test_runs_folds_kinds_and_seeds_give_different_samples():
+    protocol = Protocol(load("brodinova-5-5"))
     base = np.concatenate(protocol.constraints("random", 5, 0, 0))
     for other in [("random", 5, 1, 0), ("random", 5, 0, 1), ("balanced", 5, 0, 0),
                   ("random", 5.5, 0, 0)]:
@@ -194,22 +194,22 @@ def test_runs_folds_kinds_and_seeds_give_different_samples(protocols, data_dir):
         assert sample.shape != base.shape or not np.array_equal(sample, base)
     again = np.concatenate(protocol.constraints("random", 5, 0, 0))
     np.testing.assert_array_equal(again, base)
-    other_seed = Protocol(load("ionosphere", data_dir), seed=1)
+    other_seed = Protocol(load("brodinova-5-5"), seed=1)
     assert not np.array_equal(other_seed.fold_of, protocol.fold_of)
 
 
-def test_same_cell_in_another_process(protocols, data_dir):
+def test_same_cell_in_another_process():
     script = (
         "import sys, hashlib, numpy as np\n"
         "from experiments import Protocol, load\n"
-        f"p = Protocol(load('mwm-ttscst', {str(data_dir)!r}), seed=0)\n"
+        "p = Protocol(load('brodinova-3-7'), seed=0)\n"
         "ml, cl = p.constraints('random', 3.5, 17, 6)\n"
         "print(hashlib.sha256(ml.tobytes() + cl.tobytes() + p.fold_of.tobytes()).hexdigest())\n"
     )
     repo = Path(__file__).resolve().parents[1]
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             check=True, cwd=repo).stdout.strip()
-    protocol = protocols["mwm-ttscst"]
+    protocol = Protocol(load("brodinova-3-7"), seed=0)
     ml, cl = protocol.constraints("random", 3.5, 17, 6)
     digest = hashlib.sha256(ml.tobytes() + cl.tobytes() + protocol.fold_of.tobytes())
     assert output == digest.hexdigest()

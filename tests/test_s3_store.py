@@ -562,7 +562,7 @@ def test_after_a_commit_only_the_groups_marked_next_are_opened_again(s3, monkeyp
 
     bucket = s3.bucket("reopen")
     url = f"s3://{bucket}/two"
-    spec = parse_spec(SMALL.replace('["iris"]', '["iris", "fisheriris"]'))
+    spec = parse_spec(SMALL.replace('["iris"]', '["iris", "brodinova-5-5"]'))
     with where(url).writing() as location:
         cube, _ = prepare(location, spec)
         cube.begin_run({"spec": "small", "command": "pcskm run small", "client_pid": 1,
@@ -571,10 +571,10 @@ def test_after_a_commit_only_the_groups_marked_next_are_opened_again(s3, monkeyp
         real = views.writable_arrays
         monkeypatch.setattr(views, "writable_arrays",
                             lambda group: opened.append(group.basename) or real(group))
-        cube.mark_done({"fisheriris": [(1, 0, [0], [0], [0], 0)]})
+        cube.mark_done({"brodinova-5-5": [(1, 0, [0], [0], [0], 0)]})
         cube.commit()
-        assert opened == ["fisheriris"]
-    done = zarr.open_group(where(url).readonly().store, mode="r")["fisheriris"]["done"][...]
+        assert opened == ["brodinova-5-5"]
+    done = zarr.open_group(where(url).readonly().store, mode="r")["brodinova-5-5"]["done"][...]
     assert done[1, 0, 0, 0, 0] == 1 and done.sum() == 1
 
 

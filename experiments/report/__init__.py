@@ -18,10 +18,11 @@ from . import baseline as baselines
 from . import study
 from .aggregate import collect, sidecar_path
 from .document import Progress, write_document
-from .fits import open_store
+from .fits import failed_fits, fitted, open_store, status_codes
 from .performance import GRIDS
 
-__all__ = ["collect", "open_store", "sidecar_path", "write_report"]
+__all__ = ["collect", "failed_fits", "fitted", "open_store", "sidecar_path", "status_codes",
+           "write_report"]
 
 log = logging.getLogger("pcskm")
 

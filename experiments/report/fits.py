@@ -115,6 +115,20 @@ def status_codes(status):
     return {flag: int(value) for flag, value in zip(flags, values, strict=True)}
 
 
+def failed_fits(status):
+    """Where the cube's ``status`` holds a failed fit: a code of one of the
+    :func:`failure_flags` of its own ``flag_meanings`` (a status a store adds counts too)."""
+    codes = status_codes(status)
+    return status.isin([codes[flag] for flag in failure_flags(codes)])
+
+
+def fitted(status):
+    """Where the cube's ``status`` holds a fit with labels and an F-score
+    (:data:`FITTED_FLAGS`)."""
+    codes = status_codes(status)
+    return status.isin([codes[flag] for flag in FITTED_FLAGS])
+
+
 # per-s selection scores, when stored
 SCORE_VARIABLES = ("cv_score", "gap", "gap_sd", "auc_score", "auc_se")
 ZERO_WEIGHTS = "n_zero_weights"  # per fit, from weights_per_s, when stored
@@ -214,7 +228,7 @@ def fit_table(store, name):
     bits = score_bits(store, ds)
     done = _with_scores(ds, bits)
     computed = expected & done & complete
-    failed = status.isin([codes[flag] for flag in failure_flags(codes)]) & applies & computed
+    failed = failed_fits(status) & applies & computed
     out = xr.Dataset(
         {
             "f_score": ds.f_score.astype(np.float64),
