@@ -17,6 +17,7 @@ from . import (
     best_s,
     cell_sample,
     claims,
+    code_versions,
     comparison,
     constraint_table,
     coverage,
@@ -122,6 +123,11 @@ def _header(doc, results, found, out, written):
         "group per data set: `<selection>_s` and `<selection>_f` per selection, "
         "`fixed_loo_s`, computed, expected; section 3)",
     ])
+    code = code_versions.lines(store)
+    if code:
+        doc.paragraph("The code that computed each algorithm's cells (as each run recorded "
+                      "it; docs/reference/cube-schema.md, Code provenance):")
+        doc.bullets(code)
     description = _spec_description(attrs)
     if description:
         doc.paragraph("Spec description: " + description.replace("\n", " "))
@@ -1143,6 +1149,7 @@ def _no_used_case(results, found, tests, most=6):
 def _summary(results, found, tests, primary, prereg, totals, contents):
     """The one-screen summary at the top of report.md (docs/guide/quick-study.md)."""
     lines = ["## Summary", _computed_line(results, totals),
+             *code_versions.headline(results.store),
              *baseline.summary(results.baseline),
              *_no_used_case(results, found, tests),
              *_headline(results, found, tests, primary, prereg), "**Contents**:"]
