@@ -103,13 +103,13 @@ def code_counts(groups, attrs):
     codes = run_codes(attrs)
     counts = {}
     for algorithms, done, run_index, n_folds in groups:
-        known = block_codes(run_index, codes, algorithms)
         for a, name in enumerate(algorithms):
-            mine = done[a]
-            for code, number in zip(known[a][mine], run_index[a][mine], strict=True):
+            numbers, blocks = np.unique(run_index[a][done[a]], return_counts=True)
+            for number, n_blocks in zip(numbers.tolist(), blocks.tolist(), strict=True):
+                code = codes[number].get(name, "") if 0 <= number < len(codes) else ""
                 entry = counts.setdefault(name, {}).setdefault(code, [0, set()])
-                entry[0] += n_folds
-                entry[1].add(int(number))
+                entry[0] += n_blocks * n_folds
+                entry[1].add(number)
     return counts
 
 
