@@ -142,8 +142,10 @@ def _dry_run(args, spec, store, selection):
         # else the probes would compile, inside the time budget
         kernels = compile_kernels(the_plan.tasks)
     kept = Kept(args.preload or (), fresh=args.recalibrate)
+    options = _cluster_options(args)
+    workers = args.workers or (args.jobs or 0) or machine_cores()
     result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds,
-                      kept=kept)
+                      kept=kept, workers=workers)
     start, failed = kept.start("worker"), None
     worker_when = "by an earlier dry run" if start is not None else "now"
     if start is None:
@@ -155,8 +157,6 @@ def _dry_run(args, spec, store, selection):
             kept.add_start("worker", start)
     if compiling.n_compiled:  # the run's client loads them from the cache, as a new worker
         kernels = start
-    options = _cluster_options(args)
-    workers = args.workers or (args.jobs or 0) or machine_cores()
     # at most one process per core: `--workers N` may stand for the workers of a cluster
     # (docs/guide/hpc.md), and a dry run never starts more than this machine runs at once
     cluster = 0.0

@@ -1135,7 +1135,8 @@ def _headline(results, found, tests, primary, prereg):
     main = [name for name in results.selections if BY_NAME[name].main]
     table = comparison.analysis1_tests(tests)
     table = table[(table.level == "datasets") & table.selection.isin(main)]
-    n, m = int(table.n.max()) if len(table) else 0, int(table.holm_m.max()) if len(table) else 1
+    family = tests[(tests.level == "datasets") & tests.selection.isin(main)]  # with holm_m
+    n, m = int(table.n.max()) if len(table) else 0, int(family.holm_m.max()) if len(table) else 1
     decides = statistics.smallest_holm_p(n, m) < claims.ALPHA
     cells = ([comparison.cell(row) for row in table.itertuples()] if decides
              else [f"{row.wins}/{row.losses}" for row in table.itertuples()])
