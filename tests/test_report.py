@@ -427,10 +427,10 @@ def test_a_headline_that_cannot_decide_says_why_in_one_sentence(smoke_report):
     with scipy, instead of a table of "no diff. (p 1; 1/0)"."""
     _, report = smoke_report
     summary = report.read_text().split("**Contents**")[0]
-    tests = pd.read_csv(report.parent / "selections_analysis1.csv")
+    tests = pd.read_csv(report.parent / "wilcoxon_tests.csv")
     sets = tests[tests.level == "datasets"]
-    n, m = int(sets.n.max()), int(sets.holm_m.max())
-    assert n == 1 and m == 7  # one data set; the paper's seven tests
+    n, m = int(sets[sets.analysis == 1].n.max()), int(sets.holm_m.max())
+    assert n == 1  # iris
     assert (f"**Headline**: no test across data sets can decide here: PCSKM's comparisons use "
             f"{n} data set (") in summary
     assert f"can reach p < 0.05 only with {_values_needed(m)} or more" in summary
