@@ -22,6 +22,7 @@ from numba import njit
 from numba.core import caching, config, event
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the folder of the pcskm package
+TOP_PACKAGE = __name__.split(".")[0] + "."  # "pcskm.": the modules of this package's kernels
 
 
 def default_cache_folder():
@@ -76,11 +77,13 @@ def cache_dir():
 
 class _Compiling(event.Listener):
     """Numba's ``numba:compile`` events, which it sends only for a kernel it did not find in
-    the cache: calls ``on_first()`` at the first one and counts the kernels compiled."""
+    the cache: calls ``on_first()`` at the first one, counts the functions compiled and keeps
+    the names of this package's kernels among them (``kernels``)."""
 
     def __init__(self, on_first):
         self.on_first = on_first
         self.n_compiled = 0
+        self.kernels = set()
         self._depth = 0
 
     def on_start(self, event):
@@ -91,13 +94,17 @@ class _Compiling(event.Listener):
     def on_end(self, event):
         self._depth -= 1
         self.n_compiled += 1
+        function = getattr((event.data or {}).get("dispatcher"), "py_func", None)
+        if function is not None and function.__module__.startswith(TOP_PACKAGE):
+            self.kernels.add(f"{function.__module__}.{function.__qualname__}")
 
 
 @contextlib.contextmanager
 def watch_compiling(on_first=lambda: None):
     """Inside the block, call ``on_first()`` when Numba starts compiling the first kernel that
     is not in the cache; yields a record whose ``n_compiled`` counts the functions compiled
-    (kernels and the Numba internals they use; 0 when everything came from the cache)."""
+    (kernels and the Numba internals they use; 0 when everything came from the cache) and
+    whose ``kernels`` names this package's kernels compiled."""
     listener = _Compiling(on_first)
     with event.install_listener("numba:compile", listener):
         yield listener

@@ -11,6 +11,13 @@ value -1 of ``n_iter`` and ``n_constraints`` as the NaN xarray decodes it to (a 
 a user estimator records no iterations; docs/reference/cube-schema.md), and the status by its
 name. A failed fit thus agrees with its recomputation when both failed with the same status:
 its scores are NaN on both sides.
+
+A data set whose files are missing is not refused with the whole table: :func:`available`
+sets its cells aside with the reason, and the others are checked (the cells of generated
+sets need no file). Where a table records the code that computed a cell (column ``code``,
+the report's sample; :mod:`pcskm.runner.store.provenance`), :func:`code_notes` names it
+beside the spec's current code when they differ, the first suspect of a difference after a
+module was edited.
 """
 
 import numpy as np
@@ -19,6 +26,7 @@ import pandas as pd
 from pcskm.algorithms._result import FIT_STATUS_NAMES
 
 from . import cells
+from ._datafiles import DataNotFoundError
 from .cells import Block, Setting, Task
 
 CELL_COLUMNS = ("dataset", "algorithm", "init", "kind", "percent", "run", "fold")
@@ -26,6 +34,7 @@ FLOATS = ("f_score", "precision", "recall", "satisfied")
 INTEGERS = ("n_iter", "n_constraints")
 EXACT = (*INTEGERS, "status")
 RTOL = 1e-6
+CODE = ("code", "code_description")  # optional: the code that computed the cell
 FILL = -1  # the fill value of the cube's integer variables, read back as NaN
 
 
@@ -36,6 +45,51 @@ def read_table(path):
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
     return table
+
+
+def available(spec, table, data_dir=None):
+    """``(rows, skipped)``: the rows of ``table`` whose data set loads, and per data set
+    that does not (its files missing), ``(cells, reason)``."""
+    skipped = {}
+    for name in table.dataset.unique():
+        if name not in spec.datasets:
+            continue  # refused by recompute, naming the cell
+        try:
+            cells.dataset(spec.data_ref(name), data_dir)
+        except DataNotFoundError as error:
+            rows = table[table.dataset == name]
+            skipped[name] = (len(rows.drop_duplicates(list(CELL_COLUMNS))),
+                             str(error).splitlines()[0])
+    return table[~table.dataset.isin(list(skipped))], skipped
+
+
+def code_notes(spec, wrong):
+    """For each algorithm of the differing rows ``wrong`` that a table records other code
+    for than ``spec``'s current definition: one line with the recorded code and the
+    current one (digest and words)."""
+    from pcskm.runner.store.layout import algorithm_definition
+    from pcskm.runner.store.provenance import SHORT, definition_digest, describe
+
+    if "code" not in wrong:
+        return []
+    variants = {variant.name: variant for variant in spec.algorithms}
+    lines = []
+    for name, rows in wrong.groupby("algorithm", sort=False):
+        definition = algorithm_definition(variants[name])
+        current = definition_digest(definition)
+        recorded = rows.code.fillna("").astype(str)
+        for code, same in rows.groupby(recorded, sort=False):
+            if code == current:
+                continue
+            words = (same.code_description.dropna().astype(str).iloc[0]
+                     if "code_description" in same and same.code_description.notna().any()
+                     else "")
+            was = (f"code {code[:SHORT]}" + (f" ({words})" if words else "")
+                   if code else "unknown code (computed before pcskm recorded it)")
+            lines.append(f"{name}: {len(same)} of the differing values were computed by {was}; "
+                         f"the spec's current code is {current[:SHORT]} "
+                         f"({describe(definition)})")
+    return lines
 
 
 def _setting(spec, row, data_dir):

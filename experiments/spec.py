@@ -23,6 +23,7 @@ The bundled specs are ``smoke``, ``quick``,
 import difflib
 import hashlib
 import json
+import logging
 import numbers
 import re
 import tomllib
@@ -43,6 +44,8 @@ from .estimators import (
 )
 from .protocol import DESIGNS, INIT_CODES, KINDS, pct10, sparsity_grid
 from .sources import parse_definition
+
+log = logging.getLogger("pcskm")
 
 ESTIMATORS = tuple(ESTIMATOR_CLASSES)
 INITS = tuple(INIT_CODES)  # dkm++, seeding, robin, maximin
@@ -629,8 +632,10 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
     except ValueError as error:
         check.fail(f"in datasets: {error}")
     unused = [d.name for d in data if d.name not in datasets]
-    if unused:
-        check.fail(f"[data.{'], [data.'.join(unused)}] defined but not listed in datasets")
+    if unused and check_external:  # not again for a store's own spec
+        log.warning("%s: [data.%s] defined but not listed in datasets: ignored", source,
+                    "], [data.".join(unused))
+    data = tuple(d for d in data if d.name in datasets)
     algorithms = check.algorithms(values["algorithms"], values["variants"])
     cv_folds, gap_permutations, cv_algorithms, cv_runs = check.selection_scores(values,
                                                                                 algorithms)

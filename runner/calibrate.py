@@ -25,7 +25,10 @@ fit apart: a task costs its fits plus its cells. Times are CPU time of this proc
 estimate is the compute of an otherwise idle core.
 
 The rounds stop early once every group has ``MIN_ROUNDS`` probes and the standard error of
-the estimate, from the spread of each group's probes, is below ``TARGET_ERROR`` of it. The
+the estimate, from the spread of each group's probes, is below ``TARGET_ERROR`` of it, and
+after any round once the probes have taken ``RUN_SHARE`` of the compute the estimate so far
+gives the run on its workers: a dry run of a small spec costs a fraction of the run, not the
+whole budget (54-66 s of probes priced a quick run of about two minutes). The
 probes and the start times are kept per machine and code version (:class:`Kept`, in the user
 cache folder) and reused by the next dry run: a group with ``MIN_ROUNDS`` kept probes is not
 timed again (``pcskm run --dry-run --recalibrate`` times everything afresh).
@@ -52,6 +55,7 @@ MAX_ROUNDS = 25  # at most one round per run of the paper spec
 MIN_ROUNDS = 5  # probes of every group before the rounds may stop (a trimmed mean from 5)
 TARGET_ERROR = 0.02  # the rounds stop once the estimate's standard error is this share of it
 PROBE_FOLDS = (1, 2, 3)  # of the paper's 10; a spec with fewer folds times its first three
+RUN_SHARE = 0.2  # the probes stop after a round once they took this share of the run's compute
 
 
 def _probe_folds(n_folds):
@@ -193,12 +197,21 @@ def _relative_error(samples, weights):
     return math.sqrt(variance) / total if total > 0 else 0.0
 
 
-def _probe_groups(tasks, parts, spec, budget_seconds, kept=None):
+def _estimated(parts, samples):
+    """The compute of the tasks of ``parts`` from the probes so far (``samples``: group key ->
+    its probes)."""
+    costs = {key: _group_cost(probes) for key, probes in samples.items() if probes}
+    rate = _unprobed_rate(costs)
+    return sum(_task_seconds(task_parts, costs, rate) for task_parts in parts)
+
+
+def _probe_groups(tasks, parts, spec, budget_seconds, kept=None, workers=1):
     """Probe the task groups of ``tasks`` (``parts``: their :func:`_parts`) for
-    ``budget_seconds``, rounds that stop once the estimate is precise enough (module
-    docstring); returns the :class:`_Cost` of every probed group (by group key), the
-    probes' wall time, the number of groups and the number of them taken from ``kept`` (a
-    :class:`Kept`, whose probes are reused and which gets the new ones)."""
+    ``budget_seconds``, rounds that stop once the estimate is precise enough or the probes
+    took :data:`RUN_SHARE` of the estimated compute on ``workers`` (module docstring);
+    returns the :class:`_Cost` of every probed group (by group key), the probes' wall time,
+    the number of groups and the number of them taken from ``kept`` (a :class:`Kept`, whose
+    probes are reused and which gets the new ones)."""
     groups = {}  # group key -> [settings, kind, runs of the group, cells]
     weights = {}  # group key -> samples in the tasks
     for task, task_parts in zip(tasks, parts, strict=True):
@@ -221,6 +234,9 @@ def _probe_groups(tasks, parts, spec, budget_seconds, kept=None):
     for round_ in range(MAX_ROUNDS):
         if (round_ >= MIN_ROUNDS and samples
                 and _relative_error(samples, weights) < TARGET_ERROR):
+            break
+        if round_ and timed and (time.perf_counter() - start
+                                 > RUN_SHARE * _estimated(parts, samples) / workers):
             break
         for key in timed:
             if time.perf_counter() - start > budget_seconds:
@@ -250,12 +266,14 @@ def _unprobed_rate(costs):
     return sum(costs[k].per_sample / _units(k) for k in costs) / max(len(costs), 1)
 
 
-def estimate(tasks, view, spec, budget_seconds=60.0, kept=None):
+def estimate(tasks, view, spec, budget_seconds=60.0, kept=None, workers=1):
     """Estimated one-core compute time of ``tasks``, in all and task by task (an
-    :class:`Estimate`); ``kept``: a :class:`Kept` calibration to reuse and add to."""
+    :class:`Estimate`); ``kept``: a :class:`Kept` calibration to reuse and add to;
+    ``workers``: those of the run, whose compute the probes take at most about
+    :data:`RUN_SHARE` of."""
     parts = [_parts(task, view, spec) for task in tasks]
     costs, probe_seconds, n_groups, reused = _probe_groups(tasks, parts, spec, budget_seconds,
-                                                           kept)
+                                                           kept, workers)
     rate = _unprobed_rate(costs)
     seconds = [_task_seconds(task_parts, costs, rate) for task_parts in parts]
     priced = [_task_seconds([(key, n) for key, n in task_parts if key not in costs], {}, rate)

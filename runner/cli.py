@@ -142,8 +142,10 @@ def _dry_run(args, spec, store, selection):
         # else the probes would compile, inside the time budget
         kernels = compile_kernels(the_plan.tasks)
     kept = Kept(args.preload or (), fresh=args.recalibrate)
+    options = _cluster_options(args)
+    workers = args.workers or (args.jobs or 0) or machine_cores()
     result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds,
-                      kept=kept)
+                      kept=kept, workers=workers)
     start, failed = kept.start("worker"), None
     worker_when = "by an earlier dry run" if start is not None else "now"
     if start is None:
@@ -155,8 +157,6 @@ def _dry_run(args, spec, store, selection):
             kept.add_start("worker", start)
     if compiling.n_compiled:  # the run's client loads them from the cache, as a new worker
         kernels = start
-    options = _cluster_options(args)
-    workers = args.workers or (args.jobs or 0) or machine_cores()
     # at most one process per core: `--workers N` may stand for the workers of a cluster
     # (docs/guide/hpc.md), and a dry run never starts more than this machine runs at once
     cluster = 0.0
@@ -403,7 +403,14 @@ def cmd_report(args):
 
 
 def cmd_check(args):
-    from pcskm.experiments.check import CELL_COLUMNS, read_table, recompute
+    from pcskm.experiments.check import (
+        CELL_COLUMNS,
+        CODE,
+        available,
+        code_notes,
+        read_table,
+        recompute,
+    )
 
     spec = _read_spec(args)
     table = read_table(args.table)
@@ -411,16 +418,27 @@ def cmd_check(args):
         unique = table[list(CELL_COLUMNS)].drop_duplicates()
         chosen = unique.sample(n=min(args.cells, len(unique)), random_state=args.seed)
         table = table.merge(chosen, how="inner")
+    table, skipped = available(spec, table, data_dir=args.data_dir)
+    for name, (n_cells, reason) in skipped.items():
+        log.warning("%s: %d cells not checked, its data is missing: %s", name, n_cells, reason)
+    if table.empty:
+        log.error("no cell checked: the data of every listed data set is missing (%s)",
+                  ", ".join(skipped))
+        return EXIT_USAGE
     checked = recompute(spec, table, data_dir=args.data_dir)
     n_cells = len(checked.drop_duplicates(list(CELL_COLUMNS)))
     wrong = checked[~checked.agrees]
+    not_checked = (f"; not checked: {sum(n for n, _ in skipped.values())} cells of "
+                   f"{', '.join(skipped)} (data missing)" if skipped else "")
     if len(wrong):
-        print(wrong.to_string(index=False))
-        log.error("%d of %d values (%d cells) differ from their recomputation",
-                  len(wrong), len(checked), n_cells)
+        print(wrong.drop(columns=[c for c in CODE if c in wrong]).to_string(index=False))
+        for line in code_notes(spec, wrong):
+            log.error("%s", line)
+        log.error("%d of %d values (%d cells) differ from their recomputation%s",
+                  len(wrong), len(checked), n_cells, not_checked)
         return EXIT_FAILED
     print(f"{n_cells} cells, {len(checked)} rows: every recorded value equals its "
-          "recomputation (floats to a relative 1e-6, the cube's float32)")
+          f"recomputation (floats to a relative 1e-6, the cube's float32){not_checked}")
     return EXIT_OK
 
 
@@ -635,7 +653,9 @@ def build_parser():
         "check", help="recompute the cells listed in a table and compare",
         description="Recompute every cell listed in TABLE (the columns of a report's "
                     "cells_sample.csv) from SPEC and the data files, and compare with the "
-                    "values the table records. Exit code 1 if any differs.")
+                    "values the table records. The cells of a data set whose files are "
+                    "missing are listed and not checked. Exit code 1 if any value differs, "
+                    "2 if no cell could be checked.")
     check.add_argument("spec", help="the spec the cells were computed with (paper, ...)")
     check.add_argument("table", help="CSV file, e.g. docs/results/paper/cells_sample.csv")
     check.add_argument("--cells", type=int, help="check only this many of the listed cells, "

@@ -40,23 +40,62 @@ def warm_up_tasks(tasks):
     return [task for _, task in chosen.values()]
 
 
-def compile_kernels(tasks):
+PROGRESS_SECONDS = 15.0  # while a step compiles, how often the client says how far it is
+
+
+def compile_kernels(tasks, every=PROGRESS_SECONDS):
     """Compile (or load from the cache) every kernel the cells of ``tasks`` use, in this
-    process; logs when compiling starts and how long it took. Returns the seconds spent."""
+    process, one step per (algorithm, init) (:func:`warm_up_tasks`); logs when compiling
+    starts, then after each step and every ``every`` seconds within one the steps done of
+    all and the kernels compiled so far, and how long it took. Returns the seconds spent."""
     start = time.perf_counter()
+    steps = warm_up_tasks(tasks)
+    at = [0, None]  # the steps done, the setting of the step under way
 
     def announce():
         log.info("compiling the Numba kernels for this machine, once (it takes a minute or "
-                 "two; they are cached in %s for the workers and for later runs)",
-                 cache_dir() or "Numba's cache folder")
+                 "two, in %d steps, one per algorithm and init; they are cached in %s for the "
+                 "workers and for later runs)", len(steps), cache_dir() or "Numba's cache folder")
 
-    with watch_compiling(announce) as compiling:
-        for task in warm_up_tasks(tasks):
+    def remind():
+        if compiling.n_compiled and at[1] is not None:
+            log.info("compiling: %d of %d steps done, step %d (%s, %s) under way, %d kernels "
+                     "compiled, %.0f s", at[0], len(steps), at[0] + 1, *at[1],
+                     len(compiling.kernels), time.perf_counter() - start)
+
+    with watch_compiling(announce) as compiling, _every(every, remind):
+        for number, task in enumerate(steps, 1):
+            setting = task.settings[0]
+            at[1] = (setting.algorithm, setting.init)
             cells.evaluate(task)
+            at[0] = number
+            if compiling.n_compiled:
+                log.info("compiling: %d of %d steps done (%s, %s), %d kernels compiled, %.0f s",
+                         number, len(steps), *at[1], len(compiling.kernels),
+                         time.perf_counter() - start)
+        at[1] = None
     seconds = time.perf_counter() - start
     if compiling.n_compiled:
         log.info("kernels compiled in %.0f s", seconds)
     return seconds
+
+
+@contextlib.contextmanager
+def _every(seconds, action):
+    """Inside the block, ``action()`` every ``seconds`` in a thread of its own."""
+    stopped = threading.Event()
+
+    def loop():
+        while not stopped.wait(seconds):
+            action()
+
+    thread = threading.Thread(target=loop, name="pcskm-compile-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stopped.set()
+        thread.join()
 
 
 TOPIC = "pcskm-compiling"  # the Dask events of the workers' compilations

@@ -1,6 +1,10 @@
 """The report's cell sample and ``pcskm check``: the sample holds what the cube holds, a
 recomputation agrees with it, and a changed value is caught."""
 
+import hashlib
+import json
+from importlib import resources
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +15,7 @@ from pcskm.experiments.spec import load_spec
 from pcskm.runner.cli import main
 
 SMOKE = load_spec("smoke")
+SMOKE_TEXT = (resources.files("pcskm.experiments") / "specs" / "smoke.toml").read_text()
 FLAGS = ("missing", "converged", "max_iter", "empty_cluster", "degenerate_weights",
          "not_applicable")
 
@@ -50,6 +55,13 @@ def test_sample_rows_are_the_cube_values(sample):
                     float(group[variable][(*cell, s)]), rel=1e-9, nan_ok=True), variable
             assert row.status == FLAGS[group["status"][(*cell, s)]]
             assert row.n_constraints == group["n_constraints"][cell[2:]]
+            # the code: the definition its run recorded, as SHA-256 of canonical JSON
+            run = root.attrs["runs"][int(group["run_index"][cell[:5]])]
+            definition = run["code"][row.algorithm]
+            assert row.code == hashlib.sha256(json.dumps(
+                definition, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+            assert row.code_description == f"{definition['estimator']} with params " \
+                                           f"{definition['params']}"
     assert set(table.dataset) == set(SMOKE.datasets)
     assert set(table.algorithm) == {variant.name for variant in SMOKE.algorithms}
 
@@ -142,3 +154,65 @@ def test_every_command_reading_a_spec_takes_preload(own_study, command, tmp_path
     assert refused.returncode == 2 and "always_fails_for_pcskm" in refused.stderr
     done = pcskm(*words, "--preload", folder / "always_fails_for_pcskm.py", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_difference_names_the_code_recorded_for_its_cells_and_the_current_one(sample,
+                                                                                tmp_path,
+                                                                                capfd):
+    """Issue 65, item 4: a table that records other code for PCKM's cells than the spec's
+    current definition, and a changed PCKM value: check names the recorded code (digest and
+    words) and the current one, the SHA-256 of the definition the store records, worked out
+    here; the rows of the current code are not named."""
+    store, path = sample
+    table = read_table(path)
+    pckm = np.flatnonzero(table.algorithm.to_numpy() == "PCKM")
+    changed = table.copy()
+    changed.loc[pckm, "code"] = "ab" * 32
+    changed.loc[pckm, "code_description"] = "module SHA-256 0123456789ab"
+    changed.loc[pckm[0], "f_score"] = changed.loc[pckm[0], "f_score"] * 0.5
+    lkm = int(np.flatnonzero(table.algorithm.to_numpy() == "LKM")[0])
+    changed.loc[lkm, "f_score"] = changed.loc[lkm, "f_score"] * 0.5
+    changed.to_csv(tmp_path / "changed.csv", index=False)
+    definition = zarr.open_group(str(store), mode="r").attrs["algorithm_definitions"]["PCKM"]
+    current = hashlib.sha256(json.dumps(definition, sort_keys=True,
+                                        separators=(",", ":")).encode()).hexdigest()
+    capfd.readouterr()
+    assert main(["check", "smoke", str(tmp_path / "changed.csv")]) == 1
+    notes = [line for line in capfd.readouterr().err.splitlines() if "differing values" in line]
+    assert notes == [f"pcskm: PCKM: 1 of the differing values were computed by code "
+                     f"abababababab (module SHA-256 0123456789ab); the spec's current code is "
+                     f"{current[:12]} (PCKM with params {{}})"]
+
+
+def test_the_cells_of_a_data_set_without_its_files_are_listed_and_the_rest_checked(
+        sample, tmp_path, capfd, monkeypatch):
+    """Issue 65, item 4: a sample whose ionosphere cells have no data file (an empty data
+    folder): the cells of iris and the generated set are checked, ionosphere's are named
+    with their count and the reason (exit 0); a sample of ionosphere alone: exit 2."""
+    monkeypatch.delenv("PCSKM_DATA", raising=False)
+    _, path = sample
+    table = read_table(path)
+    extra = table[table.dataset == "iris"].assign(dataset="ionosphere")
+    n_extra = len(extra.drop_duplicates(["init", "kind", "percent", "run", "fold",
+                                         "algorithm"]))
+    n_rest = len(table.drop_duplicates(["dataset", "algorithm", "init", "kind", "percent",
+                                        "run", "fold"]))
+    pd.concat([table, extra]).to_csv(tmp_path / "with.csv", index=False)
+    extra.to_csv(tmp_path / "alone.csv", index=False)
+    spec = tmp_path / "smoke.toml"
+    spec.write_text(SMOKE_TEXT.replace('datasets = ["iris", "brodinova-5-5"]',
+                                       'datasets = ["iris", "brodinova-5-5", "ionosphere"]'))
+    empty = tmp_path / "data"
+    empty.mkdir()
+    capfd.readouterr()
+    assert main(["check", str(spec), str(tmp_path / "with.csv"), "--data-dir",
+                 str(empty)]) == 0
+    found = capfd.readouterr()
+    assert found.out.startswith(f"{n_rest} cells, {len(table)} rows: every recorded value "
+                                "equals")
+    assert f"not checked: {n_extra} cells of ionosphere (data missing)" in found.out
+    assert any(line.startswith(f"pcskm: ionosphere: {n_extra} cells not checked, its data is "
+                               "missing: ") and str(empty) in line
+               for line in found.err.splitlines()), found.err
+    assert main(["check", str(spec), str(tmp_path / "alone.csv"), "--data-dir",
+                 str(empty)]) == 2

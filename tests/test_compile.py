@@ -51,6 +51,12 @@ def test_a_cold_cache_is_compiled_once_in_the_client_and_announced(tmp_path):
     assert f"cached in {cache}" in first.stderr
     assert "kernels compiled in" in first.stderr
     assert any(cache.rglob("*.nbi")) and any(cache.rglob("*.nbc"))  # index and code
+    # its progress (issue 65, item 8): the steps, one per (algorithm, init) of the selection
+    # (here one), and the kernels compiled, each of which Numba indexes in one *.nbi file
+    assert "in 1 steps, one per algorithm and init" in first.stderr
+    kernels = len(list(cache.rglob("*.nbi")))
+    assert f"compiling: 1 of 1 steps done (LKM, dkm++), {kernels} kernels compiled" \
+        in first.stderr, first.stderr
 
     compiled = subprocess.run(
         [sys.executable, "-m", "pcskm.runner.cli", "compile", "smoke", "--only", ONLY],
@@ -181,3 +187,35 @@ def test_the_cache_is_a_per_user_folder_of_the_version_outside_the_package(tmp_p
         cwd=tmp_path, timeout=600)
     assert explicit.returncode == 0, explicit.stderr
     assert Path(explicit.stdout.strip()).parent == tmp_path / "explicit"
+
+
+def test_compiling_says_how_far_it_is_while_a_step_compiles(monkeypatch, caplog):
+    """Issue 65, item 8: two steps of 0.5 s each, compiling (a stand-in for Numba's
+    events): while a step runs the client says, every 0.1 s, the steps done, the one under
+    way and the kernels compiled; after each, the steps done of all."""
+    import contextlib
+    import time
+    from types import SimpleNamespace
+
+    from pcskm.runner import compiling
+
+    @contextlib.contextmanager
+    def watch(on_first):
+        on_first()
+        yield SimpleNamespace(n_compiled=3, kernels={"one", "two"})
+
+    monkeypatch.setattr(compiling, "watch_compiling", watch)
+    monkeypatch.setattr(compiling, "warm_up_tasks", lambda tasks: tasks)
+    monkeypatch.setattr(compiling.cells, "evaluate", lambda task: time.sleep(0.5))
+    steps = [SimpleNamespace(settings=[SimpleNamespace(algorithm=name, init="dkm++")])
+             for name in ("LKM", "PCSKM")]
+    with caplog.at_level("INFO", logger="pcskm"):
+        compiling.compile_kernels(steps, every=0.1)
+    text = caplog.text
+    assert "in 2 steps, one per algorithm and init" in text
+    assert "compiling: 0 of 2 steps done, step 1 (LKM, dkm++) under way, 2 kernels compiled" \
+        in text
+    assert "compiling: 1 of 2 steps done (LKM, dkm++), 2 kernels compiled" in text
+    assert "compiling: 1 of 2 steps done, step 2 (PCSKM, dkm++) under way" in text
+    assert "compiling: 2 of 2 steps done (PCSKM, dkm++), 2 kernels compiled" in text
+    assert text.index("1 of 2 steps done (LKM") < text.index("step 2 (PCSKM, dkm++) under way")

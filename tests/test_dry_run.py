@@ -162,6 +162,29 @@ def test_the_rounds_stop_once_the_estimate_is_precise(monkeypatch, tmp_path):
     assert len(calls) == 2 * calibrate.MAX_ROUNDS
 
 
+def test_the_rounds_stop_once_the_probes_took_a_share_of_the_run(monkeypatch, tmp_path):
+    """Issue 65, item 8: probes of a constant cost that take 1 s each (a clock advanced by
+    the probe): with the run's compute on its workers at 3 / RUN_SHARE s, the probes stop
+    after the round that takes them past 3 s, the second (4 s), not at MIN_ROUNDS."""
+    tasks, view, spec = _two_groups(tmp_path)
+    clock = [0.0]
+    calls = []
+
+    def constant(settings, kind, percents, run, warm):
+        calls.append(settings[0].dataset)
+        clock[0] += 1.0
+        return calibrate._Cost(per_sample=2.0, per_task=0.0)
+
+    monkeypatch.setattr(calibrate, "_probe", constant)
+    monkeypatch.setattr(calibrate.time, "perf_counter", lambda: clock[0])
+    whole = calibrate.estimate(tasks, view, spec, budget_seconds=1e9).core_seconds
+    assert len(calls) == 2 * calibrate.MIN_ROUNDS  # 10 s: below the share of 1 worker
+    calls.clear()
+    workers = calibrate.RUN_SHARE * whole / 3.0
+    found = calibrate.estimate(tasks, view, spec, budget_seconds=1e9, workers=workers)
+    assert len(calls) == 2 * 2 and found.core_seconds == pytest.approx(whole)
+
+
 def test_a_kept_calibration_is_reused_and_not_timed_again(monkeypatch, tmp_path):
     """A dry run's probes kept in a folder: the next estimate from the same folder times
     nothing and gives the same compute; ``fresh`` (--recalibrate) times every group again;

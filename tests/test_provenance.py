@@ -172,3 +172,39 @@ def test_the_resume_command_keeps_recompute_changed_and_drops_force():
     assert args.recompute_changed
     words = _resume_command(args, "s.zarr").split()
     assert "--recompute-changed" in words and "--force" not in words
+
+
+def test_a_report_names_each_code_of_an_algorithm_with_its_cells(module, tmp_path, client):
+    """The issue's case (65, item 3): the module edited between two runs and
+    ``--recompute-changed`` on one data set; report.md names both module digests in its
+    summary, each with the cells counted here from the run records and the run index."""
+    from collections import Counter
+
+    from pcskm.experiments.report import write_report
+    from pcskm.runner.tasks import parse_only
+
+    def both(percentages):
+        text = spec_text({"MINE": f'estimator = "{MODULE}:Mine"'}, ["PCKM", "MINE"])
+        return parse_spec(text.replace("percentages = [1, 5]", f"percentages = {percentages}")
+                          .replace('datasets = ["iris"]', 'datasets = ["iris", "brodinova-3-7"]'))
+
+    store = tmp_path / "store.zarr"
+    old = hashlib.sha256(module.read_bytes()).hexdigest()
+    assert run_spec(both([1]), store, client=client, progress=False).complete
+    new = edit(module, "# version 2\n")
+    again = run_spec(both([1]), store, client=client, progress=False,
+                     selection=parse_only("dataset=iris"), recompute_changed=True)
+    assert again.complete
+    counted = Counter()
+    for dataset in ("iris", "brodinova-3-7"):
+        counted.update(sha for _, sha in cell_sources(store, dataset))
+    n_folds = both([1]).n_folds
+    assert set(counted) == {old, new}  # iris recomputed, brodinova-3-7 kept
+
+    text = write_report(store, tmp_path / "report").read_text()
+    summary = text[:text.index("**Contents**")]
+    assert "cells from 2 versions" in summary
+    for sha in (old, new):
+        assert f"{counted[sha] * n_folds:,} cells by module SHA-256 {sha[:12]}" in summary
+    assert "PCKM: one code" in text  # PCKM was not recomputed: one code, not in the summary
+    assert "PCKM: **cells from" not in text

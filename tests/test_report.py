@@ -410,6 +410,44 @@ def test_smoke_report_files(smoke_report):
     assert len(claims) == len(CLAIMS)
 
 
+def _values_needed(m, alpha=0.05):
+    """The fewest data sets with which an exact two-sided signed-rank test, Holm-adjusted
+    over ``m`` tests, reaches p < ``alpha``: scipy's exact p of n differences of one sign."""
+    n = 1
+    while min(1, m * scipy.stats.wilcoxon(np.arange(1.0, n + 1), method="exact").pvalue) \
+            >= alpha:
+        n += 1
+    return n
+
+
+def test_a_headline_that_cannot_decide_says_why_in_one_sentence(smoke_report):
+    """Issue 65, item 7: the smoke study's Analysis 1 reads iris alone (brodinova-5-5 is not
+    among the paper's six), so its data-set tests cannot reach 0.05: the headline says so
+    with the number of data sets used, Holm's family and the number needed, worked out here
+    with scipy, instead of a table of "no diff. (p 1; 1/0)"."""
+    _, report = smoke_report
+    summary = report.read_text().split("**Contents**")[0]
+    tests = pd.read_csv(report.parent / "wilcoxon_tests.csv")
+    sets = tests[tests.level == "datasets"]
+    n, m = int(sets[sets.analysis == 1].n.max()), int(sets.holm_m.max())
+    assert n == 1  # iris
+    assert (f"**Headline**: no test across data sets can decide here: PCSKM's comparisons use "
+            f"{n} data set (") in summary
+    assert f"can reach p < 0.05 only with {_values_needed(m)} or more" in summary
+    assert "not among the paper's six data sets" in summary
+    assert "no diff. (p" not in summary
+
+
+def test_a_report_without_digits_does_not_mention_them(smoke_report):
+    """Issue 65, item 11: the smoke study holds no data set of subsets: no reading-guide
+    sentence or note about digits subsets."""
+    _, report = smoke_report
+    text = report.read_text()
+    for note in ("Digits: every step per subset", "(digits: summed over the subsets)",
+                 "(digits: per subset)", "digits: mean over the subsets"):
+        assert note not in text, note
+
+
 def test_smoke_report_counts(smoke_report):
     """counts.csv against the spec's grid and the run record of the store."""
     store, report = smoke_report

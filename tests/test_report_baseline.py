@@ -126,6 +126,29 @@ def test_another_protocol_is_refused_naming_what_differs(studies, change, named)
     assert not (folder / f"refused-{key}").exists()
 
 
+def test_a_trimmed_copy_of_the_spec_compares_without_hand_edits(studies):
+    """Issue 65, item 5, the route of docs/guide/quick-study.md: a copy of the baseline's spec
+    with ``datasets`` trimmed to iris, its ``[data.points]`` table left in (a warning, not a
+    refusal), run with ``--only algorithm=PCSKM`` and reported with ``--baseline``: the
+    report compares PCSKM with the baseline's algorithms on iris."""
+    folder = studies
+    text = (folder / "both.toml").read_text().replace('datasets = ["iris", "points"]',
+                                                      'datasets = ["iris"]')
+    spec = folder / "trimmed.toml"
+    spec.write_text(text.replace('name = "both"', 'name = "trimmed"'))
+    run = pcskm("run", spec, "--store", folder / "trimmed.zarr", "--workers", "1",
+                "--no-progress", "--only", "algorithm=PCSKM", timeout=900)
+    assert run.returncode == 0, run.stderr
+    assert "[data.points] defined but not listed in datasets: ignored" in run.stderr
+    done = pcskm("report", folder / "trimmed.zarr", "--out", folder / "T", "--baseline",
+                 folder / "A", timeout=900)
+    assert done.returncode == 0, done.stderr
+    summary = (folder / "T" / "report.md").read_text().split("**Contents**")[0]
+    assert "**Compared with a baseline**: LKM, SKM, PCKM from" in summary
+    tests = pd.read_csv(folder / "T" / "wilcoxon_tests.csv")
+    assert set(tests.test) >= {"PCSKM vs LKM", "PCSKM vs SKM", "PCSKM vs PCKM"}
+
+
 def test_a_baseline_that_adds_nothing_or_is_no_report_is_refused(studies):
     out = pcskm("report", studies / "full.zarr", "--out", studies / "none", "--baseline",
                 studies / "A")
@@ -173,3 +196,24 @@ def test_itt_and_complete_case_are_kept_only_where_exact():
     number = baseline._with_exact_rules(data.f_rules,
                                         baseline._exact(data, ["OTHER", "LKM"], 0.0))
     assert (number.sel(failures="itt") == 0.4).all()
+
+
+def test_a_refusal_names_a_few_data_sets_and_counts_the_rest():
+    """Issue 65, item 5: six data sets of the store absent from a baseline of twenty are one
+    short phrase (the first four names and a count of each list), not one phrase per data
+    set repeating the baseline's list."""
+    def record(names):
+        return {"protocol": {"seed": 0}, "failure_value": "LKM",
+                "datasets": {name: {"family": name, "data_sha256": name, "n_runs": 2,
+                                    "n_folds": 3, "percents": [1.0], "inits": ["dkm++"],
+                                    "kinds": ["random"], "constraints": {}}
+                             for name in names}}
+
+    ours = [f"mine-{i}" for i in range(6)]
+    theirs = [f"set-{i}" for i in range(20)]
+    found = baseline.differences(record(ours), record(theirs))
+    assert found == ["data sets mine-0, mine-1, mine-2, mine-3 and 2 more not in the baseline "
+                     "(its 20 data sets: set-0, set-1, set-2, set-3 and 16 more)"]
+    assert baseline.differences(record(ours[:1] + theirs[:3]), record(theirs)) == [
+        "data set mine-0 not in the baseline (its 20 data sets: set-0, set-1, set-2, set-3 "
+        "and 16 more)"]

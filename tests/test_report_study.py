@@ -3,6 +3,7 @@ names the report has never seen, a focus algorithm set with ``[report] focus``, 
 PCSKM, and a failure status the report's code does not name. The focus comparison is checked
 against scipy on the case values computed here from the cube with xarray, Holm by hand."""
 
+import re
 import shutil
 import warnings
 from types import SimpleNamespace
@@ -281,12 +282,30 @@ def test_pcskm_report_focus_overrides_the_spec(own_store, tmp_path):
     out = write_report(own_store, tmp_path / "lkm", focus="LKM").parent
     tests = pd.read_csv(out / "wilcoxon_tests.csv")
     assert set(tests.test) == {"LKM vs MyPCKM", "LKM vs Sparse2"} and set(tests.x) == {"LKM"}
-    with pytest.raises(ValueError, match=r"--focus 'PCSKM' is not an algorithm of .*own.zarr "
-                                         r"\(its algorithms: LKM, MyPCKM, Sparse2\)"):
+    # issue 65: two data sets and Holm over two tests cannot reach 0.05, which the headline
+    # says with the number needed (scipy's exact p of n differences of one sign); the weight
+    # caption names the algorithms the study runs, not SKM, PCSKM and MPCKM
+    text = (out / "report.md").read_text()
+    sets = tests[(tests.analysis == 1) & (tests.level == "datasets")]
+    n, m = int(sets.n.max()), int(sets.holm_m.max())
+    need = next(k for k in range(1, 30) if min(1, m * scipy.stats.wilcoxon(
+        np.arange(1.0, k + 1), method="exact").pvalue) < 0.05)
+    assert (n, m, need) == (2, 2, 7)
+    summary = text.split("**Contents**")[0]
+    assert re.search(r"LKM's comparisons use 2 data sets \((wine, my-table|my-table, wine)\), "
+                     r"and an exact signed-rank test adjusted by Holm over 2 tests can reach "
+                     rf"p < 0\.05 only with {need} or more", summary), summary
+    weights = text[text.index("## 6. Feature weights"):text.index("## 7.")]
+    assert "Sparse2: weights at the s" in weights
+    assert "MPCKM" not in weights and "SKM, PCSKM" not in weights
+    with pytest.raises(ValueError, match=r"--focus 'PCSKM' is not an algorithm of .*own.zarr; "
+                                         r"did you mean 'MyPCKM'\? \(its algorithms: LKM, "
+                                         r"MyPCKM, Sparse2\)"):
         write_report(own_store, tmp_path / "none", focus="PCSKM")
     assert not (tmp_path / "none").exists()  # refused before anything is written
     result = pcskm("report", own_store, "--out", tmp_path / "cli", "--focus", "Sparse")
     assert result.returncode != 0 and "--focus 'Sparse' is not an algorithm" in result.stderr
+    assert "; did you mean 'Sparse2'?" in result.stderr  # issue 65, item 11
 
 
 def _plan_input(labels, algorithms=("LKM", "SKM", "PCKM", "MPCKM", "PCSKM", "Mine")):

@@ -383,7 +383,7 @@ def _spec_text(tmp_path, datasets, tables=""):
     return SPEC.format(datasets=datasets) + textwrap.dedent(tables)
 
 
-def test_spec_tables(tmp_path):
+def test_spec_tables(tmp_path, caplog):
     np.savez(tmp_path / "d.npz", X=np.arange(12.0).reshape(6, 2), y=[0, 1] * 3)
     tables = '[data.mine]\npath = "d.npz"\n'
     spec = parse_spec(_spec_text(tmp_path, '["iris", "mi*"]', tables), folder=tmp_path)
@@ -398,8 +398,13 @@ def test_spec_tables(tmp_path):
     assert moved.hash() == spec.hash() and moved.data != spec.data
     without = parse_spec(_spec_text(tmp_path, '["iris"]'))
     assert without.hash() != spec.hash() and without.data == ()
+    # a table the datasets do not list (a trimmed copy of a spec): a warning, and the spec
+    # is the one without it (issue 65, item 5)
+    with caplog.at_level("WARNING", logger="pcskm"):
+        trimmed = parse_spec(_spec_text(tmp_path, '["iris"]', tables), folder=tmp_path)
+    assert "[data.mine] defined but not listed in datasets: ignored" in caplog.text
+    assert trimmed.data == () and trimmed.hash() == without.hash()
     for text, message in [
-        (_spec_text(tmp_path, '["iris"]', tables), "[data.mine] defined but not listed"),
         (_spec_text(tmp_path, '["iris"]', '[data.iris]\npath = "d.npz"\n'),
          "'iris' is a registry data set"),
         (_spec_text(tmp_path, '["mine"]', '[data.mine]\npath = "gone.npz"\n'), "no file"),

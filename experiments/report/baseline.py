@@ -210,6 +210,17 @@ def _listed(values):
     return ", ".join(map(str, values))
 
 
+FEW = 4  # the names a refusal lists before it counts the rest
+
+
+def _few(values):
+    """The first :data:`FEW` of ``values``, then how many more: a refusal stays one short
+    line however many data sets the baseline holds."""
+    values = [str(v) for v in values]
+    rest = len(values) - FEW
+    return _listed(values[:FEW]) + (f" and {rest} more" if rest > 0 else "")
+
+
 def differences(store, base):
     """What differs between the protocol records ``store`` and ``base``
     (:func:`store_record`), one phrase each; empty when they match."""
@@ -223,11 +234,13 @@ def differences(store, base):
         found.append(f"failure_value {store.get('failure_value')!r} in the store, "
                      f"{base.get('failure_value')!r} in the baseline")
     ours, theirs = store["datasets"], base["datasets"]
+    absent = [name for name in ours if name not in theirs]
+    if absent:
+        found.append(f"data set{'s' if len(absent) > 1 else ''} {_few(absent)} not in the "
+                     f"baseline (its {len(theirs)} data sets: {_few(theirs)})")
     for name, mine in ours.items():
         other = theirs.get(name)
         if other is None:
-            found.append(f"data set {name} is not in the baseline (its data sets: "
-                         f"{_listed(theirs)})")
             continue
         if mine["data_sha256"] != other["data_sha256"]:
             found.append(f"the data of {name} differ (SHA-256 {str(mine['data_sha256'])[:12]} "
@@ -243,13 +256,13 @@ def differences(store, base):
         changed = [block for block, digest in mine["constraints"].items()
                    if other["constraints"].get(block, digest) != digest]
         if changed:
-            found.append(f"{name}: the constraint counts differ at {_listed(changed)} %")
+            found.append(f"{name}: the constraint counts differ at {_few(changed)} %")
     for label in dict.fromkeys(d["family"] for d in ours.values()):
         mine = sorted(n for n, d in ours.items() if d["family"] == label)
         other = sorted(n for n, d in theirs.items() if d.get("family") == label)
         if mine != other and set(mine) <= set(theirs):
-            found.append(f"data set {label} averages {_listed(mine)} in the store, "
-                         f"{_listed(other)} in the baseline")
+            found.append(f"data set {label} averages {_few(mine)} in the store, "
+                         f"{_few(other)} in the baseline")
     return found
 
 

@@ -5,7 +5,11 @@ The sample is stratified: ``PER_ALGORITHM`` cells of every (data set, algorithm)
 uniformly from its computed cells (every init, kind, percentage, run and fold), with a
 generator keyed by the master seed ``SAMPLE_SEED`` and the data set's and algorithm's
 positions in the cube, so the same cube always gives the same sample. One row per cell and
-s entry the algorithm fills (the s grid for SKM and PCSKM, the empty s for the others).
+s entry the algorithm fills (the s grid for SKM and PCSKM, the empty s for the others), with
+the code that computed the cell as its run recorded it (``code``: the digest of its
+definition, :mod:`pcskm.runner.store.provenance`, empty where unknown; ``code_description``:
+that definition in words), so that ``pcskm check`` can say when a difference comes from
+other code.
 """
 
 import os
@@ -16,6 +20,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pcskm.experiments.check import CODE
+from pcskm.runner.store.provenance import (
+    RUN_INDEX,
+    code_words,
+    run_codes,
+)
+
 from .fits import CELL_DIMS, status_codes
 
 TABLE = "cells_sample.csv"
@@ -23,7 +34,7 @@ TABLE = "cells_sample.csv"
 PER_ALGORITHM = 2
 SAMPLE_SEED = 0
 VALUES = ("f_score", "precision", "recall", "satisfied", "n_iter")
-COLUMNS = ("dataset", *CELL_DIMS, "sparsity", *VALUES, "status", "n_constraints")
+COLUMNS = ("dataset", *CELL_DIMS, "sparsity", *VALUES, "status", "n_constraints", *CODE)
 
 
 def draw(store, name, fits, per_algorithm=PER_ALGORITHM):
@@ -54,7 +65,22 @@ def draw(store, name, fits, per_algorithm=PER_ALGORITHM):
     frame["status"] = frame["status"].map(lambda code: flags[int(code)])
     frame["n_constraints"] = cells.n_constraints.values[frame["cell"].to_numpy()]
     frame["dataset"], frame["algorithm"] = name, frame["algorithm"].astype(str)
+    frame["code"] = _codes(store, ds, at)[frame["cell"].to_numpy()]
+    words = code_words(store.attrs)
+    frame["code_description"] = frame["code"].map(lambda code: words.get(code, ""))
     return frame[list(COLUMNS)]
+
+
+def _codes(store, ds, at):
+    """The digest of the code that computed each cell at positions ``at`` (CELL_DIMS by
+    cell), as the run that marked its block done recorded it; "" where unknown."""
+    if RUN_INDEX not in ds:
+        return np.full(at.shape[1], "", dtype=object)
+    runs = ds[RUN_INDEX].transpose(*CELL_DIMS[:-1]).values[tuple(at[:-1])]
+    codes = run_codes(store.attrs)
+    algorithms = [str(a) for a in ds.algorithm.values]
+    return np.array([codes[r].get(algorithms[a], "") if 0 <= r < len(codes) else ""
+                     for a, r in zip(at[0], runs, strict=True)], dtype=object)
 
 
 def check_command(attrs, out):

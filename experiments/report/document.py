@@ -17,6 +17,7 @@ from . import (
     best_s,
     cell_sample,
     claims,
+    code_versions,
     comparison,
     constraint_table,
     coverage,
@@ -122,6 +123,11 @@ def _header(doc, results, found, out, written):
         "group per data set: `<selection>_s` and `<selection>_f` per selection, "
         "`fixed_loo_s`, computed, expected; section 3)",
     ])
+    code = code_versions.lines(store)
+    if code:
+        doc.paragraph("The code that computed each algorithm's cells (as each run recorded "
+                      "it; docs/reference/cube-schema.md, Code provenance):")
+        doc.bullets(code)
     description = _spec_description(attrs)
     if description:
         doc.paragraph("Spec description: " + description.replace("\n", " "))
@@ -130,13 +136,38 @@ def _header(doc, results, found, out, written):
         "docs/method/protocol.md. A *missing* cell is not computed yet: it is never averaged, "
         f"only counted. A *failed* fit (status {_failures_named(results)}) has F = "
         "NaN: means are nanmean over the computed cells (§9) and the failures are counted. "
-        "Digits: every step per subset, then the mean over the subsets in the cube. "
+        + _subsets_line(results) +
         f"The {len(results.selections)} selections of s of this cube (section 3) are shown "
         "side by side: " + ", ".join(f"**{name}**" for name in results.selections) + "; "
         "**paper** reads the test labels (optimistic) and **oracle** is an upper bound, not a "
         "selection.")
     if found.plan is None or not found.plan.paper:
         doc.paragraph(_focus_line(found))
+
+
+def _averaged(results):
+    """The labels of the cube's data sets averaged over subsets (the paper's digits)."""
+    return [results.family_labels[label] for label, members in results.family_members.items()
+            if len(members) > 1]
+
+
+def _subsets(results, how, around=" ("):
+    """A note on the data sets of subsets (``how``: "summed", "mean" over the subsets, or
+    "per subset"), for a cube that holds one; empty otherwise."""
+    if not _averaged(results):
+        return ""
+    words = how if how == "per subset" else f"{how} over the subsets"
+    return f"{around}digits: {words}" + (")" if around == " (" else "")
+
+
+def _subsets_line(results):
+    """The reading guide's sentence on the data sets averaged over subsets (the paper's
+    digits families), for a cube that holds such a family; empty otherwise."""
+    averaged = _averaged(results)
+    if not averaged:
+        return ""
+    return (f"{', '.join(averaged)}: every step per subset, then the mean over the subsets in "
+            "the cube. ")
 
 
 def _failures_named(results):
@@ -181,7 +212,7 @@ def _coverage(doc, results, out, written):
     summary = table.assign(dataset=table.dataset.map(member_of)).groupby(
         ["dataset", "algorithm"], sort=False)[["cells", "computed", "missing", "fits",
                                                "failed_fits"]].sum().reset_index()
-    doc.paragraph("Cells and fits per data set (digits: summed over the subsets) and "
+    doc.paragraph(f"Cells and fits per data set{_subsets(results, 'summed')} and "
                   "algorithm; per init and kind in `coverage.csv`.")
     doc.table(summary)
     missing = table[table.missing > 0]
@@ -206,7 +237,7 @@ def _failures(doc, results, out, written):
     _csv(table, out, "failures.csv", written)
     doc.paragraph(
         f"A fit fails with status {_failures_named(results)} (F = NaN); means leave "
-        "it out (§9). `failures.csv` gives, per data set (digits: summed over the subsets), "
+        f"it out (§9). `failures.csv` gives, per data set{_subsets(results, 'summed')}, "
         "algorithm, init, kind and percentage, the computed cells and fits, the failed fits "
         "and their share (`failed_fit_rate`), the cells with no successful fit at any s "
         "(`cells_all_failed`), and per selection the failed share of the cells behind the "
@@ -362,7 +393,7 @@ def _ties(doc, results, out, written):
     _csv(choices, out, "selection_choices.csv", written)
     doc.paragraph(
         "A per-cell score ties when two or more s share its largest value; the tie rule then "
-        "decides alone. Per data set (digits: summed over the subsets), sparse algorithm and "
+        f"decides alone. Per data set{_subsets(results, 'summed')}, sparse algorithm and "
         "score, pooled over inits, kinds and percentages: the computed cells with a score, "
         "the share of them that tie, the mean number of tied s and of s with a score per "
         "cell, and the share of cells where every s ties; last, each algorithm and score over "
@@ -446,9 +477,10 @@ def _paper_and_honest(doc, results, out, written):
     detail = best_s.by_dataset(results)
     _csv(detail, out, "best_s.csv", written)
     doc.paragraph(
-        "Paper-style (§9.1) and honest (§9.2) side by side, per data set (digits: per "
-        "subset) in `best_s.csv`. Below: the range of the paper-style s, the mean honest s, "
-        "and how much higher the paper-style mean F is (mean over percentages).")
+        "Paper-style (§9.1) and honest (§9.2) side by side, per data set"
+        f"{_subsets(results, 'per subset')} in `best_s.csv`. Below: the range of the "
+        "paper-style s, the mean honest s, and how much higher the paper-style mean F is "
+        "(mean over percentages).")
     doc.table(best_s.by_family(results, detail), digits=3)
 
 
@@ -545,7 +577,7 @@ def _performance(doc, results, out, written, grids, primary):
     _csv(long, out, "performance.csv", written)
     _csv(performance.by_dataset_table(results), out, "performance_by_dataset.csv", written)
     doc.paragraph(
-        "Mean F-score (nanmean over runs x folds, §9; digits: mean over the subsets) against "
+        f"Mean F-score (nanmean over runs x folds, §9{_subsets(results, 'mean', '; ')}) against "
         "the percentage of constraints; band: one standard deviation over runs of the "
         "per-run mean over folds. Columns: " + (
             "the paper's six data sets; the cube's other data sets are in figures of their "
@@ -725,7 +757,7 @@ def _statistics(doc, plan, tests, cases, by_dataset, out, written):
         doc.paragraph(
             f"Here, with {n} data set{'s' if n > 1 else ''}, no exact two-sided p can be below "
             f"2 / 2^{n} = {2 / 2 ** n:.3g}, and none adjusted by Holm over {m} tests below "
-            f"{min(1, m * 2 / 2 ** n):.3g}.")
+            f"{statistics.smallest_holm_p(n, m):.3g}.")
     for selection in tests.selection.unique():
         doc.paragraph(f"**{selection}** ({SELECTION_TITLES.get(selection, selection)})")
         doc.table(_test_table(tests[tests.selection == selection]))
@@ -762,13 +794,14 @@ def _weight_figures(results, out):
 def _weights(doc, results, out, written, applying):
     """Section 6; ``applying``: what :func:`_weight_figures` drew."""
     doc.heading("6. Feature weights")
-    doc.paragraph(
-        "Kind random; bars: the mean weight of each feature (column order; the known "
-        "uninformative features are the last columns, drawn light) per percentage. "
-        f"{weights.weights_at(results.weights_at)}; MPCKM: its metric diagonal, on its own "
-        "y scale.")
     plotted = weights.plotted_table(results)
     figures = weights.figure_list(results)
+    drawn = list(dict.fromkeys(a for figure in figures for a in figure[4]))
+    doc.paragraph(
+        "Kind random; bars: the mean weight of each feature (column order; the known "
+        "uninformative features are the last columns, drawn light) per percentage"
+        + (f". {weights.weights_at(results.weights_at, drawn, results.store.is_sparse)}."
+           if drawn else "."))
     if figures and figures[0][0] == weights.STUDY_STEM:
         doc.paragraph("The paper's weight figures (Figure 2 and its appendix) draw its "
                       "synthetic, Morris Water Maze and contaminated digits sets; the cube "
@@ -1102,14 +1135,42 @@ def _headline(results, found, tests, primary, prereg):
     main = [name for name in results.selections if BY_NAME[name].main]
     table = comparison.analysis1_tests(tests)
     table = table[(table.level == "datasets") & table.selection.isin(main)]
-    wide = table.assign(cell=[comparison.cell(row) for row in table.itertuples()]).pivot(
-        index="test", columns="selection", values="cell")
+    family = tests[(tests.level == "datasets") & tests.selection.isin(main)]  # with holm_m
+    n, m = int(table.n.max()) if len(table) else 0, int(family.holm_m.max()) if len(table) else 1
+    decides = statistics.smallest_holm_p(n, m) < claims.ALPHA
+    cells = ([comparison.cell(row) for row in table.itertuples()] if decides
+             else [f"{row.wins}/{row.losses}" for row in table.itertuples()])
+    wide = table.assign(cell=cells).pivot(index="test", columns="selection", values="cell")
     wide = wide.loc[table.test.unique(), [s for s in main if s in wide.columns]]
     wide.columns.name = None
+    if not decides:
+        return [_undecidable(results, found.plan, n, m)] + (
+            [f"{found.plan.focus}'s wins/losses of the data sets under the main selections:",
+             table_markdown(wide.reset_index())] if n > 1 else [])
     return [f"**Headline**: {found.plan.focus} against each other algorithm at the data-set "
             "level under the main selections: verdict (Holm-adjusted p; wins/losses of the "
             f"data sets); no pre-registered rule (sections 3.4 and 5 for every test).",
             table_markdown(wide.reset_index())]
+
+
+def _undecidable(results, plan, n, m):
+    """The headline of a study whose tests across data sets cannot reach significance: why,
+    in one sentence, from the number of data sets ``n`` the tests use and the size ``m`` of
+    their Holm family, and what to run instead."""
+    labels = results.family_labels  # family label -> the label shown
+    read = [labels[label] for label in plan.datasets if label in labels]
+    extra = [shown for label, shown in labels.items() if label not in plan.datasets]
+    besides = (f"; {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} not among the "
+               "paper's six data sets that its Analysis 1 reads" if extra else "")
+    need = statistics.values_needed(m, claims.ALPHA)
+    return (f"**Headline**: no test across data sets can decide here: {plan.focus}'s "
+            f"comparisons use {n} data set{'' if n == 1 else 's'} "
+            f"({', '.join(read) or 'none computed'}{besides}), and an exact signed-rank test "
+            f"adjusted by Holm over {m} test{'' if m == 1 else 's'} can reach p < "
+            f"{claims.ALPHA:g} only with {need} or more (with {n}, its smallest p is "
+            f"{statistics.smallest_holm_p(n, m):.3g}); a study with more data sets can "
+            "(`pcskm run extended`: 20, docs/results/extended), and section 5 gives every "
+            "test.")
 
 
 def _no_used_case(results, found, tests, most=6):
@@ -1143,6 +1204,7 @@ def _no_used_case(results, found, tests, most=6):
 def _summary(results, found, tests, primary, prereg, totals, contents):
     """The one-screen summary at the top of report.md (docs/guide/quick-study.md)."""
     lines = ["## Summary", _computed_line(results, totals),
+             *code_versions.headline(results.store),
              *baseline.summary(results.baseline),
              *_no_used_case(results, found, tests),
              *_headline(results, found, tests, primary, prereg), "**Contents**:"]

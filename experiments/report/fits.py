@@ -204,6 +204,12 @@ def _with_scores(ds, bits):
     return done.copy(data=complete_blocks(done.values, scored, bits.values))
 
 
+def complete(store, ds):
+    """The complete blocks of the group ``ds`` (dims algorithm first): those marked done
+    that carry every selection score their algorithm gets (:func:`score_bits`)."""
+    return _with_scores(ds, score_bits(store, ds))
+
+
 def fit_table(store, name):
     """The analysis variables of data set ``name`` (loaded into memory): f_score and
     satisfied (float64), the selection scores the store holds (float64), the masks

@@ -97,6 +97,22 @@ def study_plan(results, focus):
     return Plan(focus, others, settings, tuple(labels))
 
 
+def smallest_holm_p(n, m):
+    """The smallest Holm-adjusted p that an exact two-sided signed-rank test on ``n`` values
+    reaches in a family of ``m`` tests: ``m`` times 2 / 2^n (every difference of one sign),
+    at most 1."""
+    return min(1.0, m * 2 / 2 ** n)
+
+
+def values_needed(m, alpha):
+    """The fewest values (data sets) with which an exact two-sided signed-rank test in a
+    Holm family of ``m`` tests can reach an adjusted p below ``alpha``."""
+    n = 1
+    while smallest_holm_p(n, m) >= alpha:
+        n += 1
+    return n
+
+
 def signed_rank_test(d, method="auto"):
     """(statistic, p-value) of the two-sided signed-rank test of docs/method/protocol.md §10
     on the differences d (zeros dropped, no continuity correction; ``method`` as in

@@ -13,6 +13,7 @@ paper's"): the focus algorithm that Analysis 1 compares with every other one, it
 import tomllib
 from dataclasses import dataclass
 
+from ..spec import did_you_mean
 from ..table1 import ROWS
 from . import statistics
 from .constraint_table import STAND_INS
@@ -52,7 +53,8 @@ def check_focus(store, focus):
     found = list(dict.fromkeys(str(a) for name in store.names
                                for a in store.group(name).algorithm.values))
     if focus not in found:
-        raise ValueError(f"--focus {focus!r} is not an algorithm of {store.path} (its "
+        hint = did_you_mean(focus, found, 0.5)
+        raise ValueError(f"--focus {focus!r} is not an algorithm of {store.path}{hint} (its "
                          f"algorithms: {', '.join(found)})")
 
 

@@ -210,12 +210,15 @@ def share_table(results, pool):
 
 def figure_list(results):
     """The weight figures of the report as (stem, title, families, inits, algorithms): the
-    paper's :data:`FIGURES` (rows :data:`FIGURE_ALGORITHMS`) when the cube holds one of their
-    data sets; else one figure of the cube's data sets with known uninformative features, its
-    inits and its weighted algorithms (``STUDY_STEM``), or none."""
+    paper's :data:`FIGURES` (rows: those of :data:`FIGURE_ALGORITHMS` the cube has) when the
+    cube holds one of their data sets; else one figure of the cube's data sets with known
+    uninformative features, its inits and its weighted algorithms (``STUDY_STEM``), or
+    none."""
     drawn = {f.label for _stem, _title, family_list, _inits in FIGURES for f in family_list}
     if drawn & set(results.family_members):
-        return [(*figure, FIGURE_ALGORITHMS) for figure in FIGURES]
+        present = performance.algorithms(results)
+        rows = tuple(a for a in FIGURE_ALGORITHMS if a in present)
+        return [(*figure, rows) for figure in FIGURES]
     weighted = [f for f in families.reported(results.store.names)
                 if f.label in results.family_weights]
     if not weighted:
@@ -226,14 +229,25 @@ def figure_list(results):
              tuple(a for a in performance.algorithms(results) if a in found))]
 
 
-def weights_at(rule):
-    """What the weights of SKM and PCSKM drawn are, for a caption: at the s of selection
-    ``rule``, or (:data:`MEAN_OVER_S`) the mean over every s."""
-    if rule == MEAN_OVER_S:
-        return ("SKM, PCSKM: mean over every s of the grid, runs and folds (non-failed fits; "
-                "this store keeps no weights per s)")
-    return (f"SKM, PCSKM: weights at the s the {rule} selection chose in each run and fold, "
-            "mean over runs and folds")
+def weights_at(rule, algorithms=FIGURE_ALGORITHMS, is_sparse=SPARSE_ALGORITHMS.__contains__):
+    """What the weights drawn of ``algorithms`` are, for a caption naming only those: the
+    sparse algorithms' (``is_sparse``) at the s of selection ``rule``, or
+    (:data:`MEAN_OVER_S`) their mean over every s; MPCKM's metric diagonal and the weights
+    of any algorithm but SKM and PCSKM on their own y scale."""
+    parts = []
+    sparse = ", ".join(a for a in algorithms if is_sparse(a))
+    if sparse and rule == MEAN_OVER_S:
+        parts.append(f"{sparse}: mean over every s of the grid, runs and folds (non-failed "
+                     "fits; this store keeps no weights per s)")
+    elif sparse:
+        parts.append(f"{sparse}: weights at the s the {rule} selection chose in each run and "
+                     "fold, mean over runs and folds")
+    if "MPCKM" in algorithms:
+        parts.append("MPCKM: metric diagonal, own y scale")
+    rest = [a for a in algorithms if a not in (*SPARSE_ALGORITHMS, "MPCKM")]
+    if rest:
+        parts.append(f"{', '.join(rest)}: own y scale")
+    return "; ".join(parts)
 
 
 def plotted_table(results):
@@ -350,7 +364,7 @@ def figure(results, title, family_list, inits, path, algorithms=FIGURE_ALGORITHM
               "label" + ("; grey column of an image" if images else "") + ")"]
     frame = plotting.panel_grid(
         [w or 1.2 for w in widths], [1.35] * len(rows),
-        f"{title}\n{weights_at(results.weights_at)}; MPCKM: metric diagonal, own y scale; "
+        f"{title}\n{weights_at(results.weights_at, algorithms, results.store.is_sparse)}; "
         "log y axis where a panel's weights span more than two decades (a weight of 0 has "
         "no bar)" + (f"; data sets of more than {IMAGE_FEATURES} features as images, one row "
                      "per percentage, the weight as colour on that scale (0: white)"

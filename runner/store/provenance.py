@@ -87,27 +87,42 @@ def changed_blocks(done, run_index, codes, algorithms, current):
     return done & (known != "") & (wanted != "") & (known != wanted)
 
 
+def code_words(attrs):
+    """``{digest: words}`` (:func:`describe`) of every definition the runs and the root
+    attributes ``attrs`` record."""
+    return {definition_digest(d): describe(d)
+            for code in [*run_definitions(attrs), attrs.get("algorithm_definitions", {})]
+            for d in code.values()}
+
+
+def code_counts(groups, attrs):
+    """Per algorithm, the done cells each code computed and the runs (numbered from 0) that
+    computed them: ``{algorithm: {digest: [cells, {run}]}}``, digest "" for unknown code
+    (root attributes ``attrs``: ``runs``). ``groups``: ``(algorithm labels, complete blocks,
+    run_index, n_folds)`` per data set."""
+    codes = run_codes(attrs)
+    counts = {}
+    for algorithms, done, run_index, n_folds in groups:
+        for a, name in enumerate(algorithms):
+            numbers, blocks = np.unique(run_index[a][done[a]], return_counts=True)
+            for number, n_blocks in zip(numbers.tolist(), blocks.tolist(), strict=True):
+                code = codes[number].get(name, "") if 0 <= number < len(codes) else ""
+                entry = counts.setdefault(name, {}).setdefault(code, [0, set()])
+                entry[0] += n_blocks * n_folds
+                entry[1].add(number)
+    return counts
+
+
 def code_lines(groups, attrs, users):
     """``pcskm status`` lines: per algorithm, the done cells each code computed
     (:func:`describe`, the runs numbered from 1), for every user estimator (``users``) and
     every algorithm whose done cells hold a code other than its current definition (root
-    attributes ``attrs``: ``runs`` and ``algorithm_definitions``). ``groups``: ``(algorithm
-    labels, complete blocks, run_index, n_folds)`` per data set."""
-    definitions = attrs.get("algorithm_definitions", {})
-    codes, current = run_codes(attrs), codes_of(definitions)
-    words = {definition_digest(d): describe(d)
-             for code in [*run_definitions(attrs), definitions] for d in code.values()}
-    counts = {}  # algorithm -> {digest: [cells, runs]}
-    for algorithms, done, run_index, n_folds in groups:
-        known = block_codes(run_index, codes, algorithms)
-        for a, name in enumerate(algorithms):
-            mine = done[a]
-            for code, number in zip(known[a][mine], run_index[a][mine], strict=True):
-                entry = counts.setdefault(name, {}).setdefault(code, [0, set()])
-                entry[0] += n_folds
-                entry[1].add(int(number))
+    attributes ``attrs``: ``runs`` and ``algorithm_definitions``). ``groups``: see
+    :func:`code_counts`."""
+    current = codes_of(attrs.get("algorithm_definitions", {}))
+    words = code_words(attrs)
     lines = []
-    for name, by_code in counts.items():
+    for name, by_code in code_counts(groups, attrs).items():
         others = {code for code in by_code if code and code != current.get(name)}
         if name not in users and not others:
             continue
