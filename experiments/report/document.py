@@ -28,6 +28,7 @@ from . import (
     performance,
     plotting,
     preregistered,
+    robustness,
     selection_figure,
     statistics,
     study,
@@ -1071,6 +1072,72 @@ def _preregistered(doc, results, found, tests, prereg, decided, out, written):
     return primary
 
 
+def _robustness(doc, results, found, cases, prereg, out, written):
+    """Section 10 (docs/method/statistics.md, "Fragility of the primary tests"):
+    ``robustness.csv`` of the pre-registered tests, else of the focus against each other
+    algorithm under the primary selection at the data-set level (``cases``: the report's case
+    rows, under the rule "available"). Returns the table."""
+    chosen = decisions.settings(prereg)
+    if prereg is not None:
+        plan = _primary_plan(results, found, prereg)
+        rule, level, rule_for_failures = prereg.rule, prereg.level, prereg.failures
+    else:
+        plan, level = found.plan, "dataset"
+        rule, rule_for_failures = decisions.primary_selection(results, None), \
+            failure_rules.AVAILABLE
+    doc.heading("10. Fragility of the primary tests")
+    if plan is None:
+        doc.paragraph("Not computed: no focus comparison.")
+        return pd.DataFrame(columns=robustness.COLUMNS)
+    if plan is not found.plan or rule_for_failures != failure_rules.AVAILABLE:
+        cases = statistics.analyses(results, plan, rule_for_failures, tests=False)[1]
+    table = robustness.table(robustness.units(cases, rule, level), rule, level, chosen.alpha,
+                             chosen.rope)
+    _csv(table, out, robustness.FILE, written)
+    family = ("the pre-registered tests (section 0)" if prereg is not None else
+              f"{plan.focus} against each other algorithm under {rule} at the data-set level, "
+              "Holm over those tests (the Wilcoxon column of section 9)")
+    doc.paragraph(
+        f"How much each verdict of {family} rests on a few data sets and on the test: the "
+        "largest Holm p and the number of verdicts that change when one (LOO) or two (LTO) "
+        "data sets are left out of every test at once (every subset up to "
+        f"{robustness.MAX_SUBSETS:,}, else {robustness.MAX_SUBSETS:,} drawn), the sign test "
+        "with Holm over the same family, and whether the Hodges-Lehmann interval straddles "
+        f"the ROPE ±{chosen.rope:g}. Fragile: leaving one data set out changes the verdict, "
+        f"or leaving two out changes it in at least {robustness.FRAGILE_SHARE:.0%} of the "
+        "subsets (docs/method/statistics.md). All columns: `robustness.csv`.")
+    if table.empty:
+        return table
+    doc.table(pd.DataFrame({
+        "test": table.comparison, "verdict": table.verdict,
+        "p (Holm)": [_number(v, ".3g") for v in table.holm_p],
+        "LOO: max p (Holm), changed": [f"{_number(p, '.3g')}, {f} of {n}" for p, f, n in
+                                       zip(table.loo_max_holm_p, table.loo_flips,
+                                           table.loo_subsets, strict=True)],
+        "LTO: max p (Holm), changed": [f"{_number(p, '.3g')}, {f} of {n} ({m})"
+                                       for p, f, n, m in
+                                       zip(table.lto_max_holm_p, table.lto_flips,
+                                           table.lto_subsets, table.lto_method, strict=True)],
+        "sign test: wins/losses, p (Holm), verdict": [
+            f"{w}/{lo}, {_number(p, '.3g')}, {v}" for w, lo, p, v in
+            zip(table.sign_wins, table.sign_losses, table.sign_holm_p, table.sign_verdict,
+                strict=True)],
+        "HL interval": [f"[{_number(lo, '+.4f')}, {_number(hi, '+.4f')}]" for lo, hi in
+                        zip(table.hl_low, table.hl_high, strict=True)],
+        "straddles ROPE": table.hl_straddles_rope.map({True: "yes", False: "no"}),
+        "fragile": table.fragile.map({True: "**yes**", False: "no"})}))
+    return table
+
+
+def _fragility_lines(robust):
+    """The headline's fragility of each primary test (:func:`robustness.headline_note`)."""
+    if robust is None or robust.empty:
+        return []
+    return ["**Fragility** (section 10): " + "; ".join(
+        f"{row.comparison}: {robustness.headline_note(row)}" for row in robust.itertuples())
+        + "."]
+
+
 def _computed_line(results, totals):
     """What the cube holds in one sentence: data sets, algorithms, cells and failed fits."""
     labels, found = list(results.family_labels.values()), performance.algorithms(results)
@@ -1140,12 +1207,13 @@ def _no_used_case(results, found, tests, most=6):
             f"{'; '.join(shares[:most] + rest)}."]
 
 
-def _summary(results, found, tests, primary, prereg, totals, contents):
+def _summary(results, found, tests, primary, prereg, totals, contents, robust=None):
     """The one-screen summary at the top of report.md (docs/guide/quick-study.md)."""
     lines = ["## Summary", _computed_line(results, totals),
              *baseline.summary(results.baseline),
              *_no_used_case(results, found, tests),
-             *_headline(results, found, tests, primary, prereg), "**Contents**:"]
+             *_headline(results, found, tests, primary, prereg), *_fragility_lines(robust),
+             "**Contents**:"]
     lines.append("\n".join(f"- [{title}](#{anchor(title)})" + (f": {note}" if note else "")
                            for title, note in contents))
     return lines
@@ -1224,6 +1292,8 @@ def _write_sections(results, out, focus, progress, grids, background):
     progress("8-9. cell sample and Bayesian tests")
     _cell_sample(doc, results, out, written)
     _decisions(doc, results, found, prereg, decided.result(), out, written)
+    progress("10. fragility of the primary tests")
+    robust = _robustness(doc, results, found, cases, prereg, out, written)
     baseline.write(results, primary_selection, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])
@@ -1231,6 +1301,7 @@ def _write_sections(results, out, focus, progress, grids, background):
              "7. Paper vs ours": "" if found.claims else "does not apply",
              "5. Wilcoxon signed-rank analyses": "" if found.plan else "not computed"}
     doc.fill(summary_at, _summary(results, found, tests, primary, prereg, totals,
-                                  [(title, notes.get(title, "")) for title in doc.headings()]))
+                                  [(title, notes.get(title, "")) for title in doc.headings()],
+                                  robust))
     progress("report.md, waiting for the figures")
     return doc.write(out / "report.md")
