@@ -87,9 +87,28 @@ def _run_lines(runs):
             f"last write), {run.get('cells', 0):,} cells and {run.get('fits', 0):,} fits in "
             f"{run.get('tasks', 0):,} tasks on {run.get('where')} with up to "
             f"{run.get('max_workers')} workers; machine: {run.get('client_machine')}; "
-            f"pcskm {run.get('pcskm')} (commit {run.get('commit') or 'unknown'}); "
+            f"pcskm {run.get('pcskm')} (commit {run.get('commit') or 'unknown'}"
+            + (f" of {run['commit_date']}" if run.get("commit_date") else "") + "); "
             f"command: `{run.get('command')}`")
     return lines
+
+
+# runs.csv's first columns: when the run began and the commit (with its own date) it ran
+RUN_FIRST = ["run_id", "spec", "started", "commit_date", "commit", "diff_sha256", "finished",
+             "wall_seconds"]
+RUN_ALWAYS = ("commit_date", "diff_sha256")  # also for runs recorded before these existed
+
+
+def runs_table(runs):
+    """``runs.csv``: one row per run record (runner.execute.run_entry), :data:`RUN_FIRST`
+    first (the commit's own date beside the run's start), then the record's other keys in
+    its order."""
+    table = pd.DataFrame(runs)
+    for key in RUN_ALWAYS:
+        if key not in table:
+            table[key] = None
+    first = [key for key in RUN_FIRST if key in table]
+    return table[first + [key for key in table.columns if key not in first]]
 
 
 # What the two designs of docs/method/protocol.md §6 share between the settings of a cell.
@@ -110,7 +129,7 @@ def _header(doc, results, found, out, written):
         total = sum(run.get("wall_seconds", 0) for run in runs)
         doc.paragraph(f"Computed in {len(runs)} run(s), {_duration(total)} of wall time in all:")
         doc.bullets(_run_lines(runs))
-        _csv(pd.DataFrame(runs), out, "runs.csv", written)
+        _csv(runs_table(runs), out, "runs.csv", written)
         doc.paragraph("The same records, one row per run: `runs.csv`.")
     design = (attrs.get("protocol") or {}).get("design", "paired")
     doc.bullets([
