@@ -406,4 +406,5 @@ def test_the_report_leads_with_the_primary_tests(computed, tmp_path):
     wins, losses = int((x > y).sum()), int((x < y).sum())
     assert robust.sign_p == pytest.approx(scipy.stats.binomtest(wins, wins + losses).pvalue)
     assert "## 10. Fragility of the primary tests" in text
-    assert "**Fragility** (section 10): PCKM vs LKM: " in text
+    assert ("**Fragility** (section 10; the rule: docs/method/statistics.md):\n\n"
+            "- PCKM vs LKM: ") in text

@@ -199,3 +199,33 @@ def test_the_committed_standardised_table_is_written_from_the_committed_values(t
     tests.to_csv(copy / "preregistered_tests.csv", index=False)
     with pytest.raises(ValueError, match="in column 'p_value'"):
         folder_robustness.from_folder(copy)
+
+
+def test_a_report_without_preregistration_writes_the_table_of_its_primary_tests(
+        smoke_report):
+    """The smoke study (no [preregistration]): section 10 holds PCSKM against each other
+    algorithm under the primary selection, on the values of the report's own
+    wilcoxon_datasets.csv, the Holm p and the leave-one-out counted here by hand."""
+    _store, report = smoke_report
+    table = pd.read_csv(report.parent / robustness.FILE)
+    means = pd.read_csv(report.parent / "wilcoxon_datasets.csv")
+    selection = "cv" if "cv" in set(means.selection) else "paper"
+    means = means[(means.selection == selection) & (means.analysis == 1) & (means.n_used > 0)]
+    n = means.family.nunique()
+    assert list(table.comparison) == list(means.test.unique())
+    assert (table.selection == selection).all() and (table.n_datasets == n).all()
+    assert (table.loo_subsets == (n if n > 1 else 0)).all()
+    assert (table.lto_subsets == (n * (n - 1) // 2 if n > 2 else 0)).all()
+    d = {test: (part.mean_x - part.mean_y).to_numpy() for test, part in
+         means.groupby("test", sort=False)}
+
+    def holm_p(keep):
+        return _holm(np.array([scipy.stats.wilcoxon(v[keep][v[keep] != 0]).pvalue
+                               if (v[keep] != 0).any() else np.nan for v in d.values()]))
+
+    np.testing.assert_allclose(table.holm_p, holm_p(np.arange(n)), rtol=1e-12)
+    if n > 1:
+        left = np.array([holm_p(np.delete(np.arange(n), i)) for i in range(n)])
+        np.testing.assert_allclose(table.loo_max_holm_p, np.nanmax(left, axis=0), rtol=1e-12)
+    text = report.read_text()
+    assert "## 10. Fragility of the primary tests" in text and "**Fragility**" in text

@@ -1152,9 +1152,9 @@ def _fragility_lines(robust):
     """The headline's fragility of each primary test (:func:`robustness.headline_note`)."""
     if robust is None or robust.empty:
         return []
-    return ["**Fragility** (section 10): " + "; ".join(
-        f"{row.comparison}: {robustness.headline_note(row)}" for row in robust.itertuples())
-        + "."]
+    return ["**Fragility** (section 10; the rule: docs/method/statistics.md):",
+            "\n".join(f"- {row.comparison}: {robustness.headline_note(row)}"
+                      for row in robust.itertuples())]
 
 
 def _computed_line(results, totals):

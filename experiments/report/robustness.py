@@ -222,17 +222,14 @@ def table(found, selection, level, alpha, rope):
 
 
 def headline_note(row):
-    """The headline's words on one row of :func:`table`: fragile or not, with what the
-    sign test and the ROPE say where they differ from the verdict."""
-    words = []
-    if row.fragile:
-        why = (f"leaving one data set out changes it in {row.loo_flips} of "
-               f"{row.loo_subsets}" if row.loo_flips else
-               f"leaving two out changes it in {row.lto_flips} of {row.lto_subsets}")
-        words.append(f"**fragile** ({why})")
-    else:
-        words.append(f"robust to leaving two data sets out (largest Holm p "
-                     f"{row.lto_max_holm_p:.2g})" if row.lto_subsets else "not checked")
+    """The headline's words on one row of :func:`table`: fragile or not, with the changed
+    verdicts behind it, and what the sign test and the ROPE say where they differ from the
+    verdict."""
+    changed = (f"leaving one data set out changes it in {row.loo_flips} of {row.loo_subsets}, "
+               f"two in {row.lto_flips} of {row.lto_subsets}"
+               + (" drawn" if row.lto_method == "sampled" else "")
+               + f"; largest Holm p {row.lto_max_holm_p:.2g}")
+    words = [f"{'**fragile**' if row.fragile else 'not fragile'} ({changed})"]
     if row.sign_verdict != row.verdict:
         words.append(f"sign test: {row.sign_verdict} (Holm {row.sign_holm_p:.2g})")
     if row.hl_straddles_rope:
