@@ -245,10 +245,11 @@ def _run(args, spec, store, selection):
     """``pcskm run`` once its arguments are read, SIGTERM raising KeyboardInterrupt."""
     from pcskm.experiments import DataNotFoundError
 
-    from .execute import ClusterStartError, run_spec
+    from .execute import ClusterStartError, check_committed, run_spec
     from .store import IncompatibleStore
 
     resume = _resume_command(args, store)
+    check_committed(spec, args.allow_uncommitted)
     try:
         summary = run_spec(spec, store, cluster_options=_cluster_options(args),
                            selection=selection, force=args.force,
@@ -547,6 +548,10 @@ def build_parser():
                                     "keys dataset, algorithm, init, kind, percent")
     run.add_argument("--force", action="store_true",
                      help="recompute the selected cells even if done")
+    run.add_argument("--allow-uncommitted", action="store_true",
+                     help="run a spec with a [preregistration] although the package has "
+                          "uncommitted changes (refused otherwise); the run records the "
+                          "diff's SHA-256")
     run.add_argument("--recompute-changed", action="store_true",
                      help="also recompute the done cells whose code (a user estimator's "
                           "module or version, as the run that computed them recorded it) "

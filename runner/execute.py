@@ -549,26 +549,58 @@ def _git(root, *arguments):
                           timeout=10).stdout
 
 
-def source_commit():
-    """The git commit of this source tree, or None if it is not a git work tree (an installed
-    wheel): ``commit`` (``+dirty`` if the package's files differ from it), ``commit_date``
-    (the commit's own date, which may be later than a run's start if the run began from a
-    tree committed afterwards) and ``diff_sha256`` (the SHA-256 of ``git diff HEAD`` over the
-    package, only if dirty: which uncommitted change computed the cells)."""
-    root = Path(__file__).resolve().parents[1]
+def _diff_digest(root):
+    """The SHA-256 of the package's uncommitted change: ``git diff HEAD`` over its paths, then
+    each untracked file under them (path and bytes, sorted by path), which the diff omits."""
+    digest = hashlib.sha256(_git(root, "diff", "HEAD", "--", *_PACKAGE_PATHS))
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--",
+                     *_PACKAGE_PATHS).split(b"\0")
+    for name in sorted(filter(None, untracked)):
+        digest.update(b"\0" + name + b"\0" + (Path(root) / name.decode()).read_bytes())
+    return digest.hexdigest()
+
+
+def source_commit(root=None):
+    """The git commit of this source tree (``root``: the package's folder), or None if it is
+    not a git work tree (an installed wheel): ``commit`` (``+dirty`` if the package's files
+    differ from it), ``commit_date`` (the commit's own date, which may be later than a run's
+    start if the run began from a tree committed afterwards) and ``diff_sha256``
+    (:func:`_diff_digest`, only if dirty: which uncommitted change computed the cells)."""
+    root = Path(__file__).resolve().parents[1] if root is None else Path(root)
     if not (root / ".git").exists():
         return None
     try:
         commit = _git(root, "rev-parse", "HEAD").decode().strip()
         date = _git(root, "show", "-s", "--format=%cI", "HEAD").decode().strip()
         dirty = _git(root, "status", "--porcelain", "--", *_PACKAGE_PATHS).strip()
-        diff = _git(root, "diff", "HEAD", "--", *_PACKAGE_PATHS) if dirty else b""
+        digest = _diff_digest(root) if dirty else None
     except (OSError, subprocess.SubprocessError):
         return None
     if not commit:
         return None
     return {"commit": commit + ("+dirty" if dirty else ""), "commit_date": date or None,
-            "diff_sha256": hashlib.sha256(diff).hexdigest() if dirty else None}
+            "diff_sha256": digest}
+
+
+class UncommittedSource(ValueError):
+    """A spec with a ``[preregistration]`` run from a package tree with uncommitted
+    changes."""
+
+
+def check_committed(spec, allow_uncommitted=False):
+    """Refuse (:class:`UncommittedSource`) to compute a spec with a ``[preregistration]``
+    from a package tree whose files differ from its commit (:func:`source_commit`): results
+    meant to confirm a hypothesis must name code anyone can check out. ``allow_uncommitted``
+    (``pcskm run --allow-uncommitted``): run anyway; the run records the diff's SHA-256."""
+    if spec.preregistration is None or allow_uncommitted:
+        return
+    found = source_commit()
+    if found and found["commit"].endswith("+dirty"):
+        raise UncommittedSource(
+            f"spec {spec.name} has a [preregistration] and the package has uncommitted "
+            f"changes (commit {found['commit'][:12]}+dirty, under "
+            f"{', '.join(_PACKAGE_PATHS)}): commit them first, or pass --allow-uncommitted "
+            "to run anyway (the run records the diff's SHA-256); nothing was computed")
 
 
 def _where(cluster_options):

@@ -150,7 +150,8 @@ def test_a_computed_store_refuses_another_preregistration(computed, changed, sho
 def test_pcskm_run_names_the_old_and_new_preregistration(computed, tmp_path):
     spec = tmp_path / "changed.toml"
     spec.write_text(_tiny(rule="satisfied-median").source_text)
-    out = pcskm("run", spec, "--store", computed, "--no-progress")
+    # --allow-uncommitted: the refusal of a changed package tree is not this test's subject
+    out = pcskm("run", spec, "--store", computed, "--no-progress", "--allow-uncommitted")
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     assert "rule = 'honest'" in out.stderr and "rule = 'satisfied-median'" in out.stderr
@@ -395,3 +396,16 @@ def test_the_report_leads_with_the_primary_tests(computed, tmp_path):
     assert row.p_holm == pytest.approx(expected.pvalue)  # a family of one test
     assert row.mean_diff == pytest.approx(np.mean(x - y))
     assert f"PCKM vs LKM: {row.verdict} (p {row.p_value:.2g}" in text
+    # section 10: the fragility of that test, leaving out one data set (the other two left)
+    # or two (one left), by hand with scipy; a family of one test, Holm is p
+    robust = pd.read_csv(tmp_path / "robustness.csv").iloc[0]
+    assert (robust.comparison, robust.n_datasets) == ("PCKM vs LKM", 3)
+    assert (robust.loo_subsets, robust.lto_subsets, robust.lto_method) == (3, 3, "exhaustive")
+    pairs = [scipy.stats.wilcoxon(x[[i, j]], y[[i, j]], method="exact").pvalue
+             for i, j in ((0, 1), (0, 2), (1, 2))]
+    assert robust.loo_max_holm_p == pytest.approx(max(pairs))
+    wins, losses = int((x > y).sum()), int((x < y).sum())
+    assert robust.sign_p == pytest.approx(scipy.stats.binomtest(wins, wins + losses).pvalue)
+    assert "## 10. Fragility of the primary tests" in text
+    assert ("**Fragility** (section 10; the rule: docs/method/statistics.md):\n\n"
+            "- PCKM vs LKM: ") in text

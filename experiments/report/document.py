@@ -29,6 +29,7 @@ from . import (
     performance,
     plotting,
     preregistered,
+    robustness,
     selection_figure,
     statistics,
     study,
@@ -87,9 +88,28 @@ def _run_lines(runs):
             f"last write), {run.get('cells', 0):,} cells and {run.get('fits', 0):,} fits in "
             f"{run.get('tasks', 0):,} tasks on {run.get('where')} with up to "
             f"{run.get('max_workers')} workers; machine: {run.get('client_machine')}; "
-            f"pcskm {run.get('pcskm')} (commit {run.get('commit') or 'unknown'}); "
+            f"pcskm {run.get('pcskm')} (commit {run.get('commit') or 'unknown'}"
+            + (f" of {run['commit_date']}" if run.get("commit_date") else "") + "); "
             f"command: `{run.get('command')}`")
     return lines
+
+
+# runs.csv's first columns: when the run began and the commit (with its own date) it ran
+RUN_FIRST = ["run_id", "spec", "started", "commit_date", "commit", "diff_sha256", "finished",
+             "wall_seconds"]
+RUN_ALWAYS = ("commit_date", "diff_sha256")  # also for runs recorded before these existed
+
+
+def runs_table(runs):
+    """``runs.csv``: one row per run record (runner.execute.run_entry), :data:`RUN_FIRST`
+    first (the commit's own date beside the run's start), then the record's other keys in
+    its order."""
+    table = pd.DataFrame(runs)
+    for key in RUN_ALWAYS:
+        if key not in table:
+            table[key] = None
+    first = [key for key in RUN_FIRST if key in table]
+    return table[first + [key for key in table.columns if key not in first]]
 
 
 # What the two designs of docs/method/protocol.md §6 share between the settings of a cell.
@@ -110,7 +130,7 @@ def _header(doc, results, found, out, written):
         total = sum(run.get("wall_seconds", 0) for run in runs)
         doc.paragraph(f"Computed in {len(runs)} run(s), {_duration(total)} of wall time in all:")
         doc.bullets(_run_lines(runs))
-        _csv(pd.DataFrame(runs), out, "runs.csv", written)
+        _csv(runs_table(runs), out, "runs.csv", written)
         doc.paragraph("The same records, one row per run: `runs.csv`.")
     design = (attrs.get("protocol") or {}).get("design", "paired")
     doc.bullets([
@@ -1104,6 +1124,72 @@ def _preregistered(doc, results, found, tests, prereg, decided, out, written):
     return primary
 
 
+def _robustness(doc, results, found, cases, prereg, out, written):
+    """Section 10 (docs/method/statistics.md, "Fragility of the primary tests"):
+    ``robustness.csv`` of the pre-registered tests, else of the focus against each other
+    algorithm under the primary selection at the data-set level (``cases``: the report's case
+    rows, under the rule "available"). Returns the table."""
+    chosen = decisions.settings(prereg)
+    if prereg is not None:
+        plan = _primary_plan(results, found, prereg)
+        rule, level, rule_for_failures = prereg.rule, prereg.level, prereg.failures
+    else:
+        plan, level = found.plan, "dataset"
+        rule, rule_for_failures = decisions.primary_selection(results, None), \
+            failure_rules.AVAILABLE
+    doc.heading("10. Fragility of the primary tests")
+    if plan is None:
+        doc.paragraph("Not computed: no focus comparison.")
+        return pd.DataFrame(columns=robustness.COLUMNS)
+    if plan is not found.plan or rule_for_failures != failure_rules.AVAILABLE:
+        cases = statistics.analyses(results, plan, rule_for_failures, tests=False)[1]
+    table = robustness.table(robustness.units(cases, rule, level), rule, level, chosen.alpha,
+                             chosen.rope)
+    _csv(table, out, robustness.FILE, written)
+    family = ("the pre-registered tests (section 0)" if prereg is not None else
+              f"{plan.focus} against each other algorithm under {rule} at the data-set level, "
+              "Holm over those tests (the Wilcoxon column of section 9)")
+    doc.paragraph(
+        f"How much each verdict of {family} rests on a few data sets and on the test: the "
+        "largest Holm p and the number of verdicts that change when one (LOO) or two (LTO) "
+        "data sets are left out of every test at once (every subset up to "
+        f"{robustness.MAX_SUBSETS:,}, else {robustness.MAX_SUBSETS:,} drawn), the sign test "
+        "with Holm over the same family, and whether the Hodges-Lehmann interval straddles "
+        f"the ROPE ±{chosen.rope:g}. Fragile: leaving one data set out changes the verdict, "
+        f"or leaving two out changes it in at least {robustness.FRAGILE_SHARE:.0%} of the "
+        "subsets (docs/method/statistics.md). All columns: `robustness.csv`.")
+    if table.empty:
+        return table
+    doc.table(pd.DataFrame({
+        "test": table.comparison, "verdict": table.verdict,
+        "p (Holm)": [_number(v, ".3g") for v in table.holm_p],
+        "LOO: max p (Holm), changed": [f"{_number(p, '.3g')}, {f} of {n}" for p, f, n in
+                                       zip(table.loo_max_holm_p, table.loo_flips,
+                                           table.loo_subsets, strict=True)],
+        "LTO: max p (Holm), changed": [f"{_number(p, '.3g')}, {f} of {n} ({m})"
+                                       for p, f, n, m in
+                                       zip(table.lto_max_holm_p, table.lto_flips,
+                                           table.lto_subsets, table.lto_method, strict=True)],
+        "sign test: wins/losses, p (Holm), verdict": [
+            f"{w}/{lo}, {_number(p, '.3g')}, {v}" for w, lo, p, v in
+            zip(table.sign_wins, table.sign_losses, table.sign_holm_p, table.sign_verdict,
+                strict=True)],
+        "HL interval": [f"[{_number(lo, '+.4f')}, {_number(hi, '+.4f')}]" for lo, hi in
+                        zip(table.hl_low, table.hl_high, strict=True)],
+        "straddles ROPE": table.hl_straddles_rope.map({True: "yes", False: "no"}),
+        "fragile": table.fragile.map({True: "**yes**", False: "no"})}))
+    return table
+
+
+def _fragility_lines(robust):
+    """The headline's fragility of each primary test (:func:`robustness.headline_note`)."""
+    if robust is None or robust.empty:
+        return []
+    return ["**Fragility** (section 10; the rule: docs/method/statistics.md):",
+            "\n".join(f"- {row.comparison}: {robustness.headline_note(row)}"
+                      for row in robust.itertuples())]
+
+
 def _computed_line(results, totals):
     """What the cube holds in one sentence: data sets, algorithms, cells and failed fits."""
     labels, found = list(results.family_labels.values()), performance.algorithms(results)
@@ -1201,13 +1287,14 @@ def _no_used_case(results, found, tests, most=6):
             f"{'; '.join(shares[:most] + rest)}."]
 
 
-def _summary(results, found, tests, primary, prereg, totals, contents):
+def _summary(results, found, tests, primary, prereg, totals, contents, robust=None):
     """The one-screen summary at the top of report.md (docs/guide/quick-study.md)."""
     lines = ["## Summary", _computed_line(results, totals),
              *code_versions.headline(results.store),
              *baseline.summary(results.baseline),
              *_no_used_case(results, found, tests),
-             *_headline(results, found, tests, primary, prereg), "**Contents**:"]
+             *_headline(results, found, tests, primary, prereg), *_fragility_lines(robust),
+             "**Contents**:"]
     lines.append("\n".join(f"- [{title}](#{anchor(title)})" + (f": {note}" if note else "")
                            for title, note in contents))
     return lines
@@ -1286,6 +1373,8 @@ def _write_sections(results, out, focus, progress, grids, background):
     progress("8-9. cell sample and Bayesian tests")
     _cell_sample(doc, results, out, written)
     _decisions(doc, results, found, prereg, decided.result(), out, written)
+    progress("10. fragility of the primary tests")
+    robust = _robustness(doc, results, found, cases, prereg, out, written)
     baseline.write(results, primary_selection, out, written)
     doc.heading("Files")
     doc.bullets([f"`{path.name}`" for path in written])
@@ -1293,6 +1382,7 @@ def _write_sections(results, out, focus, progress, grids, background):
              "7. Paper vs ours": "" if found.claims else "does not apply",
              "5. Wilcoxon signed-rank analyses": "" if found.plan else "not computed"}
     doc.fill(summary_at, _summary(results, found, tests, primary, prereg, totals,
-                                  [(title, notes.get(title, "")) for title in doc.headings()]))
+                                  [(title, notes.get(title, "")) for title in doc.headings()],
+                                  robust))
     progress("report.md, waiting for the figures")
     return doc.write(out / "report.md")
