@@ -22,7 +22,9 @@ the pair's). The tables, each row one hypothesis under one variant::
 writes ``deviations.csv`` (inclusion criterion 4 applied to the two pairs of one collection),
 ``unseen_sets.csv`` (the sets no earlier study had analysed, both protocols),
 ``protocols.csv`` (both protocols under the pre-registered and the label-using selections),
-``rope_sensitivity.csv`` (the Bayesian verdicts at ROPE 0.005, 0.01 and 0.02) and
+``rope_sensitivity.csv`` (the Bayesian verdicts at ROPE 0.005, 0.01 and 0.02, with the shares
+of the Walsh averages of the differences in each region), ``reference_arm.csv`` (the reference
+arm's unadjusted test with its Bayesian test) and
 ``itt_datasets_<protocol>.csv`` (each data set's values under the pre-registered selection and
 rule for failed fits, in the columns of ``wilcoxon_datasets.csv``: a pilot of
 ``pcskm.experiments.power``).
@@ -38,8 +40,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pcskm.experiments.report import baseline, decisions, preregistered, statistics
+from pcskm.experiments._seeds import generator
+from pcskm.experiments.report import baseline, bayesian, decisions, preregistered, statistics
 from pcskm.experiments.report.csv_files import write_csv
+from pcskm.experiments.report.failure_rules import RULES
 from pcskm.experiments.spec import Preregistration, preregistration_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,18 +220,62 @@ def protocols(values, prereg, protocol):
     return pd.concat(frames, ignore_index=True)
 
 
+def walsh_shares(d, rope):
+    """(above, within, below): the shares of the pairs (i, j) of the differences ``d``, every
+    ordered pair and i = j included, whose Walsh average (d_i + d_j) / 2 lies above, within or
+    below the ROPE [-rope, rope]: the Bayesian signed-rank test's theta with equal weights,
+    toward which its posterior concentrates as the number of data sets grows."""
+    walsh = (d[:, None] + d[None, :]) / 2
+    return (float(np.mean(walsh > rope)), float(np.mean(np.abs(walsh) <= rope)),
+            float(np.mean(walsh < -rope)))
+
+
 def rope_sensitivity(values, prereg, protocol):
-    """The tests on the 42 sets with the Bayesian test at each ROPE of :data:`ROPES`."""
-    frames = [_rows(decide(values, replace(prereg, rope=rope), prereg.rule),
-                    protocol=protocol, rope=rope) for rope in ROPES]
+    """The tests on the 42 sets with the Bayesian test at each ROPE of :data:`ROPES`, and
+    the :func:`walsh_shares` of each test's data-set differences."""
+    differences = datasets_table(values, prereg)
+    frames = []
+    for rope in ROPES:
+        table = decide(values, replace(prereg, rope=rope), prereg.rule)
+        shares = [walsh_shares(differences[differences.test == test].mean_diff.to_numpy(),
+                               rope) for test in table.test]
+        table[["walsh_above", "walsh_within", "walsh_below"]] = shares
+        frames.append(_rows(table, protocol=protocol, rope=rope))
     return pd.concat(frames, ignore_index=True)
+
+
+def reference_arm(values, prereg, protocol):
+    """The reference arm on the 42 sets (``preregistered.reference_arm``: the focus at its
+    unthresholded s against itself under the pre-registered rule, unadjusted) with the
+    Bayesian signed-rank test of the same data-set values, its draws from the generator of key
+    (10, 5, rule) (the four primary tests take 1 to 4)."""
+    results = types.SimpleNamespace(families=values,
+                                    family_labels={str(f): str(f) for f in values.family.values})
+    plan = statistics.study_plan(results, prereg.focus)
+    row = preregistered.reference_arm(results, plan, prereg).iloc[0]
+    _tests, cases = statistics.analyses(results, plan, prereg.failures, tests=False)
+    first = cases[(cases.test == cases.test.iloc[0]) & (cases.state == "used")]
+    wide = first.pivot_table(index=["family", "init", "kind"], columns="selection", values="x")
+    means = wide.groupby("family", sort=False).mean()
+    rng = generator(decisions.BAYES_SEED, (decisions.BAYES_KEY, len(plan.others) + 1,
+                                           RULES.index(prereg.failures) + 1))
+    shares = bayesian.signed_rank_test(means[preregistered.REFERENCE].to_numpy(),
+                                       means[prereg.rule].to_numpy(), prereg.rope, prereg.prior,
+                                       rng=rng)
+    frame = pd.DataFrame([row[["test", "n", "wins", "losses", "ties", "mean_diff", "boot_low",
+                               "boot_high", "hl_estimate", "hl_low", "hl_high", "p_value",
+                               "verdict"]]])
+    frame[["p_better", "p_rope", "p_worse"]] = [shares]
+    frame["bayesian"] = bayesian.decision(*shares, threshold=prereg.threshold)
+    return _rows(frame, protocol=protocol)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     folder = Path(argv[0]) if argv else ROOT / "docs" / "results" / "confirmatory"
     prereg = preregistration()
-    tables = {"deviations": [], "unseen_sets": [], "protocols": [], "rope_sensitivity": []}
+    tables = {"deviations": [], "unseen_sets": [], "protocols": [], "rope_sensitivity": [],
+              "reference_arm": []}
     for protocol in PROTOCOLS:
         values = load(folder / protocol)
         check(folder / protocol, values, prereg)
@@ -235,6 +283,7 @@ def main(argv=None):
         tables["unseen_sets"].append(unseen(values, prereg, protocol))
         tables["protocols"].append(protocols(values, prereg, protocol))
         tables["rope_sensitivity"].append(rope_sensitivity(values, prereg, protocol))
+        tables["reference_arm"].append(reference_arm(values, prereg, protocol))
         write_csv(datasets_table(values, prereg), folder / f"itt_datasets_{protocol}.csv")
     for stem, frames in tables.items():
         write_csv(pd.concat(frames, ignore_index=True), folder / f"{stem}.csv")

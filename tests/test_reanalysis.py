@@ -125,3 +125,12 @@ def test_observed_effects_draw_the_pilot_as_it_is():
     for bad in ("median", [0.0, 1.0, 2.0], np.nan):
         with pytest.raises(ValueError, match="effect"):
             power.effects(pilot, bad)
+
+
+def test_the_bayesian_rates_of_the_hypotheses_left_out_are_nan():
+    pilot = np.random.default_rng(0).normal(0.5, 1.0, size=(30, 2))
+    rates = power.power(pilot, 0.5, 10, rng=np.random.default_rng(1), n_simulations=20,
+                        n_posterior=100, bayesian_for=[1])
+    assert np.isnan([rates.better[0], rates.equivalent[0], rates.worse[0]]).all()
+    assert rates.better[1] + rates.equivalent[1] + rates.worse[1] <= 1
+    assert np.isfinite(rates.holm_power).all()
