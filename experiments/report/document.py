@@ -866,9 +866,8 @@ def _rules_paragraph(chosen):
             f"{chosen.prior:g}, decision at probability {chosen.threshold:g}: better, worse, "
             "practically equivalent or undecided. P(x better), P(rope) and P(y better) are "
             "the shares of the posterior draws in which that region is the most probable of "
-            "the three (baycomp's `probs`), not the posterior mass of the region (P(rope) "
-            f"{chosen.threshold:g} does not put {chosen.threshold:g} of the probability "
-            f"within ±{chosen.rope:g}). Wilcoxon: the exact test, Holm over the "
+            "the three (baycomp's `probs`), not the posterior mass of the region. "
+            "Wilcoxon: the exact test, Holm over the "
             f"focus's tests of the selection and rule, at alpha {chosen.alpha:g}.")
 
 
