@@ -265,3 +265,114 @@ def test_the_cv_collapse_table_is_the_diagnostic_stores():
                     *(f"{float(row[c]):.3f}" for c in ("F_smallest", "F_gap", "F_largest",
                                                        "F_oracle", "F_s1.1"))]
         assert [v.strip() for v in values] == expected, (name, percent)
+
+
+# claims an outside review found beyond their evidence (issue 63): the share of posterior
+# draws in which the ROPE is the most probable region (baycomp's probs) read as a mass within
+# the ROPE; a post-hoc or unadjusted test read as "beats"; "independent" beyond criterion 4
+RETRACTED = [
+    re.compile(r"of its probability\s+within\s+±"),
+    re.compile(r"no feature\s+thresholded\s+beats"),
+    re.compile(r"PCSKM is ahead of\s+MPCKM too"),
+    re.compile(r"\b42\s+independent\b"),
+]
+# a probability of the Bayesian signed-rank test described as a mass within the ROPE
+PROBS_AS_MASS = re.compile(r"(?:probabilit\w*|P\(ROPE\)|P\(rope\))[^.;]{0,60}\bwithin\s+±",
+                           re.I)
+WIN_WORDS = re.compile(r"\b(?:beats?|ahead of)\b")
+# "p = 0.0097, 0.0097 and 0.029", "Holm p = 0.043 and 0.046", "(p 0.19)"
+P_LIST = re.compile(r"\bp\s*=?\s*((?:\d[\d.e−-]*)(?:(?:,\s*|\s+and\s+)\d[\d.e−-]*)*)")
+CLAIM_DOCUMENTS = ("README.md", "docs/results/confirmatory/README.md")
+
+
+def sentences(paragraph):
+    """A paragraph's sentences, split after a full stop followed by a space and a capital or
+    a bracket (not inside "e.g." or a number)."""
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z(\[*])", " ".join(paragraph.split()))
+
+
+def retracted(text):
+    """The retracted claims and the probability-as-mass phrases found in ``text``."""
+    plain = " ".join(text.split())
+    return ([pattern.pattern for pattern in RETRACTED if pattern.search(plain)]
+            + PROBS_AS_MASS.findall(plain))
+
+
+def _better_p_values(path):
+    """The p-values (Holm-adjusted) of the rows of a pre-registered tests table whose
+    verdict is "<x> better"."""
+    with path.open(newline="") as handle:
+        return {float(row["p_holm"]) for row in csv.DictReader(handle)
+                if row.get("verdict", "").endswith("better")}
+
+
+def unsupported_wins(text, folder):
+    """The p-values stated in a sentence of ``text`` that says "beats" or "ahead of" and
+    that are not the Holm-adjusted p of a "better" verdict of a cited
+    ``preregistered_tests.csv`` (the files the sentence cites, else its paragraph's): a win
+    read from an unadjusted, post-hoc or sensitivity test."""
+    found = []
+    for paragraph, _above in paragraphs_of(text):
+        for sentence in sentences(paragraph):
+            if not WIN_WORDS.search(sentence):
+                continue
+            cited = citations(sentence) or citations(paragraph)
+            values = set()
+            for name in cited:
+                path = resolve(name, folder)
+                if path is not None and path.name == "preregistered_tests.csv":
+                    values |= _better_p_values(path)
+            for listed in P_LIST.findall(CODE.sub(" ", sentence)):
+                for number in re.split(r",\s*|\s+and\s+", listed):
+                    stated = stated_numbers(number) or [(number, float(
+                        number.replace("−", "-")), len(number.partition(".")[2]))]
+                    if not all(matches(s, values) for s in stated):
+                        found.append(f"{number} in {sentence[:90]!r}")
+    return found
+
+
+def paragraphs_of(text):
+    return ((block, "") for block in re.split(r"\n\s*\n", re.sub(r"```.*?```", "", text,
+                                                                 flags=re.S)))
+
+
+@pytest.mark.parametrize("name", CLAIM_DOCUMENTS)
+def test_the_retracted_claims_do_not_return(name):
+    path = ROOT / name
+    assert not retracted(path.read_text()), retracted(path.read_text())
+    folder = path.parent if path.parent != ROOT else None
+    assert not unsupported_wins(path.read_text(), folder)
+
+
+def test_the_four_retracted_sentences_are_found():
+    """The four sentences of the README that issue 63 quotes, as they were written."""
+    quoted = [
+        "against MPCKM it wins 23 of 42 (p = 0.19) and a Bayesian signed-rank test puts only "
+        "0.6482 of its probability within ±0.01 of no difference",
+        "PCSKM with no feature thresholded beats PCSKM with the s cross-validation picks on "
+        "28 of the 42 sets (p = 0.029; "
+        "[docs/results/confirmatory/standardised/reference_arm_tests.csv](docs/results/"
+        "confirmatory/standardised/reference_arm_tests.csv)),",
+        "and with s left unthresholded or chosen by the other label-free rule, auc, PCSKM is "
+        "ahead of MPCKM too (Holm p = 0.043 and 0.046), a sensitivity analysis that cannot "
+        "change the verdicts ([docs/results/confirmatory/standardised/sensitivity_tests.csv]"
+        "(docs/results/confirmatory/standardised/sensitivity_tests.csv)).",
+        "**On 42 independent real data sets, PCSKM beats LKM, SKM and PCKM",
+    ]
+    for sentence in quoted:
+        assert retracted(sentence), sentence
+    # the general rule alone finds the two wins read from tests that decide nothing
+    assert unsupported_wins(quoted[1], None) == [f"0.029 in {quoted[1][:90]!r}"]
+    assert len(unsupported_wins(quoted[2], None)) == 2
+    assert PROBS_AS_MASS.search("P(ROPE) 0.65, the probability that the difference is "
+                                "within ±0.01")
+
+
+def test_a_win_needs_a_pre_registered_better_verdict():
+    table = ("(`docs/results/confirmatory/standardised/preregistered_tests.csv`)")
+    assert unsupported_wins(f"PCSKM beats LKM (Holm p = 0.0097) {table}.", None) == []
+    # H4's Holm p is 0.19, a "no difference" verdict: no win
+    assert unsupported_wins(f"PCSKM beats MPCKM (p = 0.19) {table}.", None)
+    # a sentence without a win word may quote any p
+    assert unsupported_wins(f"Against MPCKM no difference is shown (p = 0.19) {table}.",
+                            None) == []

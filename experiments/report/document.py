@@ -917,7 +917,10 @@ def _rules_paragraph(chosen):
             + ". Bayesian signed-rank test on the data sets' values (the "
             f"values of the exact test): ROPE ±{chosen.rope:g} in mean F, prior strength "
             f"{chosen.prior:g}, decision at probability {chosen.threshold:g}: better, worse, "
-            "practically equivalent or undecided. Wilcoxon: the exact test, Holm over the "
+            "practically equivalent or undecided. P(x better), P(rope) and P(y better) are "
+            "the shares of the posterior draws in which that region is the most probable of "
+            "the three (baycomp's `probs`), not the posterior mass of the region. "
+            "Wilcoxon: the exact test, Holm over the "
             f"focus's tests of the selection and rule, at alpha {chosen.alpha:g}.")
 
 
@@ -1105,17 +1108,22 @@ def _preregistered(doc, results, found, tests, prereg, decided, out, written):
             f"{prereg.focus} with s chosen by `{preregistered.REFERENCE}` (the path's first s "
             "at which no weight is zero; docs/method/selection.md §6) against "
             f"{prereg.focus} under {prereg.rule}, the same test at the same level, not "
-            "adjusted and not in the primary family: a difference in favour of "
-            f"{prereg.rule} is what sparsity adds to the constraints and the weighting. "
+            "adjusted and not in the primary family, so its verdict decides no hypothesis "
+            "of the family (read it beside the Bayesian test of the same pair, "
+            "`bayesian_tests.csv`, which may call it practically equivalent): a difference "
+            f"in favour of {prereg.rule} is what sparsity adds to the constraints and the "
+            "weighting. "
             f"{prereg.focus} under `{preregistered.REFERENCE}` against each other algorithm "
             "is its sensitivity section below. All columns: `reference_arm_tests.csv`.")
         doc.table(_with_verdict(_test_table(reference), reference))
         first += 1
     doc.paragraph(
         f"Sections 0.{first} on: the same tests under every other selection of s of the "
-        "cube, each with Holm over its own tests: sensitivity analyses, not the "
-        "pre-registered result (`paper` and `oracle` read the test labels). All columns: "
-        "`sensitivity_tests.csv`.")
+        "cube, each with Holm over its own tests: sensitivity analyses that decide "
+        "nothing, not the pre-registered result (`paper` and `oracle` read the test labels). "
+        f"Among {sensitivity.selection.nunique()} of them a verdict that differs from the "
+        "primary one can arise by chance, and no Holm spans them; quote one with its "
+        "Bayesian test (`bayesian_tests.csv`). All columns: `sensitivity_tests.csv`.")
     for number, selection in enumerate(sensitivity.selection.unique(), first):
         part = sensitivity[sensitivity.selection == selection]
         doc.heading(f"0.{number} Sensitivity analysis: {selection}", level=3)
