@@ -142,3 +142,25 @@ def test_every_command_reading_a_spec_takes_preload(own_study, command, tmp_path
     assert refused.returncode == 2 and "always_fails_for_pcskm" in refused.stderr
     done = pcskm(*words, "--preload", folder / "always_fails_for_pcskm.py", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("column", "value", "named"), [
+    ("run", 99, f"run 99 is not a run of spec smoke (its runs are 0 to {SMOKE.n_runs - 1})"),
+    ("fold", SMOKE.n_folds,
+     f"fold {SMOKE.n_folds} is not a fold of spec smoke (its folds are 0 to "
+     f"{SMOKE.n_folds - 1})"),
+    ("run", 0.5, "run 0.5 is not a run of spec smoke"),
+    ("percent", 99.0, "percent 99.0 is not a percentage of spec smoke"),
+])
+def test_a_cell_outside_the_spec_grid_is_refused_naming_the_range(column, value, named):
+    """``pcskm check`` recomputed a sample with run = 99, a run the spec never ran, and
+    compared it; now it names the value and the spec's range."""
+    variant = next(v for v in SMOKE.algorithms if not v.name.endswith("SKM"))
+    row = {"dataset": SMOKE.datasets[0], "algorithm": variant.name, "init": "dkm++",
+           "kind": SMOKE.kinds[0], "percent": SMOKE.percentages[0], "run": 0, "fold": 0,
+           "sparsity": np.nan, **dict.fromkeys(("f_score", "precision", "recall", "satisfied",
+                                                "n_iter", "n_constraints"), np.nan),
+           "status": "converged", column: value}
+    with pytest.raises(ValueError) as refused:
+        recompute(SMOKE, pd.DataFrame([row]))
+    assert str(refused.value).startswith(named), refused.value
