@@ -45,6 +45,7 @@ from .datasets import load
 # the built-in names live in .estimators; ESTIMATOR_CLASSES and RUNNER_PARAMETERS stay
 # importable from here
 from .estimators import ESTIMATOR_CLASSES, RUNNER_PARAMETERS, SPARSE, estimator_class  # noqa: F401
+from .faults import is_environmental
 from .protocol import Protocol
 from .sources import DataDefinition
 
@@ -400,8 +401,10 @@ class UserFitter:
     A class with ``sparsity`` is fitted once per s of the grid (or once through its
     ``fit_path``). A fit that raises, or returns labels that are not one integer in 0.. per
     point with exactly ``n_clusters`` distinct values, has status ``error`` and its message
-    (``_Fit.error``). A class without ``init`` fits the same for every init of a cell:
-    ``shares_inits`` tells :func:`evaluate` to fit it once per cell."""
+    (``_Fit.error``); a fault of the machine (out of memory, a failing file system:
+    :mod:`pcskm.experiments.faults`) fails the task instead. A class without ``init`` fits
+    the same for every init of a cell: ``shares_inits`` tells :func:`evaluate` to fit it
+    once per cell."""
 
     def __init__(self, setting):
         data = dataset(setting.data_ref, setting.data_dir)
@@ -454,7 +457,7 @@ class UserFitter:
             model.fit(np.array(self.X), **pairs)
             return self._row(model.labels_, getattr(model, "weights_", None),
                              getattr(model, "n_iter_", None))
-        except Exception as error:  # the user's code: any exception is a failed fit
+        except Exception as error:  # the user's code: a failed fit (_failed)
             return self._failed(error)
 
     def _fit_path(self, keywords, pairs):
@@ -470,7 +473,7 @@ class UserFitter:
                                        f"{self.X.shape[0]}), one row per s")
             weights = getattr(path, "weights", None)
             n_iter = getattr(path, "n_iter", None)
-        except Exception as error:  # the user's code: any exception is a failed fit
+        except Exception as error:  # the user's code: a failed fit (_failed)
             return [self._failed(error)] * len(self.sparsities)
         rows = []
         for i, row in enumerate(labels):
@@ -508,6 +511,11 @@ class UserFitter:
         return numbered.astype(np.int64), weights, min(n_iter, np.iinfo(np.int16).max), ""
 
     def _failed(self, error):
+        """The row of a fit that raised ``error``; a fault of the machine
+        (:func:`pcskm.experiments.faults.is_environmental`) is raised again, to fail the
+        task, not stored as the method's failure."""
+        if is_environmental(error):
+            raise error
         n_samples, n_features = self.X.shape
         return (np.zeros(n_samples, np.int64), np.full(n_features, np.nan), -1,
                 f"{type(error).__name__}: {error}")

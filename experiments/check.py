@@ -98,9 +98,31 @@ def _setting(spec, row, data_dir):
             or row.init not in spec.inits:
         cell = ", ".join(f"{key}={value}" for key, value in row.items())
         raise ValueError(f"cell ({cell}) is not in spec {spec.name}")
+    _check_grid(spec, row)
     n_features = cells.dataset(spec.data_ref(row.dataset), data_dir).n_features
     return Setting.from_spec(spec, row.dataset, variants[row.algorithm], row.init,
                              spec.sparsity_grid(n_features), data_dir)
+
+
+def _check_grid(spec, row):
+    """Refuse (ValueError naming the value and the spec's range) a cell whose kind,
+    percentage, run or fold the spec does not run: the runner would never have computed it,
+    and a one-cell task would draw a sample the spec does not hold."""
+    seeding = row.init == cells.SEEDING
+    kinds = spec.seeding_kinds if seeding else spec.kinds
+    if row.kind not in kinds:
+        raise ValueError(f"kind {row.kind} is not a kind of spec {spec.name} for init "
+                         f"{row.init} ({'seeding_kinds' if seeding else 'kinds'}: "
+                         f"{', '.join(kinds)})")
+    percent = float(row.percent)
+    if not np.isclose(spec.percentages, percent, rtol=0, atol=1e-9).any():
+        raise ValueError(f"percent {row.percent} is not a percentage of spec {spec.name} "
+                         f"({', '.join(f'{p:g}' for p in spec.percentages)})")
+    for name, count in (("run", spec.n_runs), ("fold", spec.n_folds)):
+        value = float(row[name])
+        if not value.is_integer() or not 0 <= value < count:
+            raise ValueError(f"{name} {row[name]} is not a {name} of spec {spec.name} (its "
+                             f"{name}s are 0 to {count - 1})")
 
 
 def recompute(spec, table, data_dir=None):

@@ -566,6 +566,26 @@ RESERVED_NAMES = ("zarr.json",)
 RESERVED_SUFFIXES = (".partial",)
 
 
+# The longest spec or data set name: each names a file or folder (the default store
+# results/<spec name>.zarr, a data set's group, the report's files), whose name may have at
+# most 255 bytes with the prefixes and suffixes pcskm adds.
+MAX_NAME_LENGTH = 100
+
+
+def _check_spec_name(check, name):
+    """Refuse a spec ``name`` that cannot name the default store ``results/<name>.zarr``
+    inside ``results/``: a path separator, a leading dot (``..``), a control character, or
+    more than :data:`MAX_NAME_LENGTH` characters."""
+    shown = name if len(name) <= 40 else name[:40] + "..."
+    if not name or name.startswith(".") or re.search(r"[/\\\x00-\x1f\x7f]", name):
+        check.fail(f"name {shown!r}: a spec name names its store, results/<name>.zarr, and "
+                   "may not be empty, begin with a dot or hold a path separator (/ or \\) "
+                   "or a control character")
+    if len(name) > MAX_NAME_LENGTH:
+        check.fail(f"name {shown!r}: a spec name is at most {MAX_NAME_LENGTH} characters (it "
+                   f"names its store, results/<name>.zarr); this one has {len(name)}")
+
+
 def _data_tables(check, tables, folder):
     """The DataDefinitions of the ``[data.NAME]`` tables (docs/reference/spec-toml.md)."""
     if not isinstance(tables, dict):
@@ -579,6 +599,10 @@ def _data_tables(check, tables, folder):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
             check.fail(f"[data.{name}]: a data set name is letters, digits and _ . + - "
                        f"(it names a group of the cube); got {name!r}")
+        if len(name) > MAX_NAME_LENGTH:
+            check.fail(f"[data.{name[:20]}...]: a data set name is at most {MAX_NAME_LENGTH} "
+                       f"characters (it names a folder of the store and the report's files); "
+                       f"this one has {len(name)}")
         if name.lower() in RESERVED_NAMES or name.lower().endswith(RESERVED_SUFFIXES):
             check.fail(f"[data.{name}]: {name!r} is a name the store uses for its own files "
                        f"({', '.join(RESERVED_NAMES)}, *{', *'.join(RESERVED_SUFFIXES)}); give "
@@ -622,6 +646,7 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
     for key in ("name", "description"):
         if not isinstance(values[key], str):
             check.fail(f"{key} must be a string; got {values[key]!r}")
+    _check_spec_name(check, values["name"])
     patterns = values["datasets"]
     if not isinstance(patterns, list) or not patterns:
         check.fail(f"datasets must be a non-empty list of names or patterns; got {patterns!r}")

@@ -392,13 +392,22 @@ def cmd_report(args):
     store = _existing_store(args.store)
     if store is None:
         return EXIT_USAGE
-    from pcskm.experiments.report import write_report
+    from pcskm.experiments.report import PARTIAL, write_report
+    from pcskm.experiments.report.plotting import FigureNotWritten
 
     # default: <store stem>-report beside a folder, in the working folder for a URL
     name = Path(store.name).stem + "-report"
     out_dir = Path(args.out) if args.out else (Path(name) if is_url(args.store)
                                                else store.with_name(name))
-    write_report(store, out_dir, focus=args.focus, baseline=args.baseline, grids=args.grids)
+    try:
+        write_report(store, out_dir, focus=args.focus, baseline=args.baseline,
+                     grids=args.grids)
+    except (OSError, FigureNotWritten) as error:  # a full disk, a figure a child could not write
+        if args.debug or not (out_dir / PARTIAL).exists():
+            raise  # nothing was written: main() reports it
+        log.error("%s; the report in %s is incomplete (its file %s says so): write it again",
+                  error, out_dir, PARTIAL)
+        return EXIT_FAILED
     log.info("report written to %s", out_dir)
     return EXIT_OK
 

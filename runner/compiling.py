@@ -4,8 +4,10 @@ A process that calls a kernel missing from Numba's on-disk cache compiles it
 (:mod:`pcskm.algorithms._jit`). On a fresh installation every worker of a local cluster used to
 compile the same kernels at the same time, silently, before its first result. Instead the
 client evaluates one cell of every (algorithm, init) of the plan, on the data set of the plan
-with the fewest points, and says so while Numba compiles; the workers of a local cluster run on
-the same machine with the same cache folder, and load the kernels from it.
+with the fewest points (for a user estimator, only the built-in init that gives its centres:
+its own code runs on the workers alone), and says so while Numba compiles; the workers of a
+local cluster run on the same machine with the same cache folder, and load the kernels from
+it.
 
 Workers started otherwise (``--scheduler``, ``--cluster``) compile what their own cache lacks:
 each reports it to the client (:func:`reported_to_client`), which says so, and for how long
@@ -13,6 +15,7 @@ each reports it to the client (:func:`reported_to_client`), which says so, and f
 """
 
 import contextlib
+import dataclasses
 import logging
 import platform
 import threading
@@ -33,11 +36,22 @@ def warm_up_tasks(tasks):
         n_samples = cells.dataset(task.settings[0].data_ref, task.settings[0].data_dir).n_samples
         block = task.blocks[0]
         one_cell = (Block(block.kind, block.percent, block.runs[:1]),)
-        for setting in task.settings:
+        for setting in map(_compiled_part, task.settings):
             key = (setting.algorithm, setting.init)
             if key not in chosen or n_samples < chosen[key][0]:
                 chosen[key] = (n_samples, Task((setting,), one_cell, folds=task.fold_list[:1]))
     return [task for _, task in chosen.values()]
+
+
+def _compiled_part(setting):
+    """What of ``setting`` runs pcskm's kernels: the setting itself for a built-in estimator;
+    for a user estimator, the LKM setting whose init gives its initial centres
+    (:class:`pcskm.experiments.cells.UserFitter`). The user's own ``fit`` is never called
+    in the client: it may take long, exhaust the memory, or end its process."""
+    if not setting.is_user:
+        return setting
+    return dataclasses.replace(setting, algorithm="LKM", estimator="LKM", params=(),
+                               constraints="use")
 
 
 PROGRESS_SECONDS = 15.0  # while a step compiles, how often the client says how far it is

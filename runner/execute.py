@@ -250,6 +250,20 @@ def compute_and_write(task, target, place):
     return replace(receipt, written=written)
 
 
+def task_failure(error):
+    """What a failed task's ``error`` says: a worker that died while running it (Dask's
+    ``KilledWorker``: its process ended, killed, out of memory, or by the task's own code,
+    on every attempt) in those words; else the exception's type and message."""
+    from distributed.scheduler import KilledWorker
+
+    if isinstance(error, KilledWorker):
+        worker = getattr(error.last_worker, "address", error.last_worker)
+        return (f"the worker died while running it ({error.allowed_failures + 1} "
+                f"attempt{'s' if error.allowed_failures else ''}, the last on {worker}): its "
+                "process ended (killed, out of memory, or the task's code exited)")
+    return "".join(traceback.format_exception_only(type(error), error)).strip()
+
+
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
               worker_timeout=WORKER_TIMEOUT, queued=False, weights=None):
     """Compute ``tasks`` on ``client``'s cluster, each worker writing its tasks' chunks into
@@ -338,7 +352,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 if isinstance(error, OSError) and error.errno == errno.ENOSPC:  # alike too
                     client.cancel(futures)
                     raise OSError(error.errno, error.strerror, error.filename) from None
-                message = "".join(traceback.format_exception_only(type(error), error)).strip()
+                message = task_failure(error)
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
                 shown.finished(task.n_cells, work=weight_of[future.key], failed=True)

@@ -216,3 +216,23 @@ def test_the_cells_of_a_data_set_without_its_files_are_listed_and_the_rest_check
                for line in found.err.splitlines()), found.err
     assert main(["check", str(spec), str(tmp_path / "alone.csv"), "--data-dir",
                  str(empty)]) == 2
+@pytest.mark.parametrize(("column", "value", "named"), [
+    ("run", 99, f"run 99 is not a run of spec smoke (its runs are 0 to {SMOKE.n_runs - 1})"),
+    ("fold", SMOKE.n_folds,
+     f"fold {SMOKE.n_folds} is not a fold of spec smoke (its folds are 0 to "
+     f"{SMOKE.n_folds - 1})"),
+    ("run", 0.5, "run 0.5 is not a run of spec smoke"),
+    ("percent", 99.0, "percent 99.0 is not a percentage of spec smoke"),
+])
+def test_a_cell_outside_the_spec_grid_is_refused_naming_the_range(column, value, named):
+    """``pcskm check`` recomputed a sample with run = 99, a run the spec never ran, and
+    compared it; now it names the value and the spec's range."""
+    variant = next(v for v in SMOKE.algorithms if not v.name.endswith("SKM"))
+    row = {"dataset": SMOKE.datasets[0], "algorithm": variant.name, "init": "dkm++",
+           "kind": SMOKE.kinds[0], "percent": SMOKE.percentages[0], "run": 0, "fold": 0,
+           "sparsity": np.nan, **dict.fromkeys(("f_score", "precision", "recall", "satisfied",
+                                                "n_iter", "n_constraints"), np.nan),
+           "status": "converged", column: value}
+    with pytest.raises(ValueError) as refused:
+        recompute(SMOKE, pd.DataFrame([row]))
+    assert str(refused.value).startswith(named), refused.value

@@ -232,3 +232,25 @@ def test_variant_params_that_are_accepted_reach_the_estimator():
 def test_unknown_spec_name():
     with pytest.raises(ValueError, match="not a bundled spec .* did you mean 'quick'"):
         load_spec("quik")
+
+
+@pytest.mark.parametrize("name", ["../../evil", "a/b", "a\\\\b", ".hidden", ""])
+def test_a_spec_name_that_is_no_file_name_is_refused(name):
+    """A spec named ../../evil put its default store, results/<name>.zarr, outside
+    results/."""
+    _error(f'name = "{name}"\n' + MINIMAL, "a spec name names its store, results/<name>.zarr")
+
+
+@pytest.mark.parametrize(("kind", "length"), [("spec", 300), ("data set", 300)])
+def test_a_name_too_long_for_a_file_is_refused(tmp_path, kind, length):
+    """A data set name of 300 characters ran until its group's folder could not be made
+    ("File name too long"), and was then taken for a full disk."""
+    name = "d" * length
+    (tmp_path / "points.csv").write_text("x,y,group\n0,0,a\n1,1,b\n2,2,a\n3,3,b\n")
+    data = f'\n[data.{name}]\npath = "points.csv"\nlabel_column = "group"\n'
+    text = (f'name = "{name}"\n' + MINIMAL if kind == "spec" else
+            MINIMAL.replace('["iris"]', f'["{name}"]') + data)
+    with pytest.raises(ValueError, match=f"at most 100 characters.*this one has {length}"):
+        parse_spec(text, source="test.toml", folder=tmp_path)
+    accepted = "d" * 100
+    parse_spec(text.replace(name, accepted), source="test.toml", folder=tmp_path)

@@ -8,7 +8,8 @@ both best-s selections in ``<store stem>-selections.zarr`` beside the store, or 
 ``out_dir`` when the store's folder is read-only (the store itself is only read). It works
 on a partial cube: missing cells are counted and shown, never averaged. It refuses a store
 whose chunks fail verification (:mod:`pcskm.runner.store.integrity`): their values are not shown
-as computed.
+as computed. While it writes, ``out_dir`` holds the file ``PARTIAL``, removed once the
+report is complete: a report killed or failed midway leaves it.
 """
 
 import logging
@@ -25,6 +26,16 @@ __all__ = ["collect", "failed_fits", "fitted", "open_store", "sidecar_path", "st
            "write_report"]
 
 log = logging.getLogger("pcskm")
+
+
+# The file that marks a report folder being written: made before the first file of the
+# report, removed after the last (docs/reference/cli.md, pcskm report). A folder that keeps
+# it holds a report stopped or failed midway, its files a mix of old and new.
+PARTIAL = "PARTIAL"
+PARTIAL_TEXT = ("This report folder is incomplete: pcskm report was stopped or failed while "
+                "writing it, and its files may mix an older report's with a newer one's. "
+                "Write it again with pcskm report; this file goes when a report is "
+                "complete.\n")
 
 
 class OutputNotWritable(ValueError):
@@ -94,7 +105,11 @@ def write_report(store, out_dir=None, focus=None, baseline=None, grids="primary"
         return write_document(_verified_results(store, sidecar, progress, baseline), out,
                               focus=focus, progress=progress, grids=grids)
 
-    return read_consistently(store, write)
+    marker = out / PARTIAL
+    marker.write_text(PARTIAL_TEXT)
+    written = read_consistently(store, write)
+    marker.unlink()  # the last file of the report is written, the figures' too
+    return written
 
 
 def _verified_results(store, sidecar, progress, baseline=None):

@@ -15,7 +15,14 @@ Every report writes what a later report needs to compare with it without its cub
   the failure value, and per data set its data digest (SHA-256), grid (inits, kinds,
   percentages, runs, folds) and a digest of its constraint counts per (kind, percent). The
   folds and constraint samples are drawn from the seed, the data and these settings
-  (docs/method/protocol.md §2), so equal settings and data give equal folds and constraints.
+  (docs/method/protocol.md §2), so equal settings and data give equal folds and constraints;
+  and, under ``files``, the SHA-256 of the two value files (:func:`file_digests`).
+
+:func:`read` refuses a folder whose value file does not have its recorded digest, or whose
+record has none, naming the file, and a file that cannot be read (truncated, not JSON, not
+CSV) in one line naming it: values edited after the report are never compared.
+:func:`record_digests` adds the digests to the record of a folder written before reports
+carried them, without writing anything else.
 
 :func:`join` puts the baseline's algorithms that the store has not computed beside the
 store's, so that every test of the report runs on the joined values. Under the rule
@@ -28,6 +35,7 @@ pairs across the two sources) and is otherwise NaN, a case the tests leave out.
 import hashlib
 import json
 import numbers
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +50,7 @@ from .failure_rules import AVAILABLE, COMPLETE_CASE, DIM, ITT, RULES
 PROTOCOL_FILE = "baseline_protocol.json"
 VALUES_FILE = "baseline_values.csv.gz"
 RUN_FOLD_FILE = "baseline_run_fold.csv.gz"
+VALUE_FILES = (VALUES_FILE, RUN_FOLD_FILE)
 FORMAT = 1
 KEYS = ["dataset", "selection", "algorithm", "init", "kind", "percent"]
 COUNTS = ["n_subsets", "n_cells", "n_expected", "n_failed"]
@@ -149,8 +158,68 @@ def write(results, primary, out, written):
                                             compression=GZIP)
     _wide_run_fold(results.run_fold, primary).to_csv(
         paths[1], index=False, float_format=FULL_PRECISION, compression=GZIP)
-    paths[2].write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    _write_record(out, {**record, "files": file_digests(out)})
     written.extend(paths)
+
+
+def _write_record(folder, record):
+    (folder / PROTOCOL_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def file_digests(folder):
+    """File name -> SHA-256 (hex) of the two value files of the report folder ``folder``."""
+    return {name: hashlib.sha256((Path(folder) / name).read_bytes()).hexdigest()
+            for name in VALUE_FILES}
+
+
+def record_digests(folder):
+    """Add the SHA-256 of its value files (:func:`file_digests`) to the
+    ``baseline_protocol.json`` of the report folder ``folder``, written before reports carried
+    them; nothing else of the record changes."""
+    folder = Path(folder)
+    _write_record(folder, {**_record(folder), "files": file_digests(folder)})
+
+
+def _record(folder):
+    """The parsed ``baseline_protocol.json`` of ``folder``; ValueError naming the file when
+    it is not a JSON object."""
+    path = folder / PROTOCOL_FILE
+    try:
+        record = json.loads(path.read_text())
+    except (ValueError, OSError) as error:  # JSONDecodeError and UnicodeDecodeError too
+        raise ValueError(f"--baseline: {path} cannot be read ({type(error).__name__}: "
+                         f"{error}); write the report folder again with pcskm report") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"--baseline: {path} is not a baseline record (a JSON "
+                         f"{type(record).__name__}, not an object); write the report folder "
+                         "again with pcskm report")
+    return record
+
+
+def _check_digests(folder, record):
+    """Refuse (ValueError naming the file) a value file of ``folder`` whose SHA-256 is not
+    the one ``record`` holds for it, or a record that holds none."""
+    recorded = record.get("files")
+    if not isinstance(recorded, dict):
+        raise ValueError(f"--baseline: {folder / PROTOCOL_FILE} records no SHA-256 of the "
+                         "value files (a report folder written before reports carried them): "
+                         "write it again with pcskm report, or, if its files are as that "
+                         "report wrote them, add the digests with "
+                         "pcskm.experiments.report.baseline.record_digests")
+    for name, digest in file_digests(folder).items():
+        if recorded.get(name) != digest:
+            raise ValueError(f"--baseline: {folder / name} is not the file its report wrote "
+                             f"(SHA-256 {digest[:12]}, recorded {str(recorded.get(name))[:12]} "
+                             f"in {PROTOCOL_FILE}): edited or damaged; its values are not used")
+
+
+def _csv(path):
+    """The table of the value file ``path``; ValueError naming it when it cannot be read."""
+    try:
+        return pd.read_csv(path, dtype=LABELS)
+    except (ValueError, OSError, EOFError, zlib.error) as error:  # ParserError is a ValueError
+        raise ValueError(f"--baseline: {path} cannot be read ({type(error).__name__}: "
+                         f"{error})") from None
 
 
 def _rules(wide):
@@ -179,7 +248,7 @@ class Baseline:
 
 def read(folder):
     """The :class:`Baseline` of the report folder ``folder``; ValueError naming what is
-    missing."""
+    missing, a file that cannot be read or one that is not as its report wrote it."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"--baseline {folder}: no such folder (give a report folder, e.g. "
@@ -190,8 +259,9 @@ def read(folder):
         raise ValueError(f"--baseline {folder} has no {', '.join(absent)}: not a report "
                          "folder, or one written before reports carried them (write it again "
                          "with pcskm report from its store)")
-    record = json.loads((folder / PROTOCOL_FILE).read_text())
-    frame = pd.read_csv(folder / VALUES_FILE, dtype=LABELS)
+    record = _record(folder)
+    _check_digests(folder, record)
+    frame = _csv(folder / VALUES_FILE)
     values = (frame.rename(columns={"dataset": "family"})
               .set_index(["family", *KEYS[1:]]).to_xarray())
     rules = _rules(values)
@@ -199,7 +269,7 @@ def read(folder):
     values = values[VARIABLES].assign(f_rules=rules).reindex(algorithm=order)
     values = _typed(values.fillna({name: 0 for name in COUNTS} | {"complete": False}))
     run_fold = {}
-    table = pd.read_csv(folder / RUN_FOLD_FILE, dtype=LABELS)
+    table = _csv(folder / RUN_FOLD_FILE)
     for label, part in table.groupby("dataset", sort=False):
         wide = part.drop(columns="dataset").set_index(RUN_FOLD_KEYS[1:]).to_xarray()
         run_fold[label] = _rules(wide)

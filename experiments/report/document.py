@@ -257,7 +257,10 @@ def _failures(doc, results, out, written):
     _csv(table, out, "failures.csv", written)
     doc.paragraph(
         f"A fit fails with status {_failures_named(results)} (F = NaN); means leave "
-        f"it out (§9). `failures.csv` gives, per data set{_subsets(results, 'summed')}, "
+        "it out (§9). Every failure counted is the method's own: a fault of the machine during "
+        "a fit (out of memory, a failing disk, a lost worker) leaves its cells missing, never "
+        "failed (docs/reference/cube-schema.md, Status codes). `failures.csv` gives, per "
+        f"data set{_subsets(results, 'summed')}, "
         "algorithm, init, kind and percentage, the computed cells and fits, the failed fits "
         "and their share (`failed_fit_rate`), the cells with no successful fit at any s "
         "(`cells_all_failed`), and per selection the failed share of the cells behind the "

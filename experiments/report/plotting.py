@@ -10,6 +10,7 @@ import functools
 import itertools
 import multiprocessing
 import re
+import sys
 from dataclasses import dataclass
 
 from matplotlib.figure import Figure
@@ -141,28 +142,47 @@ class _Saves:
         self.workers, self.running, self.failed = workers, [], []
 
     def start(self, path, target, *args):
-        """``target(*args)`` in a forked child, which writes ``path``."""
+        """``target(*args)`` in a forked child, which writes ``path``; the child's error
+        comes back as one line (:func:`_in_child`), not as a traceback on stderr."""
         while len(self.running) >= self.workers:
             self._wait(self.running[0])
-        child = multiprocessing.get_context("fork").Process(target=target, args=args,
-                                                            daemon=True)
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        child = context.Process(target=_in_child, args=(sender, target, *args), daemon=True)
         with forking.fork_safely():
             child.start()
-        self.running.append((child, path))
+        sender.close()
+        self.running.append((child, path, receiver))
 
     def _wait(self, entry):
-        child, path = entry
+        child, path, receiver = entry
         child.join()
         self.running.remove(entry)
         if child.exitcode != 0:
-            self.failed.append(str(path))
+            error = receiver.recv() if receiver.poll() else f"exit code {child.exitcode}"
+            self.failed.append(f"{path} ({error})")
+        receiver.close()
 
     def finish(self):
         while self.running:
             self._wait(self.running[0])
         if self.failed:
-            raise RuntimeError(f"could not write the figure(s) {', '.join(self.failed)} "
-                               "(the error is printed above)")
+            raise FigureNotWritten(f"could not write the figure(s) {'; '.join(self.failed)}")
+
+
+class FigureNotWritten(RuntimeError):
+    """A figure a forked child could not write (its error in one line)."""
+
+
+def _in_child(sender, target, *args):
+    """In a forked child: ``target(*args)``; an error is sent to the parent as one line,
+    ``"Type: message"``, and ends the child with exit code 1, with no traceback."""
+    try:
+        target(*args)
+    except BaseException as error:  # whatever it is, the parent names it
+        with contextlib.suppress(OSError):
+            sender.send(f"{type(error).__name__}: {error}")
+        sys.exit(1)
 
 
 _saves = None  # the active _Saves of parallel_saves, else None
@@ -211,7 +231,8 @@ def draw(path, build):
 def parallel_saves(workers=None):
     """Within the block, :func:`save` renders each figure in a forked child, at most
     ``workers`` at a time (default: the cores this process may use); on leaving it, waits
-    for them all and raises RuntimeError naming any figure not written. Without fork
+    for them all and raises :class:`FigureNotWritten` (a RuntimeError) naming any figure not
+    written and why. Without fork
     (:func:`forking.can_fork`) or with one worker, figures are saved at once."""
     global _saves
     workers = (workers or forking.cores()) if forking.can_fork() else 1
