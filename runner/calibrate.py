@@ -271,6 +271,12 @@ def task_weights(tasks, view, spec, kept=None):
     from the groups of ``kept`` (a :class:`Kept` calibration of this machine and code), or,
     where no group has a kept probe, the work units of the task's samples (:func:`_units`).
     Counting cells alone took the cells of a light task for those of a heavy one."""
+    return kept_estimate(tasks, view, spec, kept)[0]
+
+
+def kept_estimate(tasks, view, spec, kept=None):
+    """``(weights, calibrated)``: :func:`task_weights`, and whether they are seconds (some
+    group of ``tasks`` has probes in ``kept``) rather than work units."""
     parts = [_parts(task, view, spec) for task in tasks]
     costs = {}
     if kept is not None:
@@ -280,7 +286,7 @@ def task_weights(tasks, view, spec, kept=None):
                 if probes and key not in costs:
                     costs[key] = _group_cost(probes)
     rate = _unprobed_rate(costs) if costs else 1.0
-    return [_task_seconds(task_parts, costs, rate) for task_parts in parts]
+    return [_task_seconds(task_parts, costs, rate) for task_parts in parts], bool(costs)
 
 
 def _machine():
