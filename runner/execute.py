@@ -314,6 +314,12 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         for key, worker, seconds in clock.overdue():
             _end_overdue(client, future_of[key], worker, seconds, task_timeout, summary)
             shown.finished(by_key[key].n_cells, work=weight_of[key], failed=True)
+        for key, times in clock.given_up():
+            client.cancel(future_of[key])
+            message = _lost_message(times, clock.expected(key), wall_seconds)
+            summary.errors.append((key, message))
+            log.error("task %s: %s", key, message)
+            shown.finished(by_key[key].n_cells, work=weight_of[key], failed=True)
         shown.slow(clock.slow())
 
     nanny, quiet = logging.getLogger("distributed.nanny"), _QuietRestarts()
@@ -365,7 +371,8 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                     raise OSError(error.errno, error.strerror, error.filename) from None
                 message = ("".join(traceback.format_exception_only(type(error), error)).strip()
                            if not isinstance(error, KilledWorker) else
-                           _killed_message(error, clock.expected(future.key), wall_seconds))
+                           _lost_message(error.allowed_failures + 1,
+                                         clock.expected(future.key), wall_seconds))
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
                 shown.finished(task.n_cells, work=weight_of[future.key], failed=True)
@@ -394,14 +401,14 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     return summary
 
 
-def _killed_message(error, expected, wall_seconds):
-    """One line for a task whose workers died ``error.allowed_failures + 1`` times while it
-    ran (``expected``: its expected one-core seconds, or None), in place of Dask's
-    KilledWorker text: with batch jobs of ``wall_seconds``, the jobs' end is the likely cause
-    and a longer wall time the remedy; else a crash or the workers' memory limit."""
+def _lost_message(times, expected, wall_seconds):
+    """One line for a task whose workers died (or retired) ``times`` times while it ran
+    (``expected``: its expected one-core seconds, or None), in place of Dask's KilledWorker
+    text: with batch jobs of ``wall_seconds``, the jobs' end is the likely cause and a longer
+    wall time the remedy; else a crash or the workers' memory limit."""
     estimate = ("its expected time unknown" if expected is None
                 else f"expected to take about {expected:.0f} s")
-    lost = (f"its workers died {error.allowed_failures + 1} times while it ran ({estimate})")
+    lost = f"its workers died {times} times while it ran ({estimate})"
     if wall_seconds is not None:
         return (f"{lost}: the batch jobs' wall time, {wall_seconds:.0f} s, most likely ended "
                 "them first. Give the jobs a longer walltime in jobqueue.yaml "

@@ -13,7 +13,11 @@ nanny), so that the task is neither run again nor left holding the worker; its c
 missing and the run ends non-zero naming it (:mod:`pcskm.runner.execute`).
 
 Between two asks, the workers gone are counted as lost, and the tasks they were running as
-restarted (the scheduler runs them again elsewhere): the progress line shows both.
+restarted (the scheduler runs them again elsewhere): the progress line shows both. A task
+restarted ``MAX_RESTARTS`` times is given up (:meth:`TaskClock.given_up`): a worker that
+retires at its lifetime (:func:`pcskm.runner.clusters.worker_lifetime`) hands its task back
+without Dask counting a failure, so a task longer than the jobs' wall time would otherwise
+start again for ever.
 
 A task's expected time is its weight (:func:`pcskm.runner.calibrate.task_weights`) at the
 rate of the tasks finished so far (their compute seconds over their weight); one that has run
@@ -22,11 +26,13 @@ line (:meth:`TaskClock.slow`), so that a hung estimator shows before any limit e
 """
 
 import time
+from collections import Counter
 
 from .progress import duration
 
 SLOW_FACTOR = 3.0
 SLOW_SECONDS = 60.0
+MAX_RESTARTS = 3  # times a task may lose its worker (Dask's allowed-failures, 3)
 
 
 def executing(dask_scheduler):
@@ -47,7 +53,7 @@ class TaskClock:
     run (None: no limit)."""
 
     def __init__(self, client, weight_of, limit=None, *, every=1.0, slow_factor=SLOW_FACTOR,
-                 slow_seconds=SLOW_SECONDS):
+                 slow_seconds=SLOW_SECONDS, max_restarts=MAX_RESTARTS):
         self.client, self.weight_of, self.limit, self.every = client, weight_of, limit, every
         self.slow_factor, self.slow_seconds = slow_factor, slow_seconds
         self.running = {}  # key -> (worker, seconds), as last asked
@@ -58,6 +64,8 @@ class TaskClock:
         self.done = set()  # keys finished
         self.n_lost = 0  # workers gone (died, killed, retired at their lifetime)
         self.n_restarted = 0  # times a task lost its worker while it ran
+        self.restarts = Counter()  # key -> times it lost its worker while it ran
+        self.max_restarts = max_restarts
 
     def finished(self, key, seconds):
         """The task ``key`` finished after ``seconds`` of compute."""
@@ -80,8 +88,10 @@ class TaskClock:
         running, workers = self.client.run_on_scheduler(executing)
         workers = set(workers)
         self.n_lost += len(self.workers - workers)
-        self.n_restarted += sum(worker not in workers and key not in self.done | self.ended
-                                for key, (worker, _) in self.running.items())
+        for key, (worker, _) in self.running.items():
+            if worker not in workers and key not in self.done | self.ended:
+                self.restarts[key] += 1
+                self.n_restarted += 1
         self.running = {key: value for key, value in running.items() if key in self.weight_of}
         self.workers = workers
 
@@ -94,6 +104,16 @@ class TaskClock:
                 if seconds > self.limit and key not in self.ended]
         self.ended.update(key for key, _, _ in late)
         return late
+
+    def given_up(self):
+        """``(key, restarts)`` of each task that has lost its worker ``max_restarts`` times
+        while it ran, once each: its workers keep dying (or retiring at their lifetime, which
+        Dask does not count as a failure) before it ends."""
+        self.ask()
+        lost = [(key, n) for key, n in self.restarts.items()
+                if n >= self.max_restarts and key not in self.ended | self.done]
+        self.ended.update(key for key, _ in lost)
+        return lost
 
     def slow(self):
         """``"task K has run 4.2 min, 3 times or more its expected 1.2 min"`` for the task

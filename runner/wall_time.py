@@ -13,9 +13,9 @@ one (:func:`pcskm.runner.calibrate.kept_estimate`), else its work units at
 
 The planner never splits a chunk (one data set, kind and percentage with every algorithm,
 init, run and fold: the unit one task writes whole). A chunk estimated over the shortest
-life of a worker (its lifetime less the stagger) can never finish: the run is refused
-before any job is submitted (:class:`TaskCannotFit`), naming the chunk, its estimate and the
-wall time.
+life of a worker (its lifetime less the stagger; by work units alone, ``UNCALIBRATED_SLACK``
+times that) can never finish: the run is refused before any job is submitted
+(:class:`TaskCannotFit`), naming the chunk, its estimate and the wall time.
 """
 
 from dataclasses import dataclass
@@ -25,6 +25,10 @@ from .progress import duration
 TASK_SHARE = 0.25  # the most of the wall time a task is planned to take
 SECONDS_PER_UNIT = 0.6e-6  # one-core seconds per work unit (pcskm.runner.tasks.MIN_WORK)
 MAX_CUTS = 12  # halvings of min_work tried before a task over the share is left as it is
+# Work units price a task within a factor of several (ionosphere's chunks: 54 s by units,
+# about 10 s measured on Slurm jobs of 1 min): without a calibration, a chunk is refused
+# only when its units exceed UNCALIBRATED_SLACK times a worker's life.
+UNCALIBRATED_SLACK = 5.0
 
 
 class TaskCannotFit(ValueError):
@@ -113,7 +117,8 @@ def sized_plan(spec, view, wall, kept=None, *, shortest_life=None, **plan_option
         the_plan = plan(spec, view, min_work=min_work,
                         **{k: v for k, v in plan_options.items() if k != "min_work"})
         seconds, calibrated = estimates(the_plan.tasks, view, spec, kept)
-    too_long = [i for i, s in enumerate(seconds) if s > shortest_life]
+    slack = 1.0 if calibrated else UNCALIBRATED_SLACK
+    too_long = [i for i, s in enumerate(seconds) if s > slack * shortest_life]
     if too_long:
         i = max(too_long, key=seconds.__getitem__)
         how = "the kept calibration" if calibrated else "its work units"
@@ -122,8 +127,10 @@ def sized_plan(spec, view, wall, kept=None, *, shortest_life=None, **plan_option
             f"{seconds[i]:.0f} s on one core (by {how}), longer than a worker lives in a job "
             f"of the wall time {wall:.0f} s (at least {shortest_life:.0f} s before it "
             "retires): it could never finish, and a chunk is never split. Give the jobs a "
-            "longer walltime in jobqueue.yaml (docs/guide/hpc.md, Wall time); nothing was "
-            "submitted")
+            "longer walltime in jobqueue.yaml (docs/guide/hpc.md, Wall time)"
+            + ("" if calibrated else ", or time it with pcskm run --dry-run, whose "
+               "calibration is kept")
+            + "; nothing was submitted")
     return Sizing(plan=the_plan, seconds=seconds, calibrated=calibrated, wall_seconds=wall)
 
 

@@ -18,6 +18,7 @@ from pcskm.runner.tasks import plan
 from pcskm.runner.wall_time import (
     SECONDS_PER_UNIT,
     TASK_SHARE,
+    UNCALIBRATED_SLACK,
     TaskCannotFit,
     job_wall_seconds,
     sized_plan,
@@ -120,13 +121,14 @@ def test_a_chunk_longer_than_a_worker_lives_is_refused_naming_it():
     by_chunk = plan(SPEC, view, min_work=1).tasks
     heaviest = max(by_chunk, key=lambda task: units_seconds(task, view))
     seconds = units_seconds(heaviest, view)
+    slack = UNCALIBRATED_SLACK  # no calibration: by work units, refused only well over it
     with pytest.raises(TaskCannotFit) as refused:
-        sized_plan(SPEC, view, 10 * seconds, shortest_life=0.9 * seconds)
+        sized_plan(SPEC, view, 10 * seconds, shortest_life=0.9 * seconds / slack)
     message = str(refused.value)
     assert f"the chunk dataset={heaviest.dataset}, kind=" in message
     assert f"estimated at {seconds:.0f} s on one core" in message
     assert f"the wall time {10 * seconds:.0f} s" in message and "nothing was submitted" in message
-    sized_plan(SPEC, view, 10 * seconds, shortest_life=1.1 * seconds)  # fits: not refused
+    sized_plan(SPEC, view, 10 * seconds, shortest_life=1.1 * seconds / slack)  # not refused
 
 
 def test_the_progress_line_counts_lost_workers_and_restarted_tasks():
@@ -157,10 +159,28 @@ def test_the_progress_line_counts_lost_workers_and_restarted_tasks():
 def test_a_task_whose_workers_keep_dying_is_named_in_one_line(wall, words):
     from distributed import KilledWorker
 
-    from pcskm.runner.execute import _killed_message
+    from pcskm.runner.execute import _lost_message
 
     error = KilledWorker("pcskm-iris-random-10-0-abc", "tcp://127.0.0.1:1", allowed_failures=3)
-    message = _killed_message(error, 80.4, wall)
+    message = _lost_message(error.allowed_failures + 1, 80.4, wall)
     assert message.startswith("its workers died 4 times while it ran (expected to take "
                               "about 80 s)")
     assert words in message and "\n" not in message and "KilledWorker" not in message
+
+
+def test_a_task_that_keeps_losing_its_worker_is_given_up_once():
+    from test_task_timeout import FakeScheduler
+
+    from pcskm.runner.task_clock import TaskClock
+
+    client = FakeScheduler()
+    clock = TaskClock(client, {"a": 1.0, "b": 1.0}, every=0.0, max_restarts=3)
+    for n in range(3):  # a retires with each worker; b stays on w0 throughout
+        client.executing = {"a": (f"w{n + 1}", 40.0), "b": ("w0", 1.0)}
+        assert clock.given_up() == []
+    client.executing = {"b": ("w0", 1.0)}
+    assert clock.given_up() == [("a", 3)]  # w1, w2 and w3 gone while it ran on them
+    clock.finished("b", 1.0)
+    client.executing, client.idle = {}, {"w0"}
+    assert clock.given_up() == []  # a given up once only; b finished on w0, still here
+    assert (clock.n_lost, clock.n_restarted) == (3, 3)
