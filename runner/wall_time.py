@@ -121,7 +121,8 @@ def sized_plan(spec, view, wall, kept=None, *, shortest_life=None, **plan_option
     too_long = [i for i, s in enumerate(seconds) if s > slack * shortest_life]
     if too_long:
         i = max(too_long, key=seconds.__getitem__)
-        how = "the kept calibration" if calibrated else "its work units"
+        how = ("the kept calibration" if calibrated else
+               f"its work units, which may err several-fold: refused at {slack:g} times")
         raise TaskCannotFit(
             f"the chunk {describe(the_plan.tasks[i])} is estimated at "
             f"{seconds[i]:.0f} s on one core (by {how}), longer than a worker lives in a job "
