@@ -126,7 +126,7 @@ def _parts(task, view, spec):
     samples = {True: 0.0, False: 0.0}
     for b, block in enumerate(task.blocks):
         for run in block.runs:
-            share = sum(run in task.runs_of(index, b) for index in range(len(settings)))
+            share = sum((index, b, run) not in task.skip for index in range(len(settings)))
             samples[_has_cv(task.settings, run)] += share / len(settings) * len(task.fold_list)
     n = attrs["n_samples"]
     return [(_GroupKey(n, attrs["n_features"], attrs["n_clusters"], mean_constraints(n, spec),
