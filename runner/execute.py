@@ -569,9 +569,10 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
     if reuse_from is not None:
         copied = copy_done_blocks(cube, reuse_from)
         log.info("copied %d done cells from %s", copied, reuse_from)
-    the_plan = plan_for_jobs(spec, cube, None if client is not None else cluster_options,
-                             preload, selection=selection, force=force, data_dir=data_dir,
-                             min_work=min_work, recompute_changed=recompute_changed)
+    jobs = None if (where or {}).get("client") else cluster_options  # not a caller's client
+    the_plan = plan_for_jobs(spec, cube, jobs, preload, selection=selection, force=force,
+                             data_dir=data_dir, min_work=min_work,
+                             recompute_changed=recompute_changed)
     if recompute_changed:
         log.info("%d done cells were computed by code other than the current one (pcskm "
                  "status lists the codes): computed again", the_plan.n_cells_changed)
@@ -609,8 +610,7 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
                       summary=summary, worker_timeout=worker_timeout, queued=queued,
                       weights=task_weights(the_plan.tasks, cube, spec, Kept(preload or ())),
                       task_timeout=_time_limit(task_timeout, spec),
-                      wall_seconds=job_wall_seconds(None if (where or {}).get("client")
-                                                    else cluster_options))
+                      wall_seconds=job_wall_seconds(jobs))
     except KeyboardInterrupt:  # while starting, computing, writing or stopping the cluster
         summary.interrupted = not summary.complete
     except BaseException as error:
