@@ -12,10 +12,11 @@ stores (``cv_folds``, ``cv_algorithms``, ``gap_permutations``; docs/method/selec
 Data sets outside the registry are defined in ``[data.NAME]`` tables
 (:mod:`pcskm.experiments.sources`, docs/method/datasets.md §8) and listed in ``datasets``.
 The ``[report]`` table (``focus``: the algorithm ``pcskm report`` compares with the others)
-is outside the hash. The ``[preregistration]`` table (:class:`Preregistration`: the primary
-selection rule, focus, level, alpha and hypotheses, docs/reference/spec-toml.md) is outside
-the hash too (it changes no cell), but a store records it and refuses to change it once a cell
-is computed (``runner.store.prepare``).
+and the ``[run]`` table (``task_timeout``: the seconds a task may run) are outside the
+hash. The ``[preregistration]`` table (:class:`Preregistration`: the primary selection
+rule, focus, level, alpha and hypotheses, docs/reference/spec-toml.md) is outside the hash
+too (it changes no cell), but a store records it and refuses to change it once a cell is
+computed (``runner.store.prepare``).
 The bundled specs are ``smoke``, ``quick``,
 ``paper``, ``unpaired`` and ``contamination`` (``experiments/specs/*.toml``).
 """
@@ -56,7 +57,7 @@ _DEFAULTS = {
     "description": "", "seed": 0, "seeding_kinds": ["random"], "n_folds": 10, "max_iter": 25,
     "sparsity_start": 1.1, "sparsity_step": 0.2, "sparsity_max_values": 30, "variants": {},
     "design": "paired", "cv_folds": 0, "gap_permutations": 0, "cv_algorithms": None,
-    "cv_runs": None, "data": {}, "report": {}, "preregistration": None,
+    "cv_runs": None, "data": {}, "report": {}, "run": {}, "preregistration": None,
 }
 # Keys added after specs and stores were first written, with the value that everything
 # written before them implies: left out of the hash at that value (so that such a spec keeps
@@ -72,6 +73,9 @@ _RANGE_KEYS = ("start", "stop", "step")
 # The [report] table: how pcskm report presents the results (docs/reference/spec-toml.md,
 # "[report]"). It changes no result, so it is neither in to_dict nor in the hash.
 _REPORT_KEYS = ("focus",)
+# The [run] table: how pcskm run computes (docs/reference/spec-toml.md, "[run]"). It changes
+# no result either: neither in to_dict nor in the hash.
+_RUN_KEYS = ("task_timeout",)
 # The [preregistration] table (docs/reference/spec-toml.md, "[preregistration]"): the analysis
 # stated before any run. It changes no cell, so it is outside the hash; the store records it.
 _PREREGISTRATION_REQUIRED = ("rule", "focus", "hypotheses")
@@ -192,6 +196,7 @@ class ExperimentSpec:
     data: tuple = ()  # the DataDefinitions of the [data.NAME] tables, in spec order
     source_text: str = ""
     focus: str | None = None  # [report] focus: the algorithm the report compares with the others
+    task_timeout: float | None = None  # [run] task_timeout: seconds a task may run; None: none
     preregistration: Preregistration | None = None  # [preregistration]; outside the hash
     # the absolute path of the file the spec was read from (load_spec); None: bundled, or text
     path: str | None = field(default=None, compare=False)
@@ -400,6 +405,18 @@ class _Checker:
         if "focus" not in table:
             return None
         return self.focus(table["focus"], algorithms, "report.focus")
+
+    def run(self, table):
+        """The ``[run]`` table's ``task_timeout``: a positive number of seconds, or None."""
+        if not isinstance(table, dict):
+            self.fail(f"run must be a table ([run]); got {table!r}")
+        self.keys(table, _RUN_KEYS, "[run]")
+        if "task_timeout" not in table:
+            return None
+        seconds = self.number(table["task_timeout"], "run.task_timeout")
+        if not 0 < seconds < float("inf"):
+            self.fail(f"run.task_timeout must be a positive number of seconds; got {seconds:g}")
+        return seconds
 
     def focus(self, focus, algorithms, key):
         """``focus`` (the value of ``key``): the name of one of the spec's ``algorithms``."""
@@ -702,6 +719,7 @@ def parse_spec(text, *, source="<string>", default_name="spec", folder=None,
         data=data,
         source_text=text,
         focus=focus,
+        task_timeout=check.run(values["run"]),
         preregistration=preregistration,
     )
 

@@ -130,7 +130,7 @@ def _parts(task, view, spec):
     samples = {True: 0.0, False: 0.0}
     for b, block in enumerate(task.blocks):
         for run in block.runs:
-            share = sum(run in task.runs_of(index, b) for index in range(len(settings)))
+            share = sum((index, b, run) not in task.skip for index in range(len(settings)))
             samples[_has_cv(task.settings, run)] += share / len(settings) * len(task.fold_list)
     n = attrs["n_samples"]
     return [(_GroupKey(n, attrs["n_features"], attrs["n_clusters"], mean_constraints(n, spec),
@@ -289,6 +289,12 @@ def task_weights(tasks, view, spec, kept=None):
     from the groups of ``kept`` (a :class:`Kept` calibration of this machine and code), or,
     where no group has a kept probe, the work units of the task's samples (:func:`_units`).
     Counting cells alone took the cells of a light task for those of a heavy one."""
+    return kept_estimate(tasks, view, spec, kept)[0]
+
+
+def kept_estimate(tasks, view, spec, kept=None):
+    """``(weights, calibrated)``: :func:`task_weights`, and whether they are seconds (some
+    group of ``tasks`` has probes in ``kept``) rather than work units."""
     parts = [_parts(task, view, spec) for task in tasks]
     costs = {}
     if kept is not None:
@@ -298,7 +304,7 @@ def task_weights(tasks, view, spec, kept=None):
                 if probes and key not in costs:
                     costs[key] = _group_cost(probes)
     rate = _unprobed_rate(costs) if costs else 1.0
-    return [_task_seconds(task_parts, costs, rate) for task_parts in parts]
+    return [_task_seconds(task_parts, costs, rate) for task_parts in parts], bool(costs)
 
 
 def _machine():

@@ -117,12 +117,14 @@ def _dry_run(args, spec, store, selection):
         write_seconds,
         written_bytes,
     )
-    from .tasks import plan
+    from .wall_time import job_wall_seconds, plan_for_jobs, sized_plan
 
     process = process_age_seconds()
     view = CubeView.planned(store, spec, args.data_dir)
-    the_plan = plan(spec, view, selection=selection, force=args.force, data_dir=args.data_dir,
-                    recompute_changed=args.recompute_changed)
+    options = _cluster_options(args)
+    plan_options = {"selection": selection, "force": args.force, "data_dir": args.data_dir,
+                    "recompute_changed": args.recompute_changed}
+    the_plan = plan_for_jobs(spec, view, options, args.preload, say=False, **plan_options)
     location = where(store)
     print(f"spec {spec.name} (hash {spec.hash()[:12]}), store {store}"
           f"{' (new)' if location.is_new() else ''}")
@@ -177,6 +179,9 @@ def _dry_run(args, spec, store, selection):
               " of the estimated compute: a larger --calibration-seconds times more of them")
     print(f"estimated compute: {duration(result.core_seconds)} on one core "
           f"({result.core_seconds / 3600:.2f} core-hours)")
+    wall = job_wall_seconds(options)
+    if wall is not None:  # by the calibration just kept: what the run will plan
+        print(sized_plan(spec, view, wall, kept, **plan_options).largest())
     # Calibrated compute over (workers x run time): 0.92, the mean of the six runs on 2 local
     # workers on 2 cores, each from an empty store just after its dry run, since the
     # calibration times whole tasks (docs/guide/paper-study.md, Estimating): 0.81 to 0.98 on
@@ -258,7 +263,8 @@ def _run(args, spec, store, selection):
                            worker_timeout=(None if args.worker_timeout is None else
                                            args.worker_timeout or math.inf),
                            take_over=args.take_over, from_tag=args.from_tag,
-                           recompute_changed=args.recompute_changed)
+                           recompute_changed=args.recompute_changed,
+                           task_timeout=args.task_timeout)
     except DataNotFoundError:
         raise  # a usage error (fetch the data), not a failed run: main() reports it
     except IncompatibleStore as error:
@@ -602,6 +608,10 @@ def build_parser():
                        help="stop (with the command that resumes the run) when no worker has "
                             "been connected for this long; 0: never (default 600, never with "
                             "--cluster: batch jobs may be queued for hours)")
+    where.add_argument("--task-timeout", type=_seconds, metavar="SECONDS",
+                       help="end a task that has run this long (its worker restarted, its "
+                            "cells left missing; the run ends non-zero naming it); 0: no "
+                            "limit (default: the spec's [run] task_timeout, else none)")
     run.set_defaults(func=cmd_run)
 
     compile_ = commands.add_parser(

@@ -204,9 +204,61 @@ def _jobqueue_options(system):
             "docs/guide/hpc.md, section 'Batch jobs: --cluster'")
     options = {"job_script_prologue": [*(config.get("job-script-prologue") or []),
                                        *quiet_worker_exports()]}
+    worker_args = list(config.get("worker-extra-args") or [])
+    walltime = wall_seconds(config.get("walltime"))
+    if walltime is not None and not any(str(a).startswith("--lifetime") for a in worker_args):
+        lifetime, stagger = worker_lifetime(walltime)
+        options["worker_extra_args"] = [*worker_args, "--lifetime", f"{lifetime:.0f}s",
+                                         "--lifetime-stagger", f"{stagger:.0f}s"]
     if config.get("log-directory"):
         options["log_directory"] = expand_path(config["log-directory"], "log-directory")
     return options
+
+
+def wall_seconds(walltime):
+    """The seconds of a batch job's wall time as dask-jobqueue's ``walltime`` gives it
+    (``"00:30:00"``, ``"1:00:00"``, ``"2-00:00:00"`` with days, ``"45:00"``, ``"90"`` minutes
+    as Slurm reads a bare number), or None for none."""
+    if walltime in (None, ""):
+        return None
+    text = str(walltime).strip()
+    days, _, clock = text.rpartition("-")
+    try:
+        parts = [float(part) for part in clock.split(":")]
+        seconds = {1: lambda m: 60 * m[0], 2: lambda m: 60 * m[0] + m[1],
+                   3: lambda m: 3600 * m[0] + 60 * m[1] + m[2]}[len(parts)](parts)
+        return seconds + 86400 * (float(days) if days else 0.0)
+    except (ValueError, KeyError):
+        raise ValueError(f"walltime {walltime!r}: expected [days-]hours:minutes:seconds, "
+                         "e.g. \"04:00:00\"") from None
+
+
+# A worker retires before its job's wall time (the Dask worker's --lifetime): it closes
+# gracefully, its finished results are in the store and the task in flight moves to another
+# worker, instead of the batch system killing it mid-write. It retires LIFETIME_MARGIN of the
+# wall time before the end (at least 10 s, at most 5 min: the time to close and for the
+# batch system's kill signal), less a random stagger of up to LIFETIME_STAGGER of the wall
+# time (at most 4 min) either side, so that the jobs of a run do not all end at once
+# (dask-jobqueue's advice: walltime 1 h, --lifetime 55m, --lifetime-stagger 4m). No
+# --lifetime-restart: a worker restarted inside its job would still be killed at the job's
+# end; the adaptive cluster submits a new job instead.
+LIFETIME_MARGIN = (0.05, 10.0, 300.0)  # share of the wall time, least and most seconds
+LIFETIME_STAGGER = (0.05, 240.0)  # share of the wall time, most seconds
+
+
+def worker_lifetime(walltime):
+    """``(lifetime, stagger)`` seconds of a worker in a job of ``walltime`` seconds: it
+    retires ``lifetime`` +- ``stagger`` seconds after it starts, at the latest
+    ``LIFETIME_MARGIN`` before the wall time; a wall time that leaves a worker less than
+    that margin to live is refused."""
+    share, least, most = LIFETIME_MARGIN
+    margin = min(max(share * walltime, least), most)
+    stagger = min(LIFETIME_STAGGER[0] * walltime, LIFETIME_STAGGER[1])
+    lifetime = walltime - margin - stagger
+    if lifetime - stagger < margin:  # a worker would live less than its margin
+        raise ValueError(f"walltime of {walltime:g} s: too short for a worker to start, "
+                         f"compute and retire {margin:g} s before it ends")
+    return lifetime, stagger
 
 
 def expand_path(path, what):

@@ -47,6 +47,7 @@ from .store import (
     write_task,
 )
 from .store.location import process_start
+from .task_clock import TaskClock
 from .tasks import fits, format_only, task_key
 
 log = logging.getLogger("pcskm")
@@ -173,17 +174,17 @@ def _wait_for_a_worker(client, watch):
             client.wait_for_workers(1, timeout=watch.every)
 
 
-def _arrivals(completed, watch, on_count, poll=0.05):
-    """The futures of ``completed`` as they finish; while none is ready, the workers are
-    counted (``watch``; ``on_count(n)`` is told the number), so that a run without workers
-    says so and stops after the watch's timeout."""
+def _arrivals(completed, look, poll=0.05):
+    """The futures of ``completed`` as they finish; while none is ready, ``look()`` is
+    called (it counts the workers, so that a run without workers says so and stops after the
+    watch's timeout, and looks at the tasks' running times)."""
     while True:
         if completed.has_ready():
             yield next(completed)
         elif completed.is_empty():
             return
         else:
-            on_count(watch.count())
+            look()
             time.sleep(poll)
 
 
@@ -250,22 +251,22 @@ def compute_and_write(task, target, place):
     return replace(receipt, written=written)
 
 
-def task_failure(error):
+def task_failure(error, expected=None, wall_seconds=None):
     """What a failed task's ``error`` says: a worker that died while running it (Dask's
-    ``KilledWorker``: its process ended, killed, out of memory, or by the task's own code,
-    on every attempt) in those words; else the exception's type and message."""
+    ``KilledWorker``: its process ended, killed, out of memory, by the task's own code, or at
+    its batch job's end, on every attempt) in one line of :func:`_lost_message` (``expected``:
+    the task's expected one-core seconds; ``wall_seconds``: the batch jobs' wall time); else
+    the exception's type and message."""
     from distributed.scheduler import KilledWorker
 
     if isinstance(error, KilledWorker):
-        worker = getattr(error.last_worker, "address", error.last_worker)
-        return (f"the worker died while running it ({error.allowed_failures + 1} "
-                f"attempt{'s' if error.allowed_failures else ''}, the last on {worker}): its "
-                "process ended (killed, out of memory, or the task's code exited)")
+        return _lost_message(error.allowed_failures + 1, expected, wall_seconds)
     return "".join(traceback.format_exception_only(type(error), error)).strip()
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
-              worker_timeout=WORKER_TIMEOUT, queued=False, weights=None):
+              worker_timeout=WORKER_TIMEOUT, queued=False, weights=None, task_timeout=None,
+              wall_seconds=None):
     """Compute ``tasks`` on ``client``'s cluster, each worker writing its tasks' chunks into
     ``cube`` (:func:`compute_and_write`), and mark done the blocks of every receipt
     (:class:`pcskm.runner.store.writer.DoneMarks`). ``on_result(receipt, summary)`` is called
@@ -277,8 +278,15 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     knows what was written however this ends); a KeyboardInterrupt (SIGINT, or SIGTERM turned
     into one by the CLI) cancels the remaining tasks and returns with ``interrupted`` set.
     ``weights``: the tasks' relative costs, by which the progress weighs the time left
-    (:func:`pcskm.runner.calibrate.task_weights`; by default their cells)."""
-    from distributed import as_completed
+    (:func:`pcskm.runner.calibrate.task_weights`; by default their cells). ``task_timeout``:
+    the seconds a task may run (None: no limit); a task past it is cancelled and its worker
+    restarted (:func:`_end_overdue`), its cells left missing, and counted in
+    ``summary.errors``; the progress names a task far slower than expected
+    (:class:`pcskm.runner.task_clock.TaskClock`) and counts the workers lost and the tasks
+    restarted. A task whose workers kept dying (Dask's KilledWorker) is counted in
+    ``summary.errors`` with one line naming the cause (:func:`_killed_message`;
+    ``wall_seconds``: the batch jobs' wall time, if any)."""
+    from distributed import KilledWorker, as_completed
 
     from .compiling import WorkersCompiling
 
@@ -306,13 +314,34 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         compiling.stop()
         raise
     shown = Progress(sum(task.n_cells for task in tasks), work=sum(weights), bar=progress)
+    clock = TaskClock(client, weight_of, task_timeout)
+    future_of = {future.key: future for future in futures}
     done_before = cube.done_cells()
     start = last = time.perf_counter()
     workers = summary.max_workers = watch.count()
     shown.workers(workers)
+
+    def look():
+        shown.workers(watch.count())
+        shown.lost(clock.n_lost, clock.n_restarted)
+        for key, worker, seconds in clock.overdue():
+            _end_overdue(client, future_of[key], worker, seconds, task_timeout, summary)
+            shown.finished(by_key[key].n_cells, work=weight_of[key], failed=True)
+        for key, times in clock.given_up():
+            client.cancel(future_of[key])
+            message = _lost_message(times, clock.expected(key), wall_seconds)
+            summary.errors.append((key, message))
+            log.error("task %s: %s", key, message)
+            shown.finished(by_key[key].n_cells, work=weight_of[key], failed=True)
+        shown.slow(clock.slow())
+
+    nanny, quiet = logging.getLogger("distributed.nanny"), _QuietRestarts()
+    nanny.addFilter(quiet)
     try:
         completed = as_completed(futures)
-        for future in _arrivals(completed, watch, shown.workers):
+        for future in _arrivals(completed, look):
+            if future.key in clock.ended:  # cancelled at the time limit: counted then
+                continue
             task = by_key[future.key]
             now, count = time.perf_counter(), watch.count()
             summary.worker_seconds += (workers + count) / 2 * (now - last)  # trapezoid
@@ -342,6 +371,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 summary.n_failed_fits += receipt.n_failed_fits
                 summary.compute_seconds += receipt.seconds
                 summary.write_seconds += receipt.write_seconds
+                clock.finished(future.key, receipt.seconds)
                 if on_result is not None:
                     on_result(receipt, summary)
             elif future.status == "error":
@@ -352,7 +382,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 if isinstance(error, OSError) and error.errno == errno.ENOSPC:  # alike too
                     client.cancel(futures)
                     raise OSError(error.errno, error.strerror, error.filename) from None
-                message = task_failure(error)
+                message = task_failure(error, clock.expected(future.key), wall_seconds)
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
                 shown.finished(task.n_cells, work=weight_of[future.key], failed=True)
@@ -360,11 +390,13 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 raise ConnectionError(f"task {future.key} was {future.status}; the Dask "
                                       "scheduler or the connection to it was lost")
             future.release()
+            look()
     except KeyboardInterrupt:
         summary.interrupted = True
         client.cancel(futures)
     finally:
         compiling.stop()
+        nanny.removeFilter(quiet)
         try:
             with held_signals():  # every receipt taken is marked done, however the run ends
                 began = time.perf_counter()
@@ -379,6 +411,59 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     return summary
 
 
+def _lost_message(times, expected, wall_seconds):
+    """One line for a task whose workers died (or retired) ``times`` times while it ran
+    (``expected``: its expected one-core seconds, or None), in place of Dask's KilledWorker
+    text: with batch jobs of ``wall_seconds``, the jobs' end is the likely cause and a longer
+    wall time the remedy; else a crash or the workers' memory limit."""
+    estimate = ("its expected time unknown" if expected is None
+                else f"expected to take about {expected:.0f} s")
+    lost = (f"the worker died while running it ({times} attempt{'s' if times != 1 else ''}; "
+            f"{estimate})")
+    if wall_seconds is not None:
+        return (f"{lost}: the batch jobs' wall time, {wall_seconds:.0f} s, most likely ended "
+                "them first. Give the jobs a longer walltime in jobqueue.yaml "
+                "(docs/guide/hpc.md, Wall time); its cells stay missing")
+    return (f"{lost}: a worker crash or its memory limit (the nanny restarts a worker past "
+            "it); see the workers' logs, or give them more memory; its cells stay missing")
+
+
+def _end_overdue(client, future, worker, seconds, limit, summary):
+    """End the task of ``future``, run ``seconds`` on ``worker`` past the time limit
+    (``limit`` seconds): cancel it, so that it is not run again, and have the scheduler
+    restart its worker (:func:`_restart_worker`), which stops the computing thread with its
+    process; the task is counted in ``summary.errors`` with the limit and the way to change
+    it."""
+    client.cancel(future)
+    status = client.run_on_scheduler(_restart_worker, worker, RESTART_TIMEOUT).get(worker)
+    message = (f"ran {seconds:.0f} s, past the time limit of {limit:g} s per task "
+               "(--task-timeout, or the spec's [run] task_timeout); ended, its worker "
+               + {"OK": "restarted", "removed": "stopped (it has no nanny to restart it)",
+                  None: "gone already"}.get(status, f"not stopped ({status})"))
+    summary.errors.append((future.key, message))
+    log.error("task %s %s", future.key, message)
+
+
+async def _restart_worker(worker, timeout, dask_scheduler=None):
+    """On the scheduler: restart ``worker`` by its nanny (one without a nanny is stopped),
+    not waiting for it to come back; ``{worker: "OK" | "removed" | "timed out"}``."""
+    return await dask_scheduler.restart_workers(
+        [worker], timeout=timeout, wait_for_workers=False, on_error="return",
+        stimulus_id=f"pcskm-task-timeout-{time.time()}")
+
+
+RESTART_TIMEOUT = 30.0  # seconds a worker's nanny has to stop it
+
+
+class _QuietRestarts(logging.Filter):
+    """Drops the nanny's warnings of a worker it kills and starts again (a LocalCluster's
+    nannies log in the client's process): the runner names each worker it restarts."""
+
+    def filter(self, record):
+        return not record.getMessage().startswith(("Worker process still alive after",
+                                                   "Restarting worker"))
+
+
 class ClusterStartError(RuntimeError):
     """The Dask cluster could not be started (e.g. a worker process died while starting)."""
 
@@ -386,7 +471,7 @@ class ClusterStartError(RuntimeError):
 def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, force=False,
              data_dir=None, progress=True, on_result=None, min_work=None, reuse_from=None,
              preload=(), worker_timeout=None, take_over=False, recompute_changed=False,
-             from_tag=None):
+             from_tag=None, task_timeout=None):
     """Fill ``store`` (created or extended as needed) with ``spec``'s missing cells.
 
     ``preload``: Python files of user estimators (single modules) that every worker imports
@@ -409,6 +494,8 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     --recompute-changed``, :meth:`pcskm.runner.store.views.CubeView.changed`). ``from_tag``:
     first reset the repository's branch to the version of that run tag (``pcskm run
     --from-tag``, :meth:`pcskm.runner.store.location.Repository.roll_back`).
+    ``task_timeout``: the seconds a task may run (``pcskm run --task-timeout``; None: the
+    spec's ``[run] task_timeout``, else no limit; 0: no limit), :func:`run_tasks`.
     """
     location = where(store)  # a folder (locked) or a repository (a transaction)
     if from_tag is not None:
@@ -419,14 +506,15 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     with location.writing(take_over):
         return _run_locked(spec, location, client, cluster_options, selection, force, data_dir,
                            progress, on_result, min_work, reuse_from, preload, worker_timeout,
-                           recompute_changed)
+                           recompute_changed, task_timeout)
 
 
 def _run_locked(spec, store, client, cluster_options, selection, force, data_dir, progress,
-                on_result, min_work, reuse_from, preload, worker_timeout, recompute_changed):
+                on_result, min_work, reuse_from, preload, worker_timeout, recompute_changed,
+                task_timeout):
     from .preload import import_files
     from .store import CubeView
-    from .tasks import plan
+    from .wall_time import plan_for_jobs
 
     started, clock = datetime.now(UTC), time.perf_counter()
     where = cluster_options if client is None else {"client": True}
@@ -434,12 +522,14 @@ def _run_locked(spec, store, client, cluster_options, selection, force, data_dir
     with contextlib.ExitStack() as stack:
         if client is None and _is_new(store):  # a run that fails to start leaves no store
             view = CubeView.planned(store, spec, data_dir)
-            client = _start_cluster(stack, cluster_options or {}, plan(
-                spec, view, selection=selection, data_dir=data_dir, min_work=min_work).tasks)
+            client = _start_cluster(stack, cluster_options or {}, plan_for_jobs(
+                spec, view, cluster_options, preload, say=False, selection=selection,
+                data_dir=data_dir, min_work=min_work).tasks)
             _check_submitted(client)
         return _prepared_run(spec, store, client, cluster_options, selection, force,
                              data_dir, progress, on_result, min_work, reuse_from, preload,
-                             started, clock, where, worker_timeout, recompute_changed)
+                             started, clock, where, worker_timeout, recompute_changed,
+                             task_timeout)
 
 
 SUBMIT_WAIT = 60.0  # seconds a new store waits for the batch system to answer a first job
@@ -474,7 +564,7 @@ def _is_new(store):
 
 def _prepared_run(spec, store, client, cluster_options, selection, force, data_dir, progress,
                   on_result, min_work, reuse_from, preload, started, clock, where,
-                  worker_timeout, recompute_changed=False):
+                  worker_timeout, recompute_changed=False, task_timeout=None):
     """The run once the store can be created: prepare it, plan, compute (``client``, or a
     cluster of ``cluster_options`` started now, with the ``preload`` files shipped to its
     workers) and record (``where``: the cluster options, or ``{"client": True}`` for a
@@ -483,15 +573,17 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
     from .preload import ship
     from .reuse import copy_done_blocks
     from .store import prepare
-    from .tasks import plan
+    from .wall_time import job_wall_seconds, plan_for_jobs
 
     cube, action = prepare(store, spec, data_dir)
     log.info("store: %s (%s)", cube.path.resolve(), action)
     if reuse_from is not None:
         copied = copy_done_blocks(cube, reuse_from)
         log.info("copied %d done cells from %s", copied, reuse_from)
-    the_plan = plan(spec, cube, selection=selection, force=force, data_dir=data_dir,
-                    min_work=min_work, recompute_changed=recompute_changed)
+    jobs = None if (where or {}).get("client") else cluster_options  # not a caller's client
+    the_plan = plan_for_jobs(spec, cube, jobs, preload, selection=selection, force=force,
+                             data_dir=data_dir, min_work=min_work,
+                             recompute_changed=recompute_changed)
     if recompute_changed:
         log.info("%d done cells were computed by code other than the current one (pcskm "
                  "status lists the codes): computed again", the_plan.n_cells_changed)
@@ -527,7 +619,9 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
                 worker_timeout = math.inf if queued else WORKER_TIMEOUT
             run_tasks(client, cube, the_plan.tasks, progress=progress, on_result=on_result,
                       summary=summary, worker_timeout=worker_timeout, queued=queued,
-                      weights=task_weights(the_plan.tasks, cube, spec, Kept(preload or ())))
+                      weights=task_weights(the_plan.tasks, cube, spec, Kept(preload or ())),
+                      task_timeout=_time_limit(task_timeout, spec),
+                      wall_seconds=job_wall_seconds(jobs))
     except KeyboardInterrupt:  # while starting, computing, writing or stopping the cluster
         summary.interrupted = not summary.complete
     except BaseException as error:
@@ -536,6 +630,13 @@ def _prepared_run(spec, store, client, cluster_options, selection, force, data_d
         raise
     record()
     return summary
+
+
+def _time_limit(task_timeout, spec):
+    """The seconds a task may run: ``task_timeout`` (0: no limit), else the spec's
+    ``[run] task_timeout``; None: no limit."""
+    seconds = spec.task_timeout if task_timeout is None else task_timeout
+    return seconds or None
 
 
 def _start_cluster(stack, cluster_options, tasks):

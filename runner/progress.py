@@ -44,6 +44,8 @@ class Progress:
         self.work = float(total if work is None else work)
         self.work_done = 0.0  # of the tasks whose result reached the client, or that failed
         self.n_workers = 0
+        self.n_lost = self.n_restarted = 0  # workers gone, tasks that lost their worker
+        self.slow_task = None  # a task that has run far longer than expected, named
         self.log_every = log_every
         self._start = time.perf_counter()
         # tqdm's own time left counts cells: the bar shows the one weighted by work instead
@@ -80,9 +82,20 @@ class Progress:
     def workers(self, count):
         self.n_workers = count
 
+    def lost(self, workers, tasks):
+        """``workers`` lost so far, ``tasks`` restarted because their worker was lost."""
+        self.n_lost, self.n_restarted = workers, tasks
+
+    def slow(self, note):
+        """``note``: a task that has run far longer than expected
+        (:meth:`pcskm.runner.task_clock.TaskClock.slow`), or None."""
+        self.slow_task = note
+
     def line(self):
         """``cells: 1,200 of 9,000 finished (13 %), 800 written; 12.3 cells/s, about 11 min
-        left; 2 workers, 0 failed tasks``."""
+        left; 2 workers, 0 failed tasks``; ``2 workers (3 lost, 2 tasks restarted)`` once
+        workers were lost, and ``; task K has run ...`` when a task has run far longer than
+        expected."""
         elapsed = time.perf_counter() - self._start
         rate = self.n_finished / elapsed if elapsed > 0 else 0.0
         seconds = self.seconds_left(elapsed)
@@ -91,7 +104,14 @@ class Progress:
         share = 100 * self.n_finished / self.total if self.total else 100.0
         return (f"cells: {self.n_finished:,} of {self.total:,} finished ({share:.0f} %), "
                 f"{self.n_written:,} written; {rate:.1f} cells/s over {duration(elapsed)}, "
-                f"{left}; {self.n_workers} workers, {self.n_errors} failed tasks")
+                f"{left}; {self.n_workers} workers{self._losses()}, {self.n_errors} failed "
+                "tasks" + (f"; {self.slow_task}" if self.slow_task else ""))
+
+    def _losses(self):
+        """``" (3 lost, 2 tasks restarted)"``, or nothing while no worker was lost."""
+        if not self.n_lost and not self.n_restarted:
+            return ""
+        return f" ({self.n_lost} lost, {self.n_restarted} tasks restarted)"
 
     def seconds_left(self, elapsed):
         """``elapsed`` times the work left over the work done; None before any is done."""
@@ -109,7 +129,11 @@ class Progress:
         seconds = self.seconds_left(time.perf_counter() - self._start)
         self._bar.set_postfix({"left": "?" if seconds is None else duration(seconds),
                                "written": self.n_written, "workers": self.n_workers,
-                               "errors": self.n_errors}, refresh=False)
+                               "errors": self.n_errors,
+                               **({"lost": self.n_lost, "restarted": self.n_restarted}
+                                  if self.n_lost or self.n_restarted else {}),
+                               **({"slow": self.slow_task} if self.slow_task else {})},
+                              refresh=False)
 
     def _tick(self, redraw_every):
         next_line = self._start + self.log_every

@@ -1,0 +1,118 @@
+"""Batch jobs end (issue 67) on a real Slurm (``.ci/slurm-start.sh``): jobs of a 1-minute wall
+time, whose workers retire before it (``--lifetime``), fill the smoke spec's cube value for
+value as a LocalCluster does; a chunk that no such job can finish is refused before any job is
+submitted, in one line naming it, its estimate and the wall time."""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import xarray as xr
+from cubes import done_cells, results_attrs
+from test_slurm import running_jobs, slurm_reachable
+
+from pcskm.experiments.spec import load_spec
+from pcskm.runner import run_spec
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = load_spec("smoke")
+
+pytestmark = pytest.mark.slurm
+
+# One chunk of 8 PCSKM variants x 5,000 runs x 10 folds on 120 points: 259 s by work units,
+# more than 5 times the 44 s a worker of a 1-minute job lives at the least
+TOO_BIG = """
+name = "too-big"
+datasets = ["brodinova-3-97"]
+algorithms = [{names}]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1]
+n_runs = 5000
+{variants}
+"""
+
+
+def needs_slurm():
+    reason = slurm_reachable()
+    if reason and os.environ.get("CI") == "true":
+        pytest.fail(f"CI started Slurm (.ci/slurm-start.sh) but it is not reachable: {reason}")
+    if reason:
+        pytest.skip(f"no Slurm reachable: {reason}")
+
+
+def one_minute_jobs(tmp_path, job_name):
+    config = tmp_path / "dask-config"
+    config.mkdir()
+    (config / "jobqueue.yaml").write_text(f"""
+jobqueue:
+  slurm:
+    name: {job_name}
+    cores: 1
+    processes: 1
+    memory: 1GB
+    walltime: "00:01:00"
+    interface: lo
+    death-timeout: 60
+    local-directory: {tmp_path / "dask-local"}
+    log-directory: {tmp_path / "dask-logs"}
+    scheduler-options:
+      dashboard_address: ":0"
+""")
+    return {**os.environ, "DASK_CONFIG": str(config)}
+
+
+def test_a_chunk_no_job_can_finish_is_refused_before_submission(tmp_path):
+    needs_slurm()
+    names = [f"P{n}" for n in range(8)]
+    variants = "\n".join(f'[variants.P{n}]\nestimator = "PCSKM"\nparams = {{ max_iter = '
+                         f"{20 + n} }}" for n in range(8))
+    spec = tmp_path / "too-big.toml"
+    spec.write_text(TOO_BIG.format(names=", ".join(f'"{n}"' for n in names),
+                                   variants=variants))
+    job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
+    began = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "pcskm.runner.cli", "run", str(spec),
+                          "--store", str(tmp_path / "s.zarr"), "--cluster", "slurm",
+                          "--jobs", "1"], cwd=REPO, env=one_minute_jobs(tmp_path, job_name),
+                         capture_output=True, text=True, timeout=600)
+    seconds = time.monotonic() - began
+    assert run.returncode == 2, run.stderr
+    line = run.stderr.strip()
+    assert "\n" not in line and "KilledWorker" not in line
+    assert line.startswith("pcskm: the chunk dataset=brodinova-3-97, kind=random, percent=1 "
+                           "is estimated at 259 s on one core")
+    assert "the wall time 60 s" in line and "nothing was submitted" in line
+    assert not (tmp_path / "s.zarr").exists()
+    assert not (tmp_path / "dask-logs").exists() or not any((tmp_path / "dask-logs").iterdir())
+    assert running_jobs(job_name) == []
+    assert seconds < 120  # planning only: 33 s of CPU at a load average of 30 on 2 cores
+
+
+@pytest.mark.slow
+def test_a_run_through_one_minute_jobs_equals_the_local_cube(tmp_path):
+    needs_slurm()
+    from distributed import Client, LocalCluster
+
+    reference = tmp_path / "local.zarr"
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        run_spec(SMOKE, reference, client=client, progress=False)
+    job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
+    store = tmp_path / "slurm.zarr"
+    run = subprocess.run([sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--store",
+                          str(store), "--cluster", "slurm", "--jobs", "2", "--no-progress"],
+                         cwd=REPO, env=one_minute_jobs(tmp_path, job_name),
+                         capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stderr
+    assert "--lifetime 47s --lifetime-stagger 3s" in run.stderr  # the job script
+    assert "of the jobs' wall time of 60 s" in run.stderr
+    assert done_cells(store) == done_cells(reference) > 0
+    a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
+    assert results_attrs(a) == results_attrs(b) and set(a.children) == set(b.children)
+    for name in a.children:
+        xr.testing.assert_identical(a[name].to_dataset().load(), b[name].to_dataset().load())

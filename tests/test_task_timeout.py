@@ -1,0 +1,165 @@
+"""No task waits forever (issue 64, case 6): a task past ``--task-timeout`` (or the spec's
+``[run] task_timeout``) is ended, its worker restarted, its cells left missing, and the run
+ends non-zero naming it, the other tasks' cells kept; a task far slower than expected is
+named in the progress line (:mod:`pcskm.runner.task_clock`)."""
+
+import re
+import textwrap
+
+import pytest
+import zarr
+
+from pcskm.experiments.spec import parse_spec
+from pcskm.runner.progress import Progress
+from pcskm.runner.task_clock import TaskClock
+
+HANGS = '''
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+
+
+class Fast(ClusterMixin, BaseEstimator):
+    def __init__(self, n_clusters=2):
+        self.n_clusters = n_clusters
+
+    def fit(self, X):
+        self.labels_ = np.arange(len(X)) % self.n_clusters
+        return self
+
+
+class HangsOnIris(Fast):
+    """Hangs on the data set of 4 features (iris), fits the others at once."""
+
+    def fit(self, X):
+        if X.shape[1] == 4:
+            time.sleep(3600)
+        return super().fit(X)
+'''
+
+
+def spec_text(extra=""):
+    return textwrap.dedent(f"""
+        name = "hangs"
+        datasets = ["iris", "brodinova-5-5"]
+        algorithms = ["FAST", "HANG"]
+        inits = ["dkm++"]
+        kinds = ["random"]
+        percentages = [1, 5]
+        n_runs = 1
+        n_folds = 3
+
+        [variants.FAST]
+        estimator = "hangs_for_pcskm:Fast"
+        constraints = "ignore"
+
+        [variants.HANG]
+        estimator = "hangs_for_pcskm:HangsOnIris"
+        constraints = "ignore"
+        {extra}
+        """)
+
+
+class FakeScheduler:
+    """What :class:`TaskClock` asks of a client: the tasks executing, set by the test."""
+
+    def __init__(self):
+        self.executing, self.asked, self.idle = {}, 0, set()
+
+    def run_on_scheduler(self, function):
+        self.asked += 1
+        return dict(self.executing), sorted({w for w, _ in self.executing.values()}
+                                            | self.idle)
+
+
+def test_a_task_past_the_limit_is_overdue_once_and_the_others_are_not():
+    client = FakeScheduler()
+    clock = TaskClock(client, {"a": 1.0, "b": 1.0, "c": 1.0}, limit=20.0, every=0.0)
+    client.executing = {"a": ("w1", 19.9), "b": ("w2", 20.1), "other-run": ("w3", 99.0)}
+    assert clock.overdue() == [("b", "w2", 20.1)]  # not a task of this run, not under it
+    client.executing["a"] = ("w1", 25.0)
+    assert clock.overdue() == [("a", "w1", 25.0)]  # b was ended already: not again
+    assert TaskClock(client, {"a": 1.0}, limit=None).overdue() == []  # no limit
+    assert client.asked == 2
+
+
+def test_the_scheduler_is_asked_at_most_every_interval():
+    client = FakeScheduler()
+    clock = TaskClock(client, {"a": 1.0}, limit=20.0, every=60.0)
+    for _ in range(5):
+        clock.overdue()
+    assert client.asked == 1
+
+
+def test_a_task_far_slower_than_expected_is_named():
+    client = FakeScheduler()
+    weights = {"done": 2.0, "light": 1.0, "heavy": 10.0}
+    clock = TaskClock(client, weights, every=0.0, slow_factor=3.0, slow_seconds=5.0)
+    client.executing = {"light": ("w1", 100.0)}
+    assert clock.slow() is None  # no task finished: nothing is expected yet
+    clock.finished("done", 8.0)  # 4 s per unit of weight: light 4 s, heavy 40 s expected
+    client.executing = {"light": ("w1", 11.9), "heavy": ("w2", 119.0)}
+    assert clock.slow() is None  # both under 3 times their expected time
+    client.executing = {"light": ("w1", 13.0), "heavy": ("w2", 200.0)}
+    assert clock.slow() == "task heavy has run 3.3 min, 5 times its expected 40 s"  # worst
+    client.executing = {"light": ("w1", 4.5)}
+    clock.done_seconds = 1.0  # expected 0.5 s: 9 times, but under slow_seconds
+    assert clock.slow() is None
+    progress = Progress(10, bar=False)
+    progress.slow("task heavy has run 3.3 min, 5 times its expected 40 s")
+    assert progress.line().endswith("0 failed tasks; task heavy has run 3.3 min, 5 times its "
+                                    "expected 40 s")
+    progress.close()
+
+
+@pytest.mark.parametrize("table, message", [
+    ("[run]\ntask_timeout = 0", "run.task_timeout must be a positive number of seconds"),
+    ("[run]\ntask_timeout = \"1h\"", "run.task_timeout must be a number"),
+    ("[run]\ntask_timout = 5", "unknown key"),
+])
+def test_the_spec_key_is_checked(tmp_path, monkeypatch, table, message):
+    (tmp_path / "hangs_for_pcskm.py").write_text(HANGS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=message):
+        parse_spec(spec_text(table))
+
+
+def test_the_spec_key_changes_no_hash(tmp_path, monkeypatch):
+    (tmp_path / "hangs_for_pcskm.py").write_text(HANGS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plain, limited = parse_spec(spec_text()), parse_spec(spec_text("[run]\ntask_timeout = 9.5"))
+    assert (plain.task_timeout, limited.task_timeout) == (None, 9.5)
+    assert plain.hash() == limited.hash()
+
+
+@pytest.mark.parametrize("where", ["option", pytest.param("spec", marks=pytest.mark.slow)])
+def test_a_hanging_task_ends_the_run_naming_it_and_the_other_tasks_are_kept(tmp_path, where):
+    """Fails without a time limit: the run would wait an hour for the hung fits (the
+    subprocess' timeout); the limit leaves room for a fresh worker's first task on a loaded
+    machine (a 4 s limit ended one at load average 20 on 2 cores)."""
+    from cubes import pcskm
+
+    limit = 15
+    (tmp_path / "hangs_for_pcskm.py").write_text(HANGS)
+    spec = tmp_path / "hangs.toml"
+    spec.write_text(spec_text(f"[run]\ntask_timeout = {limit}" if where == "spec" else ""))
+    store = tmp_path / "hangs.zarr"
+    run = pcskm("run", spec, "--store", store, "--preload", tmp_path / "hangs_for_pcskm.py",
+                "--workers", "2", "--no-progress",
+                *(["--task-timeout", limit] if where == "option" else []),
+                cwd=tmp_path, env={"PYTHONPATH": f"{tmp_path}:" + _pythonpath()}, timeout=240)
+    assert run.returncode == 1, run.stderr
+    ran = [int(n) for n in re.findall(r"pcskm: task \S+ ran (\d+) s, past the time limit "
+                                      rf"of {limit} s per task", run.stderr)]
+    assert len(ran) == 2 and max(ran) <= limit + 5  # ended within seconds of the limit
+    assert "2 tasks failed (first: pcskm-iris-random-" in run.stderr  # iris's two chunks
+    root = zarr.open_group(str(store), mode="r")
+    assert root["brodinova-5-5"]["done"][:].all()  # every cell of the other tasks kept
+    assert not root["iris"]["done"][:].any()
+
+
+def _pythonpath():
+    import os
+
+    return os.environ.get("PYTHONPATH", "")
