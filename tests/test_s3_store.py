@@ -586,7 +586,7 @@ def test_a_note_whose_pid_now_names_another_process_does_not_block(s3, client):
     refused."""
     import subprocess
 
-    from pcskm.runner.store.location import process_start
+    from pcskm.runner.store.notes import process_start
 
     bucket = s3.bucket("reused-pid")
     sleeper = subprocess.Popen(["sleep", "300"])

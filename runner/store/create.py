@@ -17,10 +17,11 @@ import numpy as np
 import zarr
 
 from . import schema
+from .backends import where
+from .backends.folder import Folder
 from .digests import record_metadata
 from .errors import StoreNotWritable
 from .layout import done_shape, has_user_algorithms
-from .location import Folder, where
 from .places import RECORD, RECORD_ATTRS, RECORD_DIMS
 from .provenance import RUN_INDEX, RUN_INDEX_ATTRS, RUN_INDEX_DIMS, UNKNOWN
 from .schema import (
@@ -196,7 +197,7 @@ def stored_preregistration(spec):
 
 def write_layout(path, layout, spec, history=(), runs=()):
     """Create a new, empty store at ``path`` (a folder or a repository in a transaction,
-    :func:`.location.where`) with ``layout``."""
+    :func:`.backends.where`) with ``layout``."""
     location = where(path)
     root = zarr.open_group(location.zarr_store("w-"), mode="w-", zarr_format=3,
                            attributes=root_attrs(layout, spec, history, runs))
@@ -240,11 +241,11 @@ def build_beside(path, layout, spec, history=(), runs=(), fill=None):
 
 def build(store, layout, spec, history=(), runs=(), fill=None):
     """Write a whole new store of ``layout`` in place of ``store`` (a path or URL,
-    :func:`.location.where`), ``fill(new)`` (if given) copying the records of the store
-    before (:meth:`.location.Folder.before`): a folder is built beside its path and swapped in
-    (:func:`build_beside`); a repository's transaction is emptied
-    (:meth:`.location.Repository.start_over`) and written, and its next commit makes the new
-    store visible at once."""
+    :func:`.backends.where`), ``fill(new)`` (if given) copying the records of the store
+    before (:meth:`.backends.folder.Folder.before`): a folder is built beside its path and
+    swapped in (:func:`build_beside`); a repository's transaction is emptied
+    (:meth:`.backends.icechunk.Repository.start_over`) and written, and its next commit makes
+    the new store visible at once."""
     location = where(store)
     if isinstance(location, Folder):
         location.path.parent.mkdir(parents=True, exist_ok=True)

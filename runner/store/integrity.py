@@ -39,9 +39,10 @@ from zarr.codecs import Crc32cCodec
 from pcskm.forking import forked_map
 
 from .access import check_store, open_root
+from .backends import where
+from .backends.folder import Folder
 from .errors import DamagedStore, LostReference
 from .layout import dataset_groups, foreign_nodes
-from .location import Folder, where
 from .places import RECORD, chunk_digest, is_placed, place_of, read_record
 from .schema import (
     DONE_DIMS,
@@ -85,7 +86,7 @@ class Damage:
 class Verification:
     """What :func:`verify` found in one store."""
 
-    store: object  # the store's path, or its repository (pcskm.runner.store.location)
+    store: object  # the store's path, or its repository (pcskm.runner.store.backends)
     spec: str = "SPEC"  # the name of the spec that made the store
     damage: list = field(default_factory=list)
     n_chunks: int = 0  # chunk files read
@@ -370,7 +371,7 @@ def _inconsistent_blocks(status, coords, done, values):
 
 
 def verify(store, workers=None):
-    """Check every chunk of ``store`` (a path or URL, :func:`.location.where`; see the
+    """Check every chunk of ``store`` (a path or URL, :func:`.backends.where`; see the
     module docstring); returns a :class:`Verification`. Raises :class:`DamagedStore`, in one
     line naming the files, if its metadata changed (:mod:`pcskm.runner.store.metadata`) or a
     coordinate chunk is damaged. Reads only: works on a read-only store. The data set groups

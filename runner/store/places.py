@@ -126,7 +126,7 @@ def record_stored(location, arrays, record, places, names=None):
     """Record in ``record`` (:func:`read_record`, updated in place) the digests of the
     stored chunks at ``places`` ((kind, percent) positions) of the placed arrays of
     ``arrays`` (name -> array; ``names``: only these), read from ``location``
-    (:func:`.location.where`); a chunk without a file is left unrecorded."""
+    (:func:`.backends.where`); a chunk without a file is left unrecorded."""
     for name, array in arrays.items():
         if not is_placed(array) or (names is not None and name not in names):
             continue

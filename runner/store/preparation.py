@@ -22,6 +22,9 @@ from .access import (
     open_root,
     read_layout,
 )
+from .backends import where
+from .backends.common import CREATED, PREPARED, RECORDED, RUN_TAG
+from .backends.folder import Folder
 from .create import (
     build,
     create_record,
@@ -34,8 +37,8 @@ from .digests import consolidate, record_metadata
 from .errors import IncompatibleStore
 from .integrity import repair, verify
 from .layout import dataset_groups, label_positions, merge_layouts, spec_layout
-from .location import CREATED, PREPARED, RECORDED, RUN_TAG, Folder, recorded_as, where
 from .metadata import repair_metadata
+from .notes import recorded_as
 from .places import RECORD, read_record, record_stored, record_values
 from .provenance import RUN_INDEX, read_run_index
 from .schema import (
@@ -286,7 +289,7 @@ def prepare(path, spec, data_dir=None):
 def _record_unfinished_run(location, found):
     """Record the run that began writing the store and was killed before recording itself
     (its ``run_in_progress`` entry is still there; the lock, or for a repository
-    :meth:`.location.Repository.check_free`, says it is gone): the cells it wrote are the
+    :meth:`.backends.icechunk.Repository.check_free`, says it is gone): the cells it wrote are the
     cells marked done now less those marked done when it began, or if more, the done cells
     whose blocks name it (``run_index``: a forced run or ``--recompute-changed`` marks done
     again blocks that were done). A run that did record itself, on commits that the branch

@@ -10,10 +10,11 @@ import numpy as np
 from pcskm.experiments.protocol import pct10
 
 from .access import check_runnable, open_root, read_layout
+from .backends import where
+from .backends.common import FLUSHED, RECORDED, RUN_TAG, STARTED
 from .digests import consolidate
 from .integrity import verify
 from .layout import done_shape, json_copy, merge_layouts, positions, spec_layout
-from .location import FLUSHED, RECORDED, RUN_TAG, STARTED, where
 from .places import RECORD, read_record, record_stored, record_values
 from .provenance import (
     RUN_INDEX,
@@ -153,7 +154,7 @@ class GroupArrays(Mapping):
 
 class Cube(CubeView):
     """An open store, for the client: its layout, arrays and in-memory ``done`` markers;
-    ``path``: where it lives (:func:`.location.where`; a repository in a transaction)."""
+    ``path``: where it lives (:func:`.backends.where`; a repository in a transaction)."""
 
     def __init__(self, path):
         self.path = where(path)
@@ -314,7 +315,7 @@ class Cube(CubeView):
 
 
 def open_cube(path, run=None):
-    """The cube at ``path`` (a path, or an ``s3://`` URL, :func:`.location.where`) as an
+    """The cube at ``path`` (a path, or an ``s3://`` URL, :func:`.backends.where`) as an
     ``xarray.DataTree`` (one child per data set), read lazily; ``run``: on object storage, as
     the run of that tag (``run-0001``, ``pcskm status``) left it (docs/guide/hpc.md, "The
     store on object storage")."""
