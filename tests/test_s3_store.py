@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs, results_data, signal_mid_run
+from cubes import STORE_RECORDS, results_attrs, results_data, signal_mid_run
 
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import open_cube, run_spec
@@ -65,8 +65,7 @@ def read_s3(s3, bucket, prefix, **version):
 def read_local(path):
     """Every group of a folder's cube, loaded by plain xarray (``open_zarr`` per group)."""
     root = zarr.open_group(str(path), mode="r")
-    attrs = {k: v for k, v in root.attrs.asdict().items()
-             if k not in ("runs", "metadata_sha256")}
+    attrs = {k: v for k, v in root.attrs.asdict().items() if k not in STORE_RECORDS}
     return attrs, {name: xr.open_zarr(str(path), group=name).load()
                    for name, _ in root.groups()}
 
