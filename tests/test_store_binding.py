@@ -6,6 +6,7 @@ attributes) is rebuilt from it by a run instead of refused, a seed that differs 
 Each ends in the cube of a store computed cleanly from the same spec."""
 
 import hashlib
+import json
 import shutil
 
 import numpy as np
@@ -16,7 +17,7 @@ from cubes import pcskm, results_attrs, results_data
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
-from pcskm.runner.store import verify
+from pcskm.runner.store import DamagedStore, IncompatibleStore, verify
 
 TINY = """
 name = "tiny-binding"
@@ -147,3 +148,50 @@ def test_a_relabelled_coordinate_is_found_and_rewritten_the_values_never_moved(
     assert summary is None  # the labels rewritten, every value kept where it was
     assert verify(store).ok
     assert_same_cube(reference, store)
+
+
+def edit_root(store, change):
+    """Apply ``change`` to the root attributes, in the root zarr.json only."""
+    file = store / "zarr.json"
+    root = json.loads(file.read_text())
+    change(root["attributes"])
+    file.write_text(json.dumps(root, indent=2))
+
+
+def edit_group_attribute(store, key, value):
+    """Set a group attribute of iris in its zarr.json and its consolidated copy."""
+    file = store / "iris" / "zarr.json"
+    group = json.loads(file.read_text())
+    group["attributes"][key] = value
+    file.write_text(json.dumps(group, indent=2))
+    edit_root_copy = json.loads((store / "zarr.json").read_text())
+    edit_root_copy["consolidated_metadata"]["metadata"]["iris"]["attributes"][key] = value
+    (store / "zarr.json").write_text(json.dumps(edit_root_copy, indent=2))
+
+
+EDITS = {
+    "record deleted": lambda s: edit_root(s, lambda a: a.pop("metadata_sha256")),
+    "spec_name": lambda s: edit_root(s, lambda a: a.update(spec_name="renamed")),
+    "spec_toml": lambda s: edit_root(s, lambda a: a.update(spec_toml=a["spec_toml"] + "#\n")),
+    "data_sha256 of iris": lambda s: edit_group_attribute(s, "data_sha256", "0" * 64),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_derivable_metadata_is_rebuilt_by_a_run_not_refused(reference, client, tmp_path, edit):
+    store = copy(reference, tmp_path)
+    EDITS[edit](store)
+    with pytest.raises(DamagedStore, match="derivable: pcskm run rebuilds it") as refused:
+        verify(store)
+    assert "restore the store from a copy" not in str(refused.value)
+    assert run_spec(SPEC, store, client=client, progress=False) is None  # every chunk kept
+    assert verify(store).ok
+    assert_same_cube(reference, store)
+
+
+def test_a_seed_that_differs_from_the_spec_is_refused_naming_it(reference, client, tmp_path):
+    store = copy(reference, tmp_path)
+    edit_root(store, lambda a: a["protocol"].update(seed=1))
+    with pytest.raises(IncompatibleStore, match="seed is 1 in .* but 0 in this spec"):
+        run_spec(SPEC, store, client=client, progress=False)
+    assert verify(reference).ok

@@ -300,7 +300,7 @@ def _restore_coordinates(location, found, new):
         _drop_group(location, name)
     if dropped and isinstance(location, Folder):
         consolidate(location)
-        repair_metadata(location.path, new.groups)
+        repair_metadata(location.path, new)
 
 
 def _drop_group(location, name):
@@ -398,7 +398,7 @@ def prepare(path, spec, data_dir=None):
         # a repository's snapshots cannot change; a half-created folder has no metadata
         # record yet (check_store says what was left and what to do)
         if isinstance(location, Folder) and not half_created(location.path):
-            repair_metadata(location.path, new.groups)
+            repair_metadata(location.path, new)
         check_store(location)
         check_runnable(location)
         check_preregistration(location, spec)
