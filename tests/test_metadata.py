@@ -172,7 +172,7 @@ REPAIRED = {
         "iris/zarr.json", "changed; its copy in the root zarr.json differs"),
     "a root attribute": (
         lambda store: edit(store / "zarr.json",
-                           lambda d: d["attributes"].update(spec_name="renamed")),
+                           lambda d: d["attributes"].update(spec_toml="# edited\n")),
         "zarr.json", "the root attributes or format changed (derivable"),
     "the record deleted from a store of schema version 3": (
         lambda store: edit(store / "zarr.json", lambda d: d["attributes"].pop(RECORD)),

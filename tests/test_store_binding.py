@@ -192,6 +192,11 @@ def test_derivable_metadata_is_rebuilt_by_a_run_not_refused(reference, client, t
 def test_a_seed_that_differs_from_the_spec_is_refused_naming_it(reference, client, tmp_path):
     store = copy(reference, tmp_path)
     edit_root(store, lambda a: a["protocol"].update(seed=1))
+    with pytest.raises(DamagedStore, match="derivable") as found:
+        verify(store)
+    assert "a seed or setting of the store that differs from the spec's is refused" in str(
+        found.value)
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     with pytest.raises(IncompatibleStore, match="seed is 1 in .* but 0 in this spec"):
         run_spec(SPEC, store, client=client, progress=False)
-    assert verify(reference).ok
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
