@@ -4,13 +4,13 @@ on an S3-compatible server of this machine, written through the runner's own cod
 
 * ``icechunk``: the workers' side of a task is :func:`pcskm.runner.execute.compute_and_write`
   (its compute replaced by the task's made-up result): the worker unpickles what
-  :meth:`pcskm.runner.store.location.Repository.for_workers` gave (one fork of the run's
+  :meth:`pcskm.runner.store.backends.icechunk.Repository.for_workers` gave (one fork of the run's
   session, made after the store was prepared), checks that it reaches the repository, writes
   the task's chunks into the fork (:func:`pcskm.runner.store.writer.write_task`) and returns
   the receipt with the fork, pickled. The client's side is the runner's
   :class:`pcskm.runner.store.writer.DoneMarks` taking each unpickled receipt, on the virtual
   clock: every ``flush_seconds`` of virtual time and at the end it merges the forks it holds
-  (:meth:`~pcskm.runner.store.location.Repository.absorb`), marks their blocks done and
+  (:meth:`~pcskm.runner.store.backends.icechunk.Repository.absorb`), marks their blocks done and
   commits.
 
 The S3 server is moto's (``moto_server``), started in a process of its own so that the
@@ -18,7 +18,7 @@ client's ``process_time`` holds the client alone; the workers are simulated in t
 benchmark's own process, one task after another, their CPU measured apart (the server's
 CPU, answering their requests, counts for neither). Each replay (a number of workers)
 writes a branch of its own, made at the prepared store's snapshot, through the runner's
-:class:`~pcskm.runner.store.location.Transaction`.
+:class:`~pcskm.runner.store.backends.icechunk.Transaction`.
 """
 
 import atexit
@@ -81,7 +81,7 @@ class RepositoryDesign:
 
         from pcskm.runner.store import prepare
         from pcskm.runner.store import writer as writer_module
-        from pcskm.runner.store.location import Repository
+        from pcskm.runner.store.backends.icechunk import Repository
 
         endpoint = moto_server()
         boto3.client("s3", endpoint_url=endpoint, region_name=CREDENTIALS["AWS_DEFAULT_REGION"],
@@ -124,7 +124,7 @@ class RepositoryDesign:
         included) and of the final merge, marking and commit. Prints where the client's CPU
         went."""
         from pcskm.runner.store import Cube, DoneMarks
-        from pcskm.runner.store.location import Transaction
+        from pcskm.runner.store.backends.icechunk import Transaction
 
         self.replays += 1
         branch = f"replay-{self.replays}"

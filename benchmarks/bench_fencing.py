@@ -7,8 +7,8 @@ moving of the staged files into place.
 Every ``--every``-th task of the spec's plan gets the benchmark's made-up result
 (:func:`bench_writer.synthetic_result`) and is written twice, into two copies of one freshly
 prepared store: straight into the folder (the writing before fencing) and as a run's worker
-writes it now (:meth:`pcskm.runner.store.location.Folder.for_workers`), whose staged files
-the client moves in (:meth:`~pcskm.runner.store.location.Folder.absorb`, one receipt at a
+writes it now (:meth:`pcskm.runner.store.backends.folder.Folder.for_workers`), whose staged files
+the client moves in (:meth:`~pcskm.runner.store.backends.folder.Folder.absorb`, one receipt at a
 time). The two stores' chunk files must be equal byte for byte.
 """
 

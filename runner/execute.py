@@ -7,7 +7,7 @@ chunks into the store and returns a small receipt (:func:`compute_and_write`); t
 marks done the blocks of the receipts it has received every minute and when the run ends,
 however it ends (:class:`pcskm.runner.store.writer.DoneMarks`; docs/guide/hpc.md, How the
 workers write). What a worker writes into is the location's
-(:meth:`pcskm.runner.store.location.Folder.for_workers`): a folder every worker mounts at the
+(:meth:`pcskm.runner.store.backends.folder.Folder.for_workers`): a folder every worker mounts at the
 path the client gives, or a fork of the run's Icechunk session that the worker writes with
 its own credentials and hands back in the receipt. The workers connected when the run starts
 are checked before any task is submitted, and every task checks it before computing. SIGINT
@@ -46,7 +46,7 @@ from .store import (
     where,
     write_task,
 )
-from .store.location import process_start
+from .store.notes import process_start
 from .task_clock import TaskClock
 from .tasks import fits, format_only, task_key
 
@@ -233,7 +233,7 @@ def check_workers_reach(client, place):
 
 def compute_and_write(task, target, place):
     """On a worker: check that ``place`` (what the store's location gives the workers,
-    :meth:`pcskm.runner.store.location.Folder.for_workers`) can be written here, compute
+    :meth:`pcskm.runner.store.backends.folder.Folder.for_workers`) can be written here, compute
     ``task`` (:func:`evaluate_on_worker`), write its chunks into it at ``target``
     (:func:`pcskm.runner.store.writer.write_task`) and return the receipt, with what the
     client publishes (``place.written(group)``: the files staged, or the fork, under the
@@ -284,9 +284,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     ``summary.errors``; the progress names a task far slower than expected
     (:class:`pcskm.runner.task_clock.TaskClock`) and counts the workers lost and the tasks
     restarted. A task whose workers kept dying (Dask's KilledWorker) is counted in
-    ``summary.errors`` with one line naming the cause (:func:`_killed_message`;
+    ``summary.errors`` with one line naming the cause (:func:`task_failure`;
     ``wall_seconds``: the batch jobs' wall time, if any)."""
-    from distributed import KilledWorker, as_completed
+    from distributed import as_completed
 
     from .compiling import WorkersCompiling
 
@@ -489,11 +489,11 @@ def run_spec(spec, store, *, client=None, cluster_options=None, selection=None, 
     :data:`WORKER_TIMEOUT`, no limit for batch jobs (``cluster`` in ``cluster_options``),
     which may wait in their queue for hours. ``take_over``: write a repository whose note
     names a run of another host, taken for killed (``pcskm run --take-over``,
-    :meth:`pcskm.runner.store.location.Repository.check_free`). ``recompute_changed``: also
+    :meth:`pcskm.runner.store.backends.icechunk.Repository.check_free`). ``recompute_changed``: also
     compute again the done cells whose code differs from the current one (``pcskm run
     --recompute-changed``, :meth:`pcskm.runner.store.views.CubeView.changed`). ``from_tag``:
     first reset the repository's branch to the version of that run tag (``pcskm run
-    --from-tag``, :meth:`pcskm.runner.store.location.Repository.roll_back`).
+    --from-tag``, :meth:`pcskm.runner.store.backends.icechunk.Repository.roll_back`).
     ``task_timeout``: the seconds a task may run (``pcskm run --task-timeout``; None: the
     spec's ``[run] task_timeout``, else no limit; 0: no limit), :func:`run_tasks`.
     """
@@ -737,7 +737,7 @@ def run_start(spec, started, cluster_options, selection=None, preload=()):
     definition as ``algorithm_definitions`` records it (a user estimator's module version or
     source SHA-256), says which code computed the cells the run marks done
     (:mod:`pcskm.runner.store.provenance`); ``run_id``, drawn here, names the run: a note
-    finds its own record by it (:func:`pcskm.runner.store.location.recorded_as`), where two
+    finds its own record by it (:func:`pcskm.runner.store.notes.recorded_as`), where two
     runs of one process may share every other field, down to the second they started."""
     from .clusters import machine_description
     from .preload import check_files

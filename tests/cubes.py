@@ -52,16 +52,23 @@ def done_cells(store):
 
 def results_data(dataset):
     """A group's dataset without ``run_index``, the log of which run marked each block done
-    (it differs between a store computed in one run and one computed in several)."""
-    return dataset.drop_vars("run_index", errors="ignore")
+    (it differs between a store computed in one run and one computed in several), and
+    ``chunk_sha256``, the chunk digests bound to the store's id (they differ between any two
+    stores)."""
+    return dataset.drop_vars(["run_index", "chunk_sha256"], errors="ignore")
+
+
+# Root attributes of a store's identity and records, not of its results: they differ
+# between two stores of the same results.
+STORE_RECORDS = ("runs", "metadata_sha256", "store_id", "coordinate_sha256")
 
 
 def results_attrs(tree):
     """A cube's root attributes without ``runs``, the log of when and where it was computed
-    (it differs between two stores of the same results), and ``metadata_sha256``, the digests
-    of its metadata (they differ between two stores written with different codecs)."""
-    return {key: value for key, value in tree.attrs.items()
-            if key not in ("runs", "metadata_sha256")}
+    (it differs between two stores of the same results), ``metadata_sha256``, the digests
+    of its metadata (they differ between two stores written with different codecs), and the
+    store's id and the digests bound to it (``store_id``, ``coordinate_sha256``)."""
+    return {key: value for key, value in tree.attrs.items() if key not in STORE_RECORDS}
 
 
 class Progress:

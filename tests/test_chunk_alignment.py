@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_data
+from cubes import STORE_RECORDS, results_data
 
 from pcskm.experiments.protocol import pct10
 from pcskm.experiments.report import write_report
@@ -186,7 +186,7 @@ def cube_values(path):
     run log, the metadata digests and the schema version."""
     tree = xr.open_datatree(str(path), engine="zarr")
     attrs = {k: v for k, v in tree.attrs.items()
-             if k not in ("runs", "metadata_sha256", "schema_version")}
+             if k not in (*STORE_RECORDS, "schema_version")}
     return attrs, {name: results_data(tree[name].to_dataset()).load() for name in tree.children}
 
 

@@ -99,7 +99,7 @@ def assert_same_cube(a, b):
     assert results_attrs(ta) == results_attrs(tb)
     # the values; the chunk digests are of the bytes, which differ between codecs
     xr.testing.assert_identical(
-        *(results_data(t["iris"].to_dataset()).drop_vars("chunk_sha256", errors="ignore").load()
+        *(results_data(t["iris"].to_dataset()).load()
           for t in (ta, tb)))
 
 
@@ -192,14 +192,19 @@ def test_a_store_without_checksums_opens_verifies_runs_and_repairs(
     assert [type(c).__name__ for c in codecs] == ["BytesCodec", "ZstdCodec"]  # unchanged
 
 
-def test_damaged_coordinates_are_not_repaired(reference, tmp_path):
+def test_damaged_coordinates_are_rewritten_from_the_spec(reference, client, tmp_path):
+    """A coordinate chunk that fails its checksum is named by verify and rewritten by a run
+    from the spec (its recorded digest), every value kept (issue 64)."""
     store = copy(reference, tmp_path)
     file = chunk_file(store, "algorithm")
     damage(file, "scramble")
-    for check in (verify, lambda store: run_spec(SPEC, store, progress=False)):
-        with pytest.raises(DamagedStore, match="restore it from a copy") as refused:
-            check(store)
-        assert f"{file}: checksum mismatch" in str(refused.value)
+    report = verify(store)
+    assert not report.ok and report.relabelled() == ["iris"]
+    assert [(d.array, d.file, d.kind) for d in report.damage] == [("algorithm", file, "corrupt")]
+    assert "checksum mismatch" in report.describe()
+    assert compute(store, client) is None  # nothing computed again
+    assert verify(store).ok
+    assert_same_cube(reference, store)
 
 
 def test_chunks_of_fill_values_are_written(reference, tmp_path):
@@ -271,10 +276,10 @@ def test_a_store_made_before_weights_per_s_is_read_extended_and_reported(referen
     extended = xr.open_datatree(store, engine="zarr")["iris"].to_dataset().load()
     direct = xr.open_datatree(fresh, engine="zarr")["iris"].to_dataset().load()
     assert "weights_per_s" not in extended and "weights_per_s" in direct
-    # the chunk digests differ where the chunks hold weights_per_s's
-    xr.testing.assert_identical(results_data(extended).drop_vars("chunk_sha256"),
-                                results_data(direct).drop_vars(["weights_per_s",
-                                                                "chunk_sha256"]))
+    # results_data leaves out the chunk digests, which differ where the chunks hold
+    # weights_per_s's
+    xr.testing.assert_identical(results_data(extended),
+                                results_data(direct).drop_vars("weights_per_s"))
     text = write_report(store, tmp_path / "report").read_text()
     assert "Not in this cube: unthresholded." in text
 
@@ -329,8 +334,9 @@ def test_a_store_of_schema_version_2_is_bound_by_the_next_run(reference, client,
                                                               caplog):
     """A store of schema version 2 (the chunks of version 3, no record of their digests):
     verify says its chunks are not bound to their place; the next run records the digests
-    of its chunks as they are (each the SHA-256 of its key, chunk shape and bytes, computed
-    here with hashlib), says so, and from then on a swapped chunk is found."""
+    of its chunks as they are (each the SHA-256 of its key, chunk shape and bytes, bound to
+    the store's id and seed: computed here with hashlib), says so, and from then on a
+    swapped chunk is found."""
     import hashlib
     import json
 
@@ -348,6 +354,7 @@ def test_a_store_of_schema_version_2_is_bound_by_the_next_run(reference, client,
     assert root.attrs["schema_version"] == 3
     record = root["iris"]["chunk_sha256"][...]
     group = root["iris"]
+    binding = f"{root.attrs['store_id']}:{root.attrs['protocol']['seed']}"
     for name, array in group.arrays():
         dims = array.metadata.dimension_names
         markers = ("done", "scored", "run_index", "chunk_sha256")  # written by the client
@@ -357,7 +364,8 @@ def test_a_store_of_schema_version_2_is_bound_by_the_next_run(reference, client,
             coords = tuple(k if d == "kind" else 0 for d in dims)
             key = f"iris/{name}/c/" + "/".join(map(str, coords))
             header = f"{key} {','.join(map(str, array.chunks))}\n".encode()
-            expected = hashlib.sha256(header + (store / key).read_bytes()).hexdigest()
+            chunk = hashlib.sha256(header + (store / key).read_bytes()).hexdigest()
+            expected = hashlib.sha256(f"{binding}\n{chunk}".encode()).hexdigest()
             assert json.loads(record[k, 0])[name] == expected
     swap(chunk_file(store, "recall", CHUNKS[0]), chunk_file(store, "recall", CHUNKS[1]))
     assert set(kinds_of(store).values()) == {"misplaced"}

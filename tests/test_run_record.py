@@ -15,7 +15,7 @@ from pcskm.experiments.report.document import _run_lines
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
 from pcskm.runner.store import RUNNING, DoneMarks
-from pcskm.runner.store.location import recorded_as
+from pcskm.runner.store.notes import recorded_as
 
 TINY = """
 name = "tiny-record"

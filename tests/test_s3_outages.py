@@ -268,7 +268,7 @@ def test_a_root_group_read_as_missing_during_an_outage_is_read_again_after_it(
     import zarr
     from test_s3_store import prepare
 
-    from pcskm.runner.store.location import ForkForWorkers
+    from pcskm.runner.store.backends.icechunk import ForkForWorkers
 
     bucket = s3.bucket("missing-root")
     with where(f"s3://{bucket}/small").writing() as location:

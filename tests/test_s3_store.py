@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs, results_data, signal_mid_run
+from cubes import STORE_RECORDS, results_attrs, results_data, signal_mid_run
 
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import open_cube, run_spec
@@ -65,8 +65,7 @@ def read_s3(s3, bucket, prefix, **version):
 def read_local(path):
     """Every group of a folder's cube, loaded by plain xarray (``open_zarr`` per group)."""
     root = zarr.open_group(str(path), mode="r")
-    attrs = {k: v for k, v in root.attrs.asdict().items()
-             if k not in ("runs", "metadata_sha256")}
+    attrs = {k: v for k, v in root.attrs.asdict().items() if k not in STORE_RECORDS}
     return attrs, {name: xr.open_zarr(str(path), group=name).load()
                    for name, _ in root.groups()}
 
@@ -586,7 +585,7 @@ def test_a_note_whose_pid_now_names_another_process_does_not_block(s3, client):
     refused."""
     import subprocess
 
-    from pcskm.runner.store.location import process_start
+    from pcskm.runner.store.notes import process_start
 
     bucket = s3.bucket("reused-pid")
     sleeper = subprocess.Popen(["sleep", "300"])

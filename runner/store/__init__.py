@@ -17,9 +17,14 @@ prepare a store come after them and tell a folder from a repository where they d
   missing bucket, an unreachable endpoint, ...), and an outage of its endpoint waited out.
 * :mod:`.fencing`: a worker's write lands only while its run holds the store: run tokens,
   the staging folder of a folder's workers and the client's publishing of their files.
-* :mod:`.location`: where a store lives (:func:`where`): a folder, or an Icechunk repository
-  on object storage, and what the workers write into (the folder's staging folder, or a fork
-  of the run's session that the client merges back).
+* :mod:`.notes`: the note of a run in progress: whether its process is gone, whether it
+  recorded itself, how a message names it.
+* :mod:`.backends.common`: what both backends share: the kinds of commit, the run tag.
+* :mod:`.backends.folder`: a store in a folder, and the staging folder its workers write.
+* :mod:`.backends.icechunk`: a store in an Icechunk repository on object storage, the run's
+  transaction, and the fork of its session that the workers write and the client merges back.
+* :mod:`.backends`: where a store lives (:func:`where`): a folder or an Icechunk repository,
+  told apart by the store's name.
 * :mod:`.digests`: the record of the metadata's digests (:func:`record_metadata`).
 * :mod:`.provenance`: which code computed each cell: the ``run_index`` array and each run's
   definitions (docs/reference/cube-schema.md, Code provenance).
@@ -55,7 +60,9 @@ _EXPORTS = {
                      "applicable", "block_chunk", "chunk_region", "chunk_shape",
                      "complete_blocks", "score_bits", "wanted_scores"], ".schema"),
     **dict.fromkeys(["lock_path", "store_lock", "write_error"], ".lock"),
-    **dict.fromkeys(["Folder", "Repository", "Transaction", "where"], ".location"),
+    "where": ".backends",
+    "Folder": ".backends.folder",
+    **dict.fromkeys(["Repository", "Transaction"], ".backends.icechunk"),
     **dict.fromkeys(["GroupLayout", "Layout", "dataset_groups", "definition_is_sparse",
                      "foreign_nodes", "label_positions", "merge_layouts", "spec_layout"],
                     ".layout"),

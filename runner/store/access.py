@@ -10,9 +10,10 @@ from pathlib import Path
 
 import zarr
 
+from .backends import where
+from .backends.folder import Folder
 from .errors import DamagedStore, IncompatibleStore, NotAStore, StoreChanged
 from .layout import dataset_groups, layout_of
-from .location import Folder, where
 from .metadata import checked_metadata
 from .schema import CHUNKED_BY, SCHEMA_VERSION, SELECTIONS_TITLE, TITLE
 
@@ -67,7 +68,7 @@ def not_a_cube(path):
 
 
 def holds_done_markers(store):
-    """Whether any group of ``store`` (a path or URL, :func:`.location.where`) has a done
+    """Whether any group of ``store`` (a path or URL, :func:`.backends.where`) has a done
     marker: in a folder, a written ``done`` chunk file (read without opening the store, which
     may be half-created); in a repository, a marker set in a ``done`` array."""
     location = where(store)
@@ -79,7 +80,7 @@ def holds_done_markers(store):
 
 
 def check_store(store):
-    """Raise :class:`NotAStore` if ``store`` (a path or URL, :func:`.location.where`) holds no
+    """Raise :class:`NotAStore` if ``store`` (a path or URL, :func:`.backends.where`) holds no
     pcskm cube, :class:`DamagedStore` if its metadata is damaged (:func:`check_folder`,
     :func:`check_repository`); returns the metadata check."""
     location = where(store)
@@ -106,8 +107,8 @@ class SnapshotCheck:
 
 def check_repository(location):
     """Raise :class:`NotAStore` unless the repository ``location`` (a
-    :class:`.location.Repository`) holds a pcskm cube; returns the :class:`SnapshotCheck` of
-    the version read, or written from while a run writes it."""
+    :class:`.backends.icechunk.Repository`) holds a pcskm cube; returns the
+    :class:`SnapshotCheck` of the version read, or written from while a run writes it."""
     store = location.zarr_store()
     if not location.has_root(store):
         raise NotAStore(f"{location} holds no Zarr store (an Icechunk repository without a "
@@ -149,7 +150,7 @@ def check_folder(path):
 
 
 def open_root(store, mode="r"):
-    """The root group of ``store`` (a path or URL, :func:`.location.where`);
+    """The root group of ``store`` (a path or URL, :func:`.backends.where`);
     :func:`check_store`'s errors if it cannot be opened."""
     location = where(store)
     try:

@@ -17,11 +17,21 @@ import numpy as np
 import zarr
 
 from . import schema
+from .backends import where
+from .backends.folder import Folder
 from .digests import record_metadata
 from .errors import StoreNotWritable
 from .layout import done_shape, has_user_algorithms
-from .location import Folder, where
-from .places import RECORD, RECORD_ATTRS, RECORD_DIMS
+from .places import (
+    COORDINATES,
+    RECORD,
+    RECORD_ATTRS,
+    RECORD_DIMS,
+    STORE_ID,
+    coordinate_digests,
+    new_store_id,
+    store_binding,
+)
 from .provenance import RUN_INDEX, RUN_INDEX_ATTRS, RUN_INDEX_DIMS, UNKNOWN
 from .schema import (
     CELL_DIMS,
@@ -196,15 +206,18 @@ def stored_preregistration(spec):
 
 def write_layout(path, layout, spec, history=(), runs=()):
     """Create a new, empty store at ``path`` (a folder or a repository in a transaction,
-    :func:`.location.where`) with ``layout``."""
+    :func:`.backends.where`) with ``layout``: its id drawn (:data:`.places.STORE_ID`) and the
+    digests of its coordinates recorded (:data:`.places.COORDINATES`)."""
     location = where(path)
+    attrs = {**root_attrs(layout, spec, history, runs), STORE_ID: new_store_id()}
     root = zarr.open_group(location.zarr_store("w-"), mode="w-", zarr_format=3,
-                           attributes=root_attrs(layout, spec, history, runs))
+                           attributes=attrs)
     for group in layout.groups.values():
         write_group(root, group, layout.fixed, has_user_algorithms(layout.algorithms),
                     layout.weights_per_s, layout.schema_version)
     _building("before consolidating")
-    record_metadata(location)
+    record_metadata(location, {COORDINATES: coordinate_digests(
+        location, root.groups(), store_binding(attrs))})
 
 
 def build_beside(path, layout, spec, history=(), runs=(), fill=None):
@@ -240,11 +253,11 @@ def build_beside(path, layout, spec, history=(), runs=(), fill=None):
 
 def build(store, layout, spec, history=(), runs=(), fill=None):
     """Write a whole new store of ``layout`` in place of ``store`` (a path or URL,
-    :func:`.location.where`), ``fill(new)`` (if given) copying the records of the store
-    before (:meth:`.location.Folder.before`): a folder is built beside its path and swapped in
-    (:func:`build_beside`); a repository's transaction is emptied
-    (:meth:`.location.Repository.start_over`) and written, and its next commit makes the new
-    store visible at once."""
+    :func:`.backends.where`), ``fill(new)`` (if given) copying the records of the store
+    before (:meth:`.backends.folder.Folder.before`): a folder is built beside its path and
+    swapped in (:func:`build_beside`); a repository's transaction is emptied
+    (:meth:`.backends.icechunk.Repository.start_over`) and written, and its next commit makes
+    the new store visible at once."""
     location = where(store)
     if isinstance(location, Folder):
         location.path.parent.mkdir(parents=True, exist_ok=True)

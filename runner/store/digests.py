@@ -23,7 +23,8 @@ from pathlib import Path
 
 import zarr
 
-from .location import Folder, where
+from .backends import where
+from .backends.folder import Folder
 from .schema import in_layout, layout_datasets
 
 RECORD = "metadata_sha256"  # root attribute: {path of a zarr.json in the store: SHA-256}
@@ -94,7 +95,7 @@ def _digests(store, attrs):
 
 
 def record_metadata(store, attrs=None):
-    """Update the root attributes of ``store`` (a path or URL, :func:`.location.where`) with
+    """Update the root attributes of ``store`` (a path or URL, :func:`.backends.where`) with
     ``attrs`` and, in a folder, record the digest of every metadata file in the same write,
     then consolidate; writes nothing when neither would change."""
     location = where(store)

@@ -15,7 +15,13 @@ its values is intact (:mod:`pcskm.runner.store.writer`). :func:`verify` checks t
   digest, of its key, chunk shape and bytes, is the one recorded for its place
   (:mod:`pcskm.runner.store.places`), so that a chunk swapped with another, copied over
   another array's or from another store, of the same shape or not, is damage;
-* the status of every fit of a done block is not ``missing``.
+* the status of every fit of a done block is not ``missing``;
+* every chunk's digest is bound to the store (its id and seed, :func:`.places.bound`), so a
+  group copied, linked or synced from another store is damage in every chunk (a group that
+  is a symbolic link is named as such: a run replaces it, never writing through it);
+* every coordinate chunk is the one written when the store was made (its bound digest, root
+  attribute ``coordinate_sha256``), and every coordinate is what a store's layout can be:
+  ``run``, ``fold`` and ``feature`` count from 0, ``percent`` rises, labels are distinct.
 
 A selection-score variable (``cv_score``, ``gap``, ...) is needed only where a done block's
 ``scored`` marker says its cells carry that score (the store may have gained the variable
@@ -23,7 +29,10 @@ after the block was done).
 
 :func:`repair` deletes the damaged chunks and clears the done markers of the blocks whose
 values they held, so that the next run recomputes exactly those blocks (``pcskm run`` repairs
-before it plans). Damage to the coordinates, which define the layout, cannot be repaired.
+before it plans). Damage to the coordinates, which define the layout, is not repaired here:
+a run rewrites them from its spec if that gives their recorded digest, and otherwise drops
+the group and computes it again (:mod:`pcskm.runner.store.preparation`); the values are
+never moved to follow stored labels.
 """
 
 import itertools
@@ -39,13 +48,23 @@ from zarr.codecs import Crc32cCodec
 from pcskm.forking import forked_map
 
 from .access import check_store, open_root
-from .errors import DamagedStore, LostReference
+from .backends import where
+from .backends.folder import Folder
+from .errors import LostReference
 from .layout import dataset_groups, foreign_nodes
-from .location import Folder, where
-from .places import RECORD, chunk_digest, is_placed, place_of, read_record
+from .places import (
+    COORDINATES,
+    LAYOUT_ARRAYS,
+    RECORD,
+    bound,
+    chunk_digest,
+    is_placed,
+    place_of,
+    read_record,
+    store_binding,
+)
 from .schema import (
     DONE_DIMS,
-    FIT_DIMS,
     GROUP_ARRAYS,
     MISSING,
     NOT_APPLICABLE,
@@ -58,8 +77,6 @@ from .schema import (
 
 log = logging.getLogger("pcskm")
 
-# Arrays written once, when the store is made: they define its layout.
-LAYOUT_ARRAYS = frozenset({*FIT_DIMS, "feature", "feature_name", "uninformative"})
 MAX_LISTED = 40  # damaged chunks listed by describe(); the rest are counted
 
 
@@ -67,9 +84,10 @@ MAX_LISTED = 40  # damaged chunks listed by describe(); the rest are counted
 class Damage:
     """One damaged chunk (``chunk``: its position in the array's chunk grid): ``kind`` is
     ``missing``, ``corrupt`` or ``misplaced`` (intact bytes, not those recorded for its
-    place, or none recorded; the repair deletes the files of these three) or
-    ``inconsistent`` (intact, but its blocks marked done hold no fit); ``blocks`` marks the
-    group's done blocks whose values it held (None: a layout array)."""
+    place, or none recorded; the repair deletes the files of these three),
+    ``inconsistent`` (intact, but its blocks marked done hold no fit) or ``relabelled`` (a
+    coordinate that is not the one written); ``blocks`` marks the group's done blocks whose
+    values it held (None: a layout array)."""
 
     dataset: str
     array: str
@@ -85,7 +103,7 @@ class Damage:
 class Verification:
     """What :func:`verify` found in one store."""
 
-    store: object  # the store's path, or its repository (pcskm.runner.store.location)
+    store: object  # the store's path, or its repository (pcskm.runner.store.backends)
     spec: str = "SPEC"  # the name of the spec that made the store
     damage: list = field(default_factory=list)
     n_chunks: int = 0  # chunk files read
@@ -97,18 +115,26 @@ class Verification:
     metadata: object = None  # the MetadataCheck of pcskm.runner.store.metadata
     foreign: list = field(default_factory=list)  # nodes the layout does not name
     version: int | None = None  # the store's schema version
+    linked: dict = field(default_factory=dict)  # group -> the target of its symbolic link
+    unbound: list = field(default_factory=list)  # groups none of whose chunks is this store's
 
     def add(self, part):
         """Add what the check of other groups found (:func:`_verify_group`)."""
         self.damage += part.damage
         self.n_chunks += part.n_chunks
         self.unchecksummed += part.unchecksummed
-        for name in ("done", "scored", "wanted", "n_folds"):
+        self.unbound += part.unbound
+        for name in ("done", "scored", "wanted", "n_folds", "linked"):
             getattr(self, name).update(getattr(part, name))
 
     @property
     def ok(self):
-        return not self.damage
+        return not self.damage and not self.linked
+
+    def relabelled(self):
+        """The groups whose coordinates are damaged (their layout cannot be read as
+        stored)."""
+        return sorted({damage.dataset for damage in self.damage if damage.blocks is None})
 
     def lost(self, name):
         """The done blocks of group ``name`` whose values are damaged."""
@@ -153,9 +179,23 @@ class Verification:
         if self.ok:
             lines.append("no damage: every cell marked done has intact chunks")
             return "\n".join(lines)
-        lines += self.listing()
-        lines.append(f"pcskm run {self.spec} --store {self.store} (the store's spec, or its "
-                     "TOML file) clears their done markers and recomputes those cells")
+        run = f"pcskm run {self.spec} --store {self.store} (the store's spec, or its TOML file)"
+        for name, target in sorted(self.linked.items()):
+            lines.append(f"group {name} is a symbolic link to {target}, not a group of this "
+                         f"store: {run} replaces it by a group of its own and computes its "
+                         "cells (nothing is written through the link)")
+        for name in self.unbound:
+            lines.append(f"group {name}: none of its chunks is bound to this store (a group "
+                         "copied or synced from another store): its cells are computed again")
+        if self.damage:
+            lines += self.listing()
+        relabelled = self.relabelled()
+        if relabelled:
+            lines.append(f"the coordinates of {', '.join(relabelled)} are not those written "
+                         f"when the store was made: {run} rewrites them from the spec if it "
+                         "defines them, else drops the group's values and computes them again")
+        if any(damage.blocks is not None for damage in self.damage):
+            lines.append(f"{run} clears their done markers and recomputes those cells")
         return "\n".join(lines)
 
     def foreign_line(self):
@@ -330,12 +370,13 @@ def _read_places(group, version):
         return None
 
 
-def _misplaced(array, coords, key, data, record):
+def _misplaced(array, coords, key, data, record, binding):
     """Why the intact chunk ``data`` at ``coords`` of ``array`` is not the one recorded for
-    its place (``record``, :func:`_read_places`), or None."""
+    its place (``record``, :func:`_read_places`) in this store (``binding``,
+    :func:`.places.store_binding`), or None."""
     place = place_of(array, coords)
     recorded = record.get(place, {}).get(array.basename)
-    if recorded == chunk_digest(key, array.chunks, data):
+    if recorded == bound(chunk_digest(key, array.chunks, data), binding):
         return None
     if recorded is None:
         return "no digest recorded for its place: not known to be the chunk written there"
@@ -346,7 +387,8 @@ def _misplaced(array, coords, key, data, record):
         return (f"not the chunk written here: a chunk of another shape or type (it does not "
                 f"decode to this place's {shape} {array.dtype}: {type(error).__name__})")
     return ("not the chunk written here: its digest is not the one recorded for its place "
-            "(a chunk swapped with another or copied here)")
+            "in this store (a chunk swapped with another, or copied here from this store or "
+            "another)")
 
 
 def _read_status(status):
@@ -370,13 +412,13 @@ def _inconsistent_blocks(status, coords, done, values):
 
 
 def verify(store, workers=None):
-    """Check every chunk of ``store`` (a path or URL, :func:`.location.where`; see the
+    """Check every chunk of ``store`` (a path or URL, :func:`.backends.where`; see the
     module docstring); returns a :class:`Verification`. Raises :class:`DamagedStore`, in one
-    line naming the files, if its metadata changed (:mod:`pcskm.runner.store.metadata`) or a
-    coordinate chunk is damaged. Reads only: works on a read-only store. The data set groups
-    of a store in a folder with at least :data:`FORK_FROM` chunks are checked by up to
-    ``workers`` forked children side by side (default: one per core, :mod:`pcskm.forking`),
-    with the same result."""
+    line naming the files, if its metadata changed (:mod:`pcskm.runner.store.metadata`); a
+    damaged coordinate is damage like a chunk's (:meth:`Verification.relabelled`). Reads
+    only: works on a read-only store. The data set groups of a store in a folder with at
+    least :data:`FORK_FROM` chunks are checked by up to ``workers`` forked children side by
+    side (default: one per core, :mod:`pcskm.forking`), with the same result."""
     location = where(store).pinned()  # one snapshot of a repository for the whole check
     metadata = check_store(location)
     root = open_root(location)
@@ -397,12 +439,6 @@ def verify(store, workers=None):
         _verifying = None
     for part in parts:
         found.add(part)
-    layout = [damage for damage in found.damage if damage.blocks is None]
-    if layout:
-        raise DamagedStore(
-            f"the coordinates of {location} (its layout) are damaged: "
-            + "; ".join(f"{d.file}: {d.problem}" for d in layout)
-            + ". pcskm cannot repair this store; restore it from a copy")
     return found
 
 
@@ -418,6 +454,8 @@ def _verify_group(name):
     location, groups, attrs = _verifying
     group, version = groups[name], attrs.get("schema_version")
     found = Verification(store=location)
+    if isinstance(location, Folder) and (location.path / name).is_symlink():
+        found.linked[name] = str((location.path / name).readlink())
     arrays = {key: array for key, array in group.arrays() if key in GROUP_ARRAYS}
     found.n_folds[name] = int(arrays["fold"].shape[0]) if "fold" in arrays else 0
     labels = _labels(group)
@@ -428,15 +466,61 @@ def _verify_group(name):
     found.wanted[name] = wanted_scores(
         attrs.get("protocol", {}), attrs.get("algorithm_definitions", {}),
         labels["algorithm"] or [""] * done.shape[0])
+    bindings = Bindings(store_binding(attrs), attrs.get(COORDINATES))
     for array_name, array in arrays.items():
         if array_name != "done":
-            _verify_array(location, name, array, done, found, labels, record)
+            _verify_array(location, name, array, done, found, labels, record, bindings)
+    placed = [d for d in found.damage if d.kind == "misplaced"]
+    if record and bindings.store and placed and bindings.checked == len(placed):
+        found.unbound.append(name)
     return found
 
 
-def _verify_array(location, name, array, done, found, labels, record):
+class Bindings:
+    """What binds a group's chunks to its store (:mod:`.places`): the store's binding (None
+    for a store made before its id) and the recorded digests of the coordinate chunks (None
+    before them); ``checked`` counts the placed chunks checked against their digest."""
+
+    def __init__(self, store, coordinates):
+        self.store = store
+        self.coordinates = coordinates if isinstance(coordinates, dict) else None
+        self.checked = 0
+
+
+def _coordinate_problem(array, key, data, bindings):
+    """Why the intact coordinate chunk ``data`` of ``array`` is not the one written when the
+    store was made (its recorded digest, :data:`.places.COORDINATES`) or not what a store's
+    layout can be (:func:`layout_problem`), or None."""
+    if bindings.coordinates is not None and bindings.store is not None:
+        if bindings.coordinates.get(key) != bound(chunk_digest(key, array.chunks, data),
+                                                  bindings.store):
+            return ("not the coordinate written when the store was made: its digest is not "
+                    "the one recorded (labels rewritten, or the coordinate of another store)")
+    try:
+        return layout_problem(array.basename, array[...])
+    except Exception as error:  # any failure to decode is a chunk of another shape or type
+        return f"cannot be decoded ({type(error).__name__}: {error})"
+
+
+def layout_problem(name, values):
+    """Why the coordinate ``name`` holding ``values`` is not what a store's layout can be:
+    ``run``, ``fold`` and ``feature`` count from 0 (:meth:`.layout.GroupLayout.coords`),
+    ``percent`` rises, the labels are distinct; or None."""
+    if name in ("run", "fold", "feature"):
+        if not np.array_equal(values, np.arange(len(values))):
+            return f"{name} is not 0, 1, ..., {len(values) - 1}"
+    elif name == "percent":
+        if len(values) > 1 and not (np.diff(values) > 0).all():
+            return "the percentages do not rise"
+    elif name in ("algorithm", "init", "kind") and len(set(values.tolist())) != len(values):
+        return f"the {name} labels are not distinct"
+    return None
+
+
+def _verify_array(location, name, array, done, found, labels, record, bindings):
     """Check the chunks of ``array`` of group ``name`` (``done``: its done markers;
-    ``record``: its chunk digests, :func:`_read_places`), adding to ``found``."""
+    ``record``: its chunk digests, :func:`_read_places`; ``bindings``: :class:`Bindings`),
+    adding to ``found``."""
     array_name = array.basename
     layout = array_name in LAYOUT_ARRAYS
     needed = None if layout else _needed(array_name, done, found.scored[name])
@@ -458,8 +542,12 @@ def _verify_array(location, name, array, done, found, labels, record):
         else:
             found.n_chunks += 1
             kind, problem = "corrupt", _corruption(array, coords, data, checksummed)
+            if not problem and layout:
+                kind, problem = "relabelled", _coordinate_problem(array, key, data, bindings)
             if not problem and under_done and placed:
-                kind, problem = "misplaced", _misplaced(array, coords, key, data, record)
+                bindings.checked += 1
+                kind, problem = "misplaced", _misplaced(array, coords, key, data, record,
+                                                        bindings.store)
             if not problem and under_done and array_name == "status":
                 blocks = _inconsistent_blocks(array, coords, done, status)
                 kind, problem = "inconsistent", (

@@ -7,9 +7,14 @@ copies in it are checked against the record of each node, and their header again
 writes. A changed file is rewritten from its intact copy (or the copy from its intact file,
 by consolidating again), both from the store's layout if what pcskm writes for it has the
 recorded digest; a data set's group whose folder is gone is dropped, to be created again and
-computed by a run whose spec has the data set. A changed root cannot be repaired. A store
-written before the record existed is not checked, and gets its record at the next run that
-writes it.
+computed by a run whose spec has the data set. What the spec defines is rebuilt from it
+(:data:`REBUILT`) rather than refused: a group's attributes, if those of the spec's data set
+give the recorded digest; the root's attributes and the record itself, once the store's
+protocol is found to be the spec's (a seed or setting that differs is refused, naming the
+difference), the run then checking every chunk against its digest (bound to the store's id
+and seed, :mod:`.places`) before it writes the root and the record again. A store written
+before the record existed is not checked, and gets its record at the next run that writes
+it.
 """
 
 import dataclasses
@@ -33,10 +38,11 @@ from .digests import (
     node_document,
     node_file,
     read_document,
+    record_metadata,
     root_document,
 )
 from .errors import DamagedStore
-from .layout import has_user_algorithms, layout_of
+from .layout import has_user_algorithms, layout_of, merge_layouts
 from .lock import check_writable
 from .schema import RECORDS_SINCE, in_layout, layout_datasets, not_in_layout
 
@@ -45,8 +51,10 @@ log = logging.getLogger("pcskm")
 HEADER = {k: v for k, v in ConsolidatedMetadata(metadata={}).to_dict().items()
           if k != "metadata"}  # what Zarr writes beside the consolidated copies
 # How a run repairs a change: the file from its copy, the copy by consolidating, the file and
-# its copy from the store's layout, the deleted group by the spec.
-REPAIRED_FROM_COPY, RECONSOLIDATED, REGENERATED, GROUP_DROPPED = "file", "copy", "layout", "group"
+# its copy from the store's layout, the deleted group by the spec, what the spec defines
+# rebuilt from it (a group's attributes; the root's attributes and the record).
+REPAIRED_FROM_COPY, RECONSOLIDATED, REGENERATED, GROUP_DROPPED, REBUILT = (
+    "file", "copy", "layout", "group", "spec")
 
 
 def _is_node_file(file):
@@ -96,7 +104,9 @@ class MetadataCheck:
     def refusal(self, groups=None):
         """One line naming every changed file and what can be done (``groups``: the data sets
         whose deleted group a run would create again; None: any)."""
-        listing = "; ".join(f"{self.store / c.file}: {c.problem}" for c in self.changes)
+        listing = "; ".join(f"{self.store / c.file}: {c.problem}"
+                            + (" (derivable: pcskm run rebuilds it from the spec)"
+                               if c.repair == REBUILT else "") for c in self.changes)
         cannot = [c for c in self.changes if not _repairable(c, groups)]
         if cannot:
             advice = ("pcskm cannot rewrite " + ", ".join(str(self.store / c.file)
@@ -109,6 +119,10 @@ class MetadataCheck:
         else:
             advice = (f"pcskm run {self.spec} --store {self.store} (the store's spec, or its TOML "
                       "file) repairs it")
+            if any(c.repair == REBUILT for c in self.changes):
+                advice += (", rebuilding from the spec what it defines after checking every "
+                           "chunk against its digest (a seed or setting of the store that "
+                           "differs from the spec's is refused)")
             if any(c.repair == GROUP_DROPPED for c in self.changes):
                 advice += " and computes the cells of the deleted group again"
         return (f"the metadata of {self.store} changed since pcskm wrote it: {listing}. "
@@ -163,7 +177,7 @@ def check_metadata(store):
     if record is None and isinstance(version, int) and version >= RECORDS_SINCE:
         found.changes.append(Change(ROOT, "", f"its attribute {RECORD} is missing, which a "
                                     f"store of schema version {version} has from its "
-                                    "creation: its metadata cannot be checked", None))
+                                    "creation", REBUILT))
         return found
     if record is None:
         found.recorded = False
@@ -171,10 +185,11 @@ def check_metadata(store):
     if not isinstance(record, dict) or not all(
             isinstance(v, str) and _is_node_file(k) for k, v in record.items()):
         found.changes.append(Change(ROOT, "", f"its attribute {RECORD} is not a record of "
-                                    "digests", None))
+                                    "digests", REBUILT))
         return found
     if digest(root_document(root, attrs)) != record.get(ROOT):
-        found.changes.append(Change(ROOT, "", "the root attributes or format changed", None))
+        found.changes.append(Change(ROOT, "", "the root attributes or format changed",
+                                    REBUILT))
     consolidated = root.get("consolidated_metadata")
     consolidated = consolidated if isinstance(consolidated, dict) else {}
     copies = consolidated.get("metadata")
@@ -204,19 +219,26 @@ def check_metadata(store):
         regenerated = _regenerated(store, lost, record)
         found.changes = [dataclasses.replace(change, repair=REGENERATED,
                                              copy=regenerated[change.node])
-                         if change.node in regenerated else change
+                         if change.node in regenerated else
+                         dataclasses.replace(change, repair=REBUILT)
+                         if "/" not in change.node else change
                          for change in found.changes]
     return found
 
 
-def _regenerated(store, nodes, record):
-    """The metadata pcskm writes for ``nodes`` in the store's layout (coordinates, group
-    attributes and settings as the store holds them), for those whose digest is the
-    recorded one: ``{node: document}``."""
+def _regenerated(store, nodes, record, spec_layout=None):
+    """The metadata pcskm writes for ``nodes`` in the store's layout (coordinates and
+    settings as the store holds them; the group attributes as it holds them too, or, with
+    ``spec_layout``, those of the spec's data sets), for those whose digest is the recorded
+    one: ``{node: document}``."""
     try:
         layout = layout_of(zarr.open_group(str(store), mode="r"), store)
     except Exception:  # any failure to read the layout leaves nothing to rewrite from
         return {}
+    if spec_layout is not None:
+        layout = dataclasses.replace(layout, groups={
+            name: _with_attrs(group, spec_layout.groups.get(name))
+            for name, group in layout.groups.items()})
     found = {}
     with tempfile.TemporaryDirectory() as scratch, warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
@@ -232,6 +254,43 @@ def _regenerated(store, nodes, record):
     return found
 
 
+def _with_attrs(group, spec_group):
+    """The group layout ``group`` with the attributes of ``spec_group`` (the spec's group
+    of its data set; ``group`` as it is without one)."""
+    return group if spec_group is None else dataclasses.replace(group, attrs=spec_group.attrs)
+
+
+def _rebuilt(store, found, layout):
+    """Resolve the :data:`REBUILT` changes of ``found`` from the spec's ``layout``: a group's
+    file and copy rewritten from the spec's attributes where they give the recorded digest
+    (:func:`_regenerated`); the root accepted once the store's protocol is the spec's
+    (:func:`.layout.merge_layouts` raises :class:`.errors.IncompatibleStore` naming every
+    difference), for the run to write it and the record again. Raises
+    :class:`DamagedStore` for a group whose attributes the spec does not give."""
+    changes = [c for c in found.changes if c.repair == REBUILT]
+    if any(not c.node for c in changes):
+        merge_layouts(layout_of(zarr.open_group(str(store), mode="r"), store), layout,
+                      store=str(store),
+                      advice="A store's seed and settings are not rebuilt from a spec: give "
+                             "the spec the store was made with, or restore the store from a "
+                             "copy.")
+    groups = [c.node for c in changes if c.node]
+    if not groups:
+        return found
+    record = zarr.open_group(str(store), mode="r").attrs.get(RECORD) or {}
+    regenerated = _regenerated(store, groups, record, layout)
+    cannot = [node for node in groups if node not in regenerated]
+    if cannot:
+        raise DamagedStore(
+            f"the metadata of {store} changed since pcskm wrote it: the attributes of "
+            f"{', '.join(cannot)} are not those of the spec's data set (no file or copy has "
+            "their recorded digest): restore the store from a copy, or run the spec it was "
+            "made with")
+    return dataclasses.replace(found, changes=[
+        dataclasses.replace(c, repair=REGENERATED, copy=regenerated[c.node])
+        if c.node in regenerated else c for c in found.changes])
+
+
 def checked_metadata(store):
     """:func:`check_metadata`, raising :class:`DamagedStore` (one line naming every changed
     file) if any changed."""
@@ -241,18 +300,23 @@ def checked_metadata(store):
     return found
 
 
-def repair_metadata(store, groups):
+def repair_metadata(store, layout):
     """Repair what :func:`check_metadata` finds (docs/reference/cube-schema.md, Metadata
-    digests): rewrite a changed file from its copy (or from the store's layout), consolidate
-    again, drop the record of a deleted group of a data set in ``groups`` (the run's spec
-    creates it again). Raises
-    :class:`DamagedStore` naming every change it cannot repair, before writing anything."""
-    store = Path(store)
+    digests), for a run of the spec of ``layout`` (:func:`.layout.spec_layout`): rewrite a
+    changed file from its copy (or from the store's layout, or the spec's,
+    :func:`_rebuilt`), consolidate again, drop the record of a deleted group of a data set
+    of the spec (the run creates it again), record the metadata again after a change of the
+    root or of the record (the run then checks every chunk, and writes the root from the
+    spec). Raises :class:`DamagedStore` naming every change it cannot repair, and
+    :class:`.errors.IncompatibleStore` for a protocol that differs from the spec's, before
+    writing anything."""
+    store, groups = Path(store), layout.groups
     if not (store / ROOT).is_file():
         return  # not a store: check_store says what it is
     found = check_metadata(store)
     if not found.changes:
         return
+    found = _rebuilt(store, found, layout)
     if not all(_repairable(change, groups) for change in found.changes):
         raise DamagedStore(found.refusal(groups))
     check_writable(store)
@@ -268,12 +332,16 @@ def repair_metadata(store, groups):
             done.append(f"the deleted group {change.node} dropped from the record, to be "
                         "created again and its cells computed")
     dropped = {c.node for c in found.changes if c.repair == GROUP_DROPPED}
-    if dropped:
+    if dropped and isinstance(zarr.open_group(str(store), mode="r").attrs.get(RECORD), dict):
         root = zarr.open_group(str(store), mode="r+")
         record = root.attrs[RECORD]
         root.attrs.update({RECORD: {file: digest for file, digest in record.items()
                                     if file.partition("/")[0] not in dropped}})
     consolidate(store)
     done.append("the consolidated metadata in zarr.json written again from the files")
+    if any(c.repair == REBUILT for c in found.changes):
+        record_metadata(store)
+        done.append("the record of digests written again (the run checks every chunk "
+                    "against its digest and writes the root's attributes from the spec)")
     log.warning("%s: the metadata changed since pcskm wrote it: %s\nrepaired: %s", store,
                 "; ".join(f"{c.file}: {c.problem}" for c in found.changes), "; ".join(done))

@@ -90,7 +90,7 @@ def lost_branch_ref(prefix, branch):
 
 
 def _client():
-    """A boto3 S3 client with the conventions of :func:`.location._storage` (credentials,
+    """A boto3 S3 client with the conventions of :func:`.backends.icechunk._storage` (credentials,
     region and endpoint from the environment, path-style requests to an endpoint)."""
     import boto3
     from botocore.config import Config

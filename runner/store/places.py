@@ -14,16 +14,29 @@ task writes in schema version 3; each entry ``{array name: digest}`` as JSON), b
 client records the chunks it writes itself (a store's chunks copied by an extension or by
 ``--from``, the status of pairs a spec no longer runs) from their stored bytes
 (:func:`record_stored`).
+
+Every digest recorded is bound to its store (:func:`bound`): the SHA-256 of the store's
+binding and the chunk's digest, the binding being the store's id, 128 random bits drawn when
+the store is created (root attribute :data:`STORE_ID`, under the root's metadata digest),
+and its seed (:func:`store_binding`). A group copied, linked or synced from another store,
+of the same spec or not, has no chunk whose digest is the one this store records for its
+place, so every chunk of it is damage; a store copied whole keeps its id and stays valid.
+The coordinates, written once when a store is made, are bound the same way: the digest of
+each of their chunks is recorded in the root attribute :data:`COORDINATES`
+(:func:`coordinate_digests`). A store made before the id has none: its digests are checked
+unbound, and the next run draws its id and records them bound.
 """
 
 import hashlib
 import json
+import secrets
 
 import numpy as np
 import zarr
 from zarr.storage import WrapperStore
 
 from .provenance import RUN_INDEX
+from .schema import FIT_DIMS
 
 RECORD = "chunk_sha256"  # per group: (kind, percent) -> JSON {array name: digest}
 RECORD_DIMS = ("kind", "percent")
@@ -35,6 +48,10 @@ RECORD_ATTRS = {
                "a chunk under a done marker whose digest differs is damage"}
 # arrays written whole by the client, not by tasks
 MARKERS = ("done", "scored", RUN_INDEX, RECORD)
+# arrays written once, when the store is made: they define its layout
+LAYOUT_ARRAYS = frozenset({*FIT_DIMS, "feature", "feature_name", "uninformative"})
+STORE_ID = "store_id"  # root attribute: the store's id, drawn when it is created
+COORDINATES = "coordinate_sha256"  # root attribute: {coordinate chunk key: bound digest}
 
 
 def chunk_digest(key, shape, data):
@@ -42,6 +59,51 @@ def chunk_digest(key, shape, data):
     bytes ``data``."""
     header = f"{key} {','.join(map(str, shape))}\n".encode()
     return hashlib.sha256(header + bytes(data)).hexdigest()
+
+
+def new_store_id():
+    """A store's id: 128 random bits, as hex."""
+    return secrets.token_hex(16)
+
+
+def store_binding(attrs):
+    """What binds the digests of the store whose root attributes are ``attrs``: its id and
+    seed (``id:seed``); None for a store made before the id (its digests are unbound)."""
+    store_id = attrs.get(STORE_ID)
+    if not isinstance(store_id, str) or not store_id:
+        return None
+    return f"{store_id}:{(attrs.get('protocol') or {}).get('seed')}"
+
+
+def bound(digest, binding):
+    """The digest ``digest`` bound to a store's ``binding`` (:func:`store_binding`): the
+    SHA-256 of both; ``digest`` itself without a binding."""
+    if binding is None:
+        return digest
+    return hashlib.sha256(f"{binding}\n{digest}".encode()).hexdigest()
+
+
+def coordinate_arrays(group):
+    """The coordinate arrays of a data set's group (those written once, when the store is
+    made, that define its layout): ``{name: array}``."""
+    return {name: array for name, array in group.arrays() if name in LAYOUT_ARRAYS}
+
+
+def coordinate_digests(location, groups, binding):
+    """``{chunk key: bound digest}`` of every chunk of the coordinate arrays of ``groups``
+    (data set groups, ``(name, group)``), read from ``location`` (:func:`.backends.where`);
+    a chunk without a file is left out."""
+    found = {}
+    for _, group in groups:
+        for array in coordinate_arrays(group).values():
+            for coords in np.ndindex(*array.cdata_shape):
+                key = f"{array.path}/{array.metadata.encode_chunk_key(coords)}"
+                try:
+                    data = location.read_chunk(key)
+                except FileNotFoundError:
+                    continue
+                found[key] = bound(chunk_digest(key, array.chunks, data), binding)
+    return dict(sorted(found.items()))
 
 
 def is_placed(array):
@@ -122,11 +184,12 @@ def record_values(record, shape):
     return values.astype(str)
 
 
-def record_stored(location, arrays, record, places, names=None):
+def record_stored(location, arrays, record, places, names=None, binding=None):
     """Record in ``record`` (:func:`read_record`, updated in place) the digests of the
     stored chunks at ``places`` ((kind, percent) positions) of the placed arrays of
     ``arrays`` (name -> array; ``names``: only these), read from ``location``
-    (:func:`.location.where`); a chunk without a file is left unrecorded."""
+    (:func:`.backends.where`), bound to the store's ``binding`` (:func:`bound`); a chunk
+    without a file is left unrecorded."""
     for name, array in arrays.items():
         if not is_placed(array) or (names is not None and name not in names):
             continue
@@ -138,4 +201,5 @@ def record_stored(location, arrays, record, places, names=None):
                 data = location.read_chunk(key)
             except FileNotFoundError:
                 continue
-            record.setdefault((k, p), {})[name] = chunk_digest(key, array.chunks, data)
+            record.setdefault((k, p), {})[name] = bound(chunk_digest(key, array.chunks, data),
+                                                        binding)

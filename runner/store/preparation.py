@@ -22,6 +22,9 @@ from .access import (
     open_root,
     read_layout,
 )
+from .backends import where
+from .backends.common import CREATED, PREPARED, RECORDED, RUN_TAG
+from .backends.folder import Folder
 from .create import (
     build,
     create_record,
@@ -30,13 +33,25 @@ from .create import (
     root_attrs,
     stored_preregistration,
 )
-from .digests import consolidate, record_metadata
-from .errors import IncompatibleStore
-from .integrity import repair, verify
+from .digests import ROOT, consolidate, read_document, record_metadata
+from .errors import IncompatibleStore, LostReference
+from .integrity import layout_problem, repair, verify
 from .layout import dataset_groups, label_positions, merge_layouts, spec_layout
-from .location import CREATED, PREPARED, RECORDED, RUN_TAG, Folder, recorded_as, where
 from .metadata import repair_metadata
-from .places import RECORD, read_record, record_stored, record_values
+from .notes import recorded_as
+from .places import (
+    COORDINATES,
+    RECORD,
+    STORE_ID,
+    bound,
+    chunk_digest,
+    coordinate_arrays,
+    coordinate_digests,
+    new_store_id,
+    record_stored,
+    record_values,
+    store_binding,
+)
 from .provenance import RUN_INDEX, read_run_index
 from .schema import (
     FIT_VARIABLES,
@@ -45,6 +60,7 @@ from .schema import (
     SCHEMA_VERSION,
     SCORE_VARIABLES,
     WEIGHTS_PER_S,
+    layout_datasets,
     writable_arrays,
 )
 from .sizes import check_sizes
@@ -120,20 +136,23 @@ def _copy_group(source, target, old, new):
             target[name].set_orthogonal_selection(selection, values)
 
 
-def _record_as_stored(path):
+def _record_as_stored(path, binding=None):
     """Record the digests of the chunks of every done (kind, percent) of the store at
-    ``path`` as they are stored (:func:`.places.record_stored`): the chunks an extension
-    copied, or those of a store of schema version 2 upgraded; returns how many."""
+    ``path`` as they are stored (:func:`.places.record_stored`), bound to ``binding`` (else
+    to the store's own, :func:`.places.store_binding`), in place of its records: the chunks
+    an extension copied, or those of a store of an older version upgraded; returns how
+    many."""
     location, root, count = where(path), open_root(path, "r+"), 0
+    binding = binding or store_binding(root.attrs.asdict())
     for _, group in dataset_groups(root):
         arrays = writable_arrays(group)
         if RECORD not in arrays:
             continue
-        record = read_record(arrays[RECORD])
+        record = {}
         places = [tuple(map(int, place))
                   for place in zip(*np.nonzero(arrays["done"][...].any(axis=(0, 1, 4))),
                                    strict=True)]
-        record_stored(location, arrays, record, places)
+        record_stored(location, arrays, record, places, binding=binding)
         count += sum(map(len, record.values()))
         arrays[RECORD][...] = record_values(record, arrays[RECORD].shape)
     return count
@@ -155,6 +174,147 @@ def _bind_chunks(location, version):
                 "(schema version %d); from now on a chunk moved, swapped or copied over "
                 "another is found by pcskm verify and computed again", location, version,
                 count, SCHEMA_VERSION)
+
+
+def _bind_to_store(location):
+    """Bind a store made before stores had an id to itself (:mod:`.places`): draw its id,
+    record the digests of its chunks under done markers (verified just before) and of its
+    coordinates bound to it, then the id (a run killed before the id is written leaves
+    digests that the store's next verification finds unbound: their cells are computed
+    again, none is read)."""
+    root = open_root(location)
+    store_id = new_store_id()
+    binding = store_binding({**root.attrs.asdict(), STORE_ID: store_id})
+    count = _record_as_stored(location, binding)
+    coordinates = coordinate_digests(location, dataset_groups(open_root(location)), binding)
+    record_metadata(location, {STORE_ID: store_id, COORDINATES: coordinates})
+    log.warning("%s was made before stores were bound to their id: the digests of its %d "
+                "chunks under done markers and of its %d coordinate chunks were recorded "
+                "bound to it; from now on a group copied or linked from another store, or a "
+                "rewritten coordinate, is found by pcskm verify", location, count,
+                len(coordinates))
+
+
+def _replace_links(path):
+    """Delete the symbolic links that stand for data set groups in the store folder
+    ``path`` (never what they point to): a group linked from another store is not this
+    store's; the metadata repair then drops it, to be created again and computed by the
+    run (:func:`.metadata.repair_metadata`)."""
+    attrs = (read_document(Path(path) / ROOT)[0] or {}).get("attributes")
+    datasets = layout_datasets(attrs if isinstance(attrs, dict) else {}) or ()
+    for name in sorted(datasets):
+        group = Path(path) / name
+        if group.is_symlink():
+            log.warning("%s: the group %s is a symbolic link to %s, not a group of this "
+                        "store: the link is deleted (its target is left as it is) and the "
+                        "group created again and computed", path, name, group.readlink())
+            group.unlink()
+
+
+def _fixed_order(array):
+    """The values of the coordinate ``array`` in the order that every layout gives them, or
+    None where a layout does not fix it: ``run``, ``fold`` and ``feature`` count from 0;
+    ``percent`` rises (the stored values sorted, if distinct)."""
+    name = array.basename
+    if name in ("run", "fold", "feature"):
+        return np.arange(array.shape[0], dtype=np.int64)
+    if name != "percent":
+        return None
+    try:
+        values = np.sort(array[...])
+    except Exception:  # a chunk that cannot be decoded gives no order
+        return None
+    return values if layout_problem(name, values) is None else None
+
+
+def _candidates(array, wanted):
+    """The values that the coordinate ``array`` of a group can have been written with: the
+    spec's (``wanted``, its group layout, or None) and the order a layout fixes
+    (:func:`_fixed_order`)."""
+    found, name = [], array.basename
+    if wanted is not None:
+        coords = {**wanted.coords(), "feature_name": np.array(wanted.feature_names, dtype=str)}
+        if wanted.uninformative is not None:
+            coords["uninformative"] = np.array(wanted.uninformative, dtype=bool)
+        found.append(coords.get(name))
+    found.append(_fixed_order(array))
+    return [values for values in found if values is not None and values.shape == array.shape]
+
+
+def _rewrite_coordinate(location, array, wanted, binding, recorded):
+    """Rewrite the coordinate ``array`` with the first of its :func:`_candidates` whose
+    chunk has the digest recorded for it (``recorded``, :data:`.places.COORDINATES`, bound to
+    ``binding``); in a store made before the record, with the order a layout fixes
+    (:func:`_fixed_order`) alone. Returns whether it was rewritten."""
+    key = f"{array.path}/{array.metadata.encode_chunk_key((0,) * array.ndim)}"
+    try:
+        location.read_chunk(key)
+    except LostReference:  # a repository's lost manifest: the array is written anew first
+        location.delete_chunk(location.chunk_name(key))
+    except FileNotFoundError:
+        pass
+    if binding is None or key not in recorded:
+        values = _fixed_order(array)
+        if values is not None:
+            array[...] = values
+        return values is not None
+    for values in _candidates(array, wanted):
+        array[...] = values
+        if bound(chunk_digest(key, array.chunks, location.read_chunk(key)), binding) \
+                == recorded[key]:
+            return True
+    return False
+
+
+def _restore_coordinates(location, found, new):
+    """Rewrite the damaged coordinates of the groups ``found`` names
+    (:meth:`.integrity.Verification.relabelled`) from the spec's layout ``new`` where it gives
+    their recorded digest; drop every other such group, whose values cannot be placed, to be
+    created again and computed by this run (refused, :class:`IncompatibleStore`, if the spec
+    lacks its data set). The values stay where they are: never moved to follow labels."""
+    root = open_root(location, "r+")
+    attrs = root.attrs.asdict()
+    binding, recorded = store_binding(attrs), attrs.get(COORDINATES) or {}
+    dropped = []
+    for name in found.relabelled():
+        arrays = coordinate_arrays(root[name])
+        damaged = sorted({d.array for d in found.damage if d.dataset == name and d.blocks is None})
+        if all(coordinate in arrays and _rewrite_coordinate(
+                location, arrays[coordinate], new.groups.get(name), binding, recorded)
+               for coordinate in damaged):
+            log.warning("%s: the coordinates %s of %s were not those written when the store "
+                        "was made: rewritten from the spec (their recorded digests)", location,
+                        ", ".join(damaged), name)
+        else:
+            dropped.append(name)
+    missing = [name for name in dropped if name not in new.groups]
+    if missing:
+        raise IncompatibleStore(
+            f"the coordinates of {', '.join(missing)} in {location} are not those written when "
+            "the store was made and this spec does not define them: run a spec with "
+            f"{', '.join(missing)} on it, which rewrites them or computes the group again")
+    for name in dropped:
+        log.warning("%s: the coordinates of %s are not those written when the store was made "
+                    "and the spec does not give them: its values are dropped and its cells "
+                    "computed again", location, name)
+        _drop_group(location, name)
+    if dropped and isinstance(location, Folder):
+        consolidate(location)
+        repair_metadata(location.path, new)
+
+
+def _drop_group(location, name):
+    """Delete the data set group ``name`` (a folder's: the link itself if it is one)."""
+    if isinstance(location, Folder):
+        group = location.path / name
+        if group.is_symlink():
+            group.unlink()
+        else:
+            shutil.rmtree(group)
+        return
+    from zarr.core.sync import sync
+
+    sync(location.zarr_store("r+").delete_dir(name))
 
 
 def _add_run_index(location):
@@ -228,6 +388,7 @@ def prepare(path, spec, data_dir=None):
     location = where(path)
     if isinstance(location, Folder):  # a repository's killed run leaves its last commit whole
         recover_folder(location.path)
+        _replace_links(location.path)
     new = spec_layout(spec, data_dir)
     check_sizes(new, location)  # before anything is created
     if location.is_new():
@@ -237,16 +398,21 @@ def prepare(path, spec, data_dir=None):
         # a repository's snapshots cannot change; a half-created folder has no metadata
         # record yet (check_store says what was left and what to do)
         if isinstance(location, Folder) and not half_created(location.path):
-            repair_metadata(location.path, new.groups)
+            repair_metadata(location.path, new)
         check_store(location)
         check_runnable(location)
         check_preregistration(location, spec)
         location.check_writable()
         found = verify(location)
+        if found.relabelled():
+            _restore_coordinates(location, found, new)
+            found = verify(location)
         _record_unfinished_run(location, found)
         repair(location, found)
         if isinstance(found.version, int) and found.version < RECORDS_SINCE:
             _bind_chunks(location, found.version)
+        if store_binding(open_root(location).attrs.asdict()) is None:
+            _bind_to_store(location)
         _add_run_index(location)
         old = read_layout(location)
         merged = merge_layouts(old, new, store=str(location))
@@ -286,7 +452,7 @@ def prepare(path, spec, data_dir=None):
 def _record_unfinished_run(location, found):
     """Record the run that began writing the store and was killed before recording itself
     (its ``run_in_progress`` entry is still there; the lock, or for a repository
-    :meth:`.location.Repository.check_free`, says it is gone): the cells it wrote are the
+    :meth:`.backends.icechunk.Repository.check_free`, says it is gone): the cells it wrote are the
     cells marked done now less those marked done when it began, or if more, the done cells
     whose blocks name it (``run_index``: a forced run or ``--recompute-changed`` marks done
     again blocks that were done). A run that did record itself, on commits that the branch

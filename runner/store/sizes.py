@@ -19,8 +19,9 @@ import numpy as np
 
 from pcskm.experiments import cells
 
+from .backends import where
+from .backends.folder import Folder
 from .layout import Layout
-from .location import Folder, where
 from .schema import (
     BLOCK_DIMS,
     FIT_DIMS,
@@ -186,7 +187,7 @@ def disk_used(path):
 
 def disk_space(store):
     """``(folder, bytes free, bytes used by the store)`` of the store ``store`` (a path or
-    URL, :func:`.location.where`) in a folder; None on object storage, which has no disk to
+    URL, :func:`.backends.where`) in a folder; None on object storage, which has no disk to
     fill."""
     location = where(store)
     if not isinstance(location, Folder):

@@ -10,11 +10,12 @@ import numpy as np
 from pcskm.experiments.protocol import pct10
 
 from .access import check_runnable, open_root, read_layout
+from .backends import where
+from .backends.common import FLUSHED, RECORDED, RUN_TAG, STARTED
 from .digests import consolidate
 from .integrity import verify
 from .layout import done_shape, json_copy, merge_layouts, positions, spec_layout
-from .location import FLUSHED, RECORDED, RUN_TAG, STARTED, where
-from .places import RECORD, read_record, record_stored, record_values
+from .places import RECORD, bound, read_record, record_stored, record_values, store_binding
 from .provenance import (
     RUN_INDEX,
     UNKNOWN,
@@ -153,19 +154,21 @@ class GroupArrays(Mapping):
 
 class Cube(CubeView):
     """An open store, for the client: its layout, arrays and in-memory ``done`` markers;
-    ``path``: where it lives (:func:`.location.where`; a repository in a transaction)."""
+    ``path``: where it lives (:func:`.backends.where`; a repository in a transaction)."""
 
     def __init__(self, path):
         self.path = where(path)
         layout = read_layout(self.path)
         self.arrays = self._open(layout)
+        attrs = open_root(self.path).attrs.asdict()
         super().__init__(layout, {name: arrays["done"][:]
                                   for name, arrays in self.arrays.items()},
                          {name: arrays["scored"][:] for name, arrays in self.arrays.items()
                           if "scored" in arrays},
                          {name: arrays[RUN_INDEX][:] for name, arrays in self.arrays.items()
                           if RUN_INDEX in arrays},
-                         run_codes(open_root(self.path).attrs.asdict()))
+                         run_codes(attrs))
+        self.binding = store_binding(attrs)  # what binds its chunk digests (.places.bound)
         # the run writing the store (its place in runs, Cube.begin_run); unknown before
         self.run_number = UNKNOWN
         # the chunk digests of each group (None: a store of schema version 2)
@@ -204,17 +207,19 @@ class Cube(CubeView):
 
     def record_digests(self, digests):
         """Hold the chunk digests ``digests`` (``{data set: {(kind, percent): {array:
-        digest}}}``, from the workers' receipts) in the groups' records, written with the
-        next markers (:meth:`write_markers`)."""
+        digest}}}``, from the workers' receipts), bound to the store (:func:`.places.bound`),
+        in the groups' records, written with the next markers (:meth:`write_markers`)."""
         for dataset, places in digests.items():
             for place, entry in places.items():
-                self.records[dataset].setdefault(place, {}).update(entry)
+                self.records[dataset].setdefault(place, {}).update(
+                    {name: bound(digest, self.binding) for name, digest in entry.items()})
 
     def record_stored(self, dataset, places, names=None):
         """Record the digests of the chunks at ``places`` ((kind, percent) positions) of
         ``dataset`` as stored (the client wrote them: :func:`.places.record_stored`)."""
         if self.records[dataset] is not None:
-            record_stored(self.path, self.arrays[dataset], self.records[dataset], places, names)
+            record_stored(self.path, self.arrays[dataset], self.records[dataset], places, names,
+                          self.binding)
 
     def write_markers(self, *datasets):
         """Write the in-memory chunk digests, ``scored`` markers and run indices of
@@ -314,7 +319,7 @@ class Cube(CubeView):
 
 
 def open_cube(path, run=None):
-    """The cube at ``path`` (a path, or an ``s3://`` URL, :func:`.location.where`) as an
+    """The cube at ``path`` (a path, or an ``s3://`` URL, :func:`.backends.where`) as an
     ``xarray.DataTree`` (one child per data set), read lazily; ``run``: on object storage, as
     the run of that tag (``run-0001``, ``pcskm status``) left it (docs/guide/hpc.md, "The
     store on object storage")."""

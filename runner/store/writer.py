@@ -2,7 +2,7 @@
 computed a task writes the task's chunks whole (:func:`write_task`), then returns a
 :class:`TaskReceipt`; the client marks done the blocks of the receipts it has received
 (:class:`DoneMarks`), every ``flush_seconds`` and when the run ends. The worker writes into
-what :meth:`.location.Folder.for_workers` gives, under the run's token (:mod:`.fencing`):
+what :meth:`.backends.folder.Folder.for_workers` gives, under the run's token (:mod:`.fencing`):
 the run's staging folder beside a folder store, or on object storage a fork of the run's
 Icechunk session, handed back in the receipt; the client moves the staged files into the
 folder (merges the forks) before it marks their blocks done (and commits both at once).
@@ -276,10 +276,10 @@ class DoneMarks:
             self.write()
 
     def write(self):
-        """Publish the writes held into the store (:meth:`.location.Folder.absorb`: the
-        staged files moved in; :meth:`.location.Repository.absorb`: the forks merged), record
-        the digests of their chunks and mark done every region held (the chunks they vouch
-        for are written: each came with its receipt), and commit all at once
+        """Publish the writes held into the store (:meth:`.backends.folder.Folder.absorb`:
+        the staged files moved in; :meth:`.backends.icechunk.Repository.absorb`: the forks
+        merged), record the digests of their chunks and mark done every region held (the
+        chunks they vouch for are written: each came with its receipt), and commit all at once
         (:meth:`pcskm.runner.store.views.Cube.commit`; nothing to do in a folder)."""
         self.cube.path.absorb(self.written)
         self.cube.record_digests(self.digests)

@@ -1,37 +1,15 @@
-"""Where a store lives: a folder on a POSIX file system (:class:`Folder`) or an Icechunk
-repository on S3-compatible object storage (:class:`Repository`), told apart by the store's
-name (:func:`where`; docs/guide/hpc.md, "The store on object storage").
-
-Both give the other modules of the store the bytes and the transactions that differ between
-them: the Zarr store to open (:meth:`zarr_store`), the bytes of one chunk
-(:meth:`read_chunk`), how a run holds the store while it writes (:meth:`writing`: the
-folder's lock file, or an Icechunk transaction), what a rebuild starts from (:meth:`before`;
-a repository's transaction emptied by :meth:`Repository.start_over`), how writes become
-durable (:meth:`commit`: in place for a folder, an Icechunk commit for a repository), what
-changes when another run writes (:meth:`version`), and what the Dask workers write their
-tasks' chunks into (:meth:`for_workers`: the folder's staging folder, or a fork of the run's
-Icechunk session, which the client merges back, :meth:`absorb`, before its next commit).
-
-A ``file://`` URL names a folder of this machine and ``s3://bucket/prefix`` an Icechunk
-repository; any other URL is refused (:class:`.errors.UnsupportedStore`) before anything is
-read or made, never taken for a relative path (``s3://b/x`` would be a folder ``s3:``).
-
-This is the bottom of the store's layers: it knows bytes, locks and transactions, and imports
-no module that creates, opens, checks or prepares a store; those modules, above it, tell a
-:class:`Folder` from a :class:`Repository` where they differ (docs/reference/cube-schema.md,
-The store's code).
-"""
+"""A store in an Icechunk repository on S3-compatible object storage (:class:`Repository`),
+the run's writes between two commits (:class:`Transaction`), and the fork of the run's
+session that a Dask worker writes (:class:`ForkForWorkers`; docs/guide/hpc.md, "The store on
+object storage")."""
 
 import contextlib
 import os
 import platform
-import time
-from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
-from pcskm.runner.locations import is_url
-
-from .errors import (
+from ..errors import (
     DamagedRepository,
     LostReference,
     NotAStore,
@@ -40,258 +18,11 @@ from .errors import (
     UncommittedWrites,
     UnsupportedStore,
 )
-from .schema import RUNNING
+from ..notes import describe_run, is_gone, recorded_as
+from ..schema import RUNNING
+from .common import PREPARED, RUN_TAG
 
-SUPPORTED = ("a folder on a local or network file system (a path, or file:///path) or an "
-             "Icechunk repository on S3-compatible object storage (s3://bucket/prefix)")
 BRANCH = "main"  # the branch a run commits to
-RUN_TAG = "run-{:04d}"  # the tag of the commit recording the n-th run into a repository
-# Commit metadata key ``pcskm``: what a commit holds (``runs``: a run's record).
-CREATED, PREPARED, STARTED, FLUSHED, RECORDED = ("created", "prepared", "started", "flushed",
-                                                 "recorded")
-
-
-def where(store):
-    """The place of ``store``: a :class:`Folder` or :class:`Repository` as given, a
-    :class:`Repository` for ``s3://bucket/prefix``, a :class:`Folder` for a path or a
-    ``file://`` URL of this machine; :class:`UnsupportedStore` for any other URL."""
-    if isinstance(store, Folder | Repository):
-        return store
-    if not is_url(store):
-        return Folder(folder_path(store))
-    parts = urlsplit(store)
-    scheme = parts.scheme.lower()
-    if "::" in store.partition("://")[0]:
-        scheme = store.partition("://")[0]
-    elif scheme == "file":
-        if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
-            raise UnsupportedStore(f"{store}: a file:// URL names a folder of this machine "
-                                   "(file:///path); give the path itself")
-        return Folder(folder_path(unquote(parts.path)))
-    elif scheme == "s3":
-        prefix = parts.path.strip("/")
-        if not parts.netloc or not prefix or parts.query or parts.fragment:
-            raise UnsupportedStore(f"{store}: an object store is named s3://bucket/prefix "
-                                   "(a bucket and a prefix inside it, nothing after)")
-        return Repository(parts.netloc, prefix)
-    raise UnsupportedStore(f"{store}: {scheme}:// stores are not supported; a store is {SUPPORTED}")
-
-
-def folder_path(path):
-    """The folder that the store path ``path`` names, such that the files a run builds beside
-    it (``<store>.rebuild``, ``<store>.old``) are beside it: ``path`` as given, or its real
-    path if it is a symbolic link (the link's target is the store) or holds ``..``
-    (``x.zarr/../x.zarr`` is ``x.zarr``). Raises :class:`NotAStore` for a symbolic link to
-    nothing or a loop of links."""
-    given = Path(path)
-    if given.is_symlink():
-        try:
-            return given.resolve(strict=True)
-        except FileNotFoundError:
-            raise NotAStore(f"{given} is a symbolic link to {os.readlink(given)}, which does "
-                            "not exist: create the folder it points to, or give the store's "
-                            "real path") from None
-        except (RuntimeError, OSError):  # a loop: RuntimeError before Python 3.13
-            raise NotAStore(f"{given} is a loop of symbolic links, not a store: give the "
-                            "store's real path") from None
-    return Path(os.path.realpath(given)) if ".." in given.parts else given
-
-
-class Folder:
-    """A store in a folder: Zarr files written in place, one run at a time by a lock file
-    (:func:`.lock.store_lock`), the workers' chunk files staged beside it and moved in by the
-    client (:mod:`.fencing`). The modules above create it beside the folder and swap it in
-    (:func:`.create.build`) and check its metadata against recorded digests
-    (:mod:`.metadata`)."""
-
-    def __init__(self, path):
-        self.path = Path(path)
-        self.token = None  # the run token, while a run holds the store (:meth:`writing`)
-
-    def __fspath__(self):
-        return os.fspath(self.path)
-
-    def __str__(self):
-        return str(self.path)
-
-    def __repr__(self):
-        return f"Folder({str(self.path)!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, Folder) and other.path == self.path
-
-    def __hash__(self):
-        return hash(self.path)
-
-    @property
-    def name(self):
-        return self.path.name
-
-    def resolve(self):
-        """The absolute path of the folder."""
-        return self.path.resolve()
-
-    def exists(self):
-        return self.path.exists()
-
-    def is_new(self):
-        """Whether the store is yet to be created (no such path, or an empty folder)."""
-        return not self.path.exists() or (self.path.is_dir() and not any(self.path.iterdir()))
-
-    def zarr_store(self, mode="r"):
-        return str(self.path)
-
-    @contextlib.contextmanager
-    def writing(self, take_over=False):
-        """Hold the store's lock file while a run writes (:func:`.lock.store_lock`), with a
-        run token of its own (:mod:`.fencing`): the staging folders of the runs before it are
-        deleted when it takes the store, its own when it ends. ``take_over`` changes nothing:
-        the kernel frees the lock of a killed run, so a lock held is a live run's, never taken
-        over."""
-        from .fencing import clear_staged, new_token
-        from .lock import store_lock
-
-        with store_lock(self.path):
-            self.token = new_token()
-            clear_staged(self.resolve())
-            try:
-                yield self
-            finally:
-                self.token = None
-                clear_staged(self.resolve())
-
-    def check_writable(self):
-        from .lock import check_writable
-
-        check_writable(self.path)
-
-    def before(self):
-        """The store as it was before a rebuild (:func:`.create.build`: the folder, kept
-        until the new one is swapped in)."""
-        return self
-
-    def commit(self, message, kind, run=None, tag=None):
-        """Nothing: a folder's writes are in place as soon as Zarr returns."""
-
-    def chunk_name(self, key):
-        return self.path / key
-
-    def read_chunk(self, key):
-        """The bytes of the chunk object ``key`` (FileNotFoundError if it is missing)."""
-        with open(os.path.join(self.path, key), "rb") as file:  # no Path: one per chunk
-            return file.read()
-
-    def delete_chunk(self, name):
-        """Delete the chunk :meth:`chunk_name` named ``name``."""
-        Path(name).unlink(missing_ok=True)
-
-    def version(self, wait_seconds=10.0):
-        """What changes when the store is swapped for an extended one or its metadata is
-        rewritten: the identities of its folder and of its root ``zarr.json`` (both replaced,
-        never written in place), None if there is no store. Waits up to ``wait_seconds`` for
-        a store being swapped in (``<store>.old`` present)."""
-        deadline = time.monotonic() + wait_seconds
-        while True:
-            try:
-                folder, root = os.stat(self.path), os.stat(self.path / "zarr.json")
-                return (folder.st_dev, folder.st_ino, root.st_ino, root.st_mtime_ns)
-            except FileNotFoundError:
-                swapping = self.path.with_name(self.path.name + ".old").exists()
-                if not swapping or time.monotonic() > deadline:
-                    return None
-                time.sleep(0.05)
-
-    def pinned(self):
-        """The folder: a reader of a folder sees another run's swap through
-        :func:`.access.read_consistently`."""
-        return self
-
-    def open_datatree(self, run=None):
-        import xarray as xr
-
-        if run is not None:
-            raise ValueError(f"{self}: a store in a folder keeps no versions; run= names a "
-                             "version of a store on object storage (s3://)")
-        return xr.open_datatree(str(self.path), engine="zarr")
-
-    def runs(self):
-        """The versions of the store (none in a folder)."""
-        return []
-
-    def roll_back(self, tag, take_over=False):
-        raise ValueError(f"{self}: a store in a folder keeps no versions; --from-tag names a "
-                         "run tag of a store on object storage (s3://)")
-
-    def for_workers(self):
-        """What the workers write their tasks' chunks into: the run's staging folder beside
-        the folder, at its absolute path (:class:`FolderForWorkers`); only while a run holds
-        the store (:meth:`writing`)."""
-        if self.token is None:
-            raise StoreNotWritable(f"{self} is written only by a run holding it (pcskm run; "
-                                   "from Python, inside `with where(path).writing():`)")
-        return FolderForWorkers(str(self.resolve()), self.token)
-
-    def absorb(self, written):
-        """Move the chunk files that the workers staged (``written``: each a task's
-        :class:`.fencing.Written`, of this run's token) into the folder
-        (:func:`.fencing.publish`)."""
-        from .fencing import publish
-
-        publish(self.resolve(), self.token, written)
-
-
-class FolderForWorkers:
-    """A folder as a worker writes it: at the path the client gave, which every worker must
-    mount (docs/guide/hpc.md, "How the workers write"); the chunk files go to the staging
-    folder of the run of ``token`` beside it, which the client moves into place
-    (:mod:`.fencing`)."""
-
-    def __init__(self, path, token):
-        self.path, self.token = path, token
-
-    def problem(self):
-        """Why this process cannot write the store (a message naming this host and the
-        path), or None if it can: the folder must exist here, and the run's staging folder
-        beside it take a new file."""
-        from .fencing import staging_folder
-        from .lock import write_error
-
-        path = Path(self.path)
-        if not path.is_dir():
-            problem = "does not exist"
-        else:
-            staged = staging_folder(path, self.token)
-            try:
-                staged.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                problem = f"cannot be written ({error.strerror}: {staged})"
-            else:
-                error = write_error(staged)
-                if error is None:
-                    return None
-                problem = f"cannot be written ({error.strerror}: {staged})"
-        return (f"the Dask workers cannot write the store: on worker host {platform.node()} "
-                f"{path} {problem}, while the client opened it there. Put the store on a file "
-                "system that every worker mounts at the same path (docs/guide/hpc.md, How the "
-                "workers write)")
-
-    @contextlib.contextmanager
-    def writing(self, dataset):
-        """The Zarr group of ``dataset``, opened to write (its group alone: opening the root
-        would read every group's metadata): read from the folder, written into the run's
-        staging folder (:class:`.fencing.Staging`)."""
-        import zarr
-
-        from .fencing import staging
-
-        yield zarr.open_group(staging(self.path, self.token), mode="r+", path=dataset)
-
-    def written(self, group):
-        """The keys of the chunk files staged through ``group`` (one task's), under the run's
-        token: what the client moves into the folder (:meth:`Folder.absorb`)."""
-        from .fencing import Written
-
-        return Written(self.token, tuple(group.store.keys))
 
 
 def _first_line(error):
@@ -338,8 +69,8 @@ class Transaction:
     other processes write into it (forks of its session, merged before a commit)."""
 
     def __init__(self, repository, branch=BRANCH, patience=None):
-        from .fencing import new_token
-        from .outages import Patience
+        from ..fencing import new_token
+        from ..outages import Patience
 
         self.repository, self.branch = repository, branch
         self.patience = patience or Patience(f"branch {branch}")
@@ -348,7 +79,7 @@ class Transaction:
 
     @property
     def store(self):
-        from .outages import PatientStore
+        from ..outages import PatientStore
 
         return PatientStore(self.session.store, self.patience)
 
@@ -376,7 +107,7 @@ class Transaction:
         session's writes, committed by the next try). A commit whose answer was lost on the
         way back (Icechunk then tries again and finds the branch moved, by this very commit)
         is known by the random id it carries in its metadata, and taken as made."""
-        from .fencing import new_token
+        from ..fencing import new_token
 
         icechunk = _icechunk()
         if not self.changed:
@@ -403,7 +134,7 @@ class Repository:
     branch's tip."""
 
     def __init__(self, bucket, prefix, snapshot=None):
-        from .outages import Patience
+        from ..outages import Patience
 
         self.bucket, self.prefix, self.snapshot = bucket, prefix, snapshot
         self.transaction = None
@@ -436,7 +167,7 @@ class Repository:
         """:class:`StoreNotWritable` for an Icechunk ``error``: what was being done and its
         cause, what to do (:func:`.outages.explain`; a plain read of the repository, the
         probe, names the cause of an error of Icechunk's that kept none)."""
-        from .outages import explain
+        from ..outages import explain
 
         cause = explain(error, self.bucket, self._probe)
         return StoreNotWritable(f"{self}: cannot {doing}: {cause} (docs/guide/hpc.md, \"The "
@@ -453,7 +184,7 @@ class Repository:
 
     def exists(self):
         """Whether a repository exists at the URL (with a committed pcskm store or not)."""
-        from .objects import holds_repository, lost_branch_ref
+        from ..objects import holds_repository, lost_branch_ref
 
         icechunk = _icechunk()
         try:
@@ -483,7 +214,7 @@ class Repository:
     def _unreadable(self, error, doing):
         """:meth:`damaged` for an Icechunk ``error`` naming a damaged object
         (:func:`.objects.damaged_object`), else :meth:`_error`."""
-        from .objects import damaged_object
+        from ..objects import damaged_object
 
         found = damaged_object(error, self.prefix)
         return self._error(error, doing) if found is None else self.damaged(found)
@@ -505,7 +236,7 @@ class Repository:
     def _ways_back(self, found):
         """The run tags, newest first, whose snapshot is not the object ``found`` and can be
         read (listed as objects of the bucket when Icechunk cannot open the repository)."""
-        from .objects import run_tags
+        from ..objects import run_tags
 
         icechunk = _icechunk()
         if found.kind == "refs":  # Icechunk cannot open the repository
@@ -530,7 +261,7 @@ class Repository:
         try:
             self.repo.lookup_snapshot(snapshot)
         except icechunk.IcechunkError as error:
-            from .objects import damaged_object
+            from ..objects import damaged_object
 
             found = damaged_object(error, self.prefix)
             if found is None:
@@ -573,7 +304,7 @@ class Repository:
     def _patient(self, session):
         """The Zarr store of the Icechunk ``session``, its reads tried again through an
         outage (:class:`.outages.PatientStore`)."""
-        from .outages import PatientStore
+        from ..outages import PatientStore
 
         return PatientStore(session.store, self.patience)
 
@@ -647,7 +378,7 @@ class Repository:
         another host is taken for a killed run's too; a live process of this host is never
         taken over (docs/guide/hpc.md, "The store on object storage")."""
         note = self.running()
-        if note is None or _gone(note) or recorded_as(note, self.runs()):
+        if note is None or is_gone(note) or recorded_as(note, self.runs()):
             return
         elsewhere = note.get("client_host") != platform.node()
         if take_over and elsewhere:
@@ -733,7 +464,7 @@ class Repository:
         from zarr.core.buffer import default_buffer_prototype
         from zarr.core.sync import sync
 
-        from .objects import damaged_object
+        from ..objects import damaged_object
 
         store = self.zarr_store()
         try:
@@ -798,7 +529,7 @@ class Repository:
         import xarray as xr
         import zarr
 
-        from .schema import layout_datasets
+        from ..schema import layout_datasets
 
         if run is not None and run not in self.tags():
             raise ValueError(f"{self} has no run {run!r}; its runs are "
@@ -815,7 +546,7 @@ class Repository:
         (:func:`.objects.restore_branch`). The commits after it stay in the repository,
         under their tags. Returns ``(snapshot before, or None if unreadable, snapshot
         now)``."""
-        from .objects import restore_branch, run_tags
+        from ..objects import restore_branch, run_tags
 
         before = None
         try:
@@ -858,7 +589,7 @@ class Repository:
         fork made for another run (its token differs) is refused, never merged
         (:func:`.fencing.check_token`). A worker in this process (a threaded Dask client)
         writes the fork it was given itself: it is merged once."""
-        from .fencing import check_token
+        from ..fencing import check_token
 
         forks = list({id(w.chunks): w.chunks for w in written}.values())
         if forks:
@@ -870,8 +601,8 @@ class Repository:
         whose snapshot cannot be read (:mod:`.objects`) has no time and the
         record ``{"unreadable": "its snapshot, object KEY, is missing"}``; the others stay
         readable (a tag leads to its own snapshot)."""
-        from .objects import damaged_object, damaged_snapshot
-        from .outages import cause
+        from ..objects import damaged_object, damaged_snapshot
+        from ..outages import cause
 
         icechunk = _icechunk()
         found = []
@@ -898,7 +629,7 @@ def layout_only(store, datasets):
     a repository, as the consolidated metadata of a folder leaves them out."""
     from zarr.storage import WrapperStore
 
-    from .schema import in_layout
+    from ..schema import in_layout
 
     class LayoutOnly(WrapperStore):
         async def list_dir(self, prefix):
@@ -920,7 +651,7 @@ class ForkForWorkers:
     (docs/guide/hpc.md, "The store on object storage")."""
 
     def __init__(self, url, fork, token, patience=None):
-        from .outages import Patience
+        from ..outages import Patience
 
         self.url, self.fork, self.token = url, fork, token
         self.patience = patience or Patience(url)  # the client's time, pickled with the fork
@@ -928,14 +659,14 @@ class ForkForWorkers:
     @property
     def store(self):
         """The fork's Zarr store, its reads and writes tried again through an outage."""
-        from .outages import PatientStore
+        from ..outages import PatientStore
 
         return PatientStore(self.fork.store, self.patience)
 
     def _cannot(self, error):
         """The message of a worker that cannot read or write the fork (``error``): its
         cause when it is not the credentials of the worker (:func:`.outages.cause`)."""
-        from .outages import NO_BUCKET, READ_ONLY, UNREACHABLE, cause, explain
+        from ..outages import NO_BUCKET, READ_ONLY, UNREACHABLE, cause, explain
 
         first = _first_line(error)
         if isinstance(error, FileNotFoundError):  # Zarr's: Icechunk read nothing
@@ -993,59 +724,6 @@ class ForkForWorkers:
         """The fork, under the run's token, for the client to merge
         (:meth:`Repository.absorb`); ``group`` changes nothing (the fork holds the writes of
         every task of this worker)."""
-        from .fencing import Written
+        from ..fencing import Written
 
         return Written(self.token, self.fork)
-
-
-def process_start(pid):
-    """The identity of the start of process ``pid`` on this host: the boot id and the start
-    time (clock ticks since boot, field 22 of ``/proc/PID/stat``), which no other process
-    shares even when the kernel gives it the same PID; None where ``/proc`` cannot tell."""
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        stat = Path(f"/proc/{int(pid)}/stat").read_text()
-    except (OSError, TypeError, ValueError):
-        return None
-    # the command name (field 2) is in parentheses and may hold spaces: count after it
-    return f"{boot}:{stat.rpartition(')')[2].split()[19]}"
-
-
-def _gone(note):
-    """Whether the run of ``note`` is known to have ended: its process is gone from this
-    host, or its PID now names another process (its start, ``client_start``, differs; a
-    note without it is judged by the PID alone)."""
-    if note.get("client_host") != platform.node():
-        return False
-    try:
-        pid = int(note.get("client_pid"))
-    except (TypeError, ValueError):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, another user's: its start tells whether it is the run
-        pass
-    started = note.get("client_start")
-    return started is not None and process_start(pid) not in (None, started)
-
-
-def recorded_as(note, runs):
-    """``(tag, record)`` of the run that the note ``note`` names among ``runs`` (those of
-    :meth:`Repository.runs`) if it recorded itself (a record with the note's ``run_id``),
-    else None: a branch reset to a snapshot taken while that run wrote holds its note,
-    though the run ended. A note written before runs drew an id is matched by its process
-    and start (``started`` is to the second: two runs of one process in one second are
-    told apart only by the id)."""
-    same = ("run_id",) if note.get("run_id") else (
-        "client_host", "client_pid", "client_start", "started")
-    return next(((tag, record) for tag, _, record, _ in runs
-                 if all(record.get(key) == note.get(key) for key in same)), None)
-
-
-def describe_run(note):
-    """``pcskm run smoke (started ..., process N on HOST)``: a run as its note names it."""
-    return (f"the run `{note.get('command') or 'pcskm run ' + str(note.get('spec'))}` "
-            f"(started {note.get('started')}, process {note.get('client_pid')} on "
-            f"{note.get('client_host')})")
