@@ -288,6 +288,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     ``wall_seconds``: the batch jobs' wall time, if any)."""
     from distributed import as_completed
 
+    from .clusters import worker_lifetime
     from .compiling import WorkersCompiling
 
     summary = summary if summary is not None else RunSummary(n_tasks=len(tasks))
@@ -314,7 +315,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
         compiling.stop()
         raise
     shown = Progress(sum(task.n_cells for task in tasks), work=sum(weights), bar=progress)
-    clock = TaskClock(client, weight_of, task_timeout)
+    clock = TaskClock(client, weight_of, task_timeout,
+                      long_loss_seconds=(0.0 if wall_seconds is None
+                                         else worker_lifetime(wall_seconds)[0] / 2))
     future_of = {future.key: future for future in futures}
     done_before = cube.done_cells()
     start = last = time.perf_counter()

@@ -14,10 +14,14 @@ missing and the run ends non-zero naming it (:mod:`pcskm.runner.execute`).
 
 Between two asks, the workers gone are counted as lost, and the tasks they were running as
 restarted (the scheduler runs them again elsewhere): the progress line shows both. A task
-restarted ``MAX_RESTARTS`` times is given up (:meth:`TaskClock.given_up`): a worker that
-retires at its lifetime (:func:`pcskm.runner.clusters.worker_lifetime`) hands its task back
-without Dask counting a failure, so a task longer than the jobs' wall time would otherwise
-start again for ever.
+that lost its worker ``MAX_RESTARTS`` times, each time after running at least
+``long_loss_seconds``, is given up (:meth:`TaskClock.given_up`): a worker that retires at its
+lifetime (:func:`pcskm.runner.clusters.worker_lifetime`) hands its task back without Dask
+counting a failure, so a task longer than the jobs' wall time would otherwise start again
+for ever. With batch jobs, ``long_loss_seconds`` is half a worker's lifetime: a task cut to
+fit the wall time (:mod:`pcskm.runner.wall_time`) that merely started late in its worker's
+life is lost after a short run, and runs again as often as it takes; only a task that keeps
+running that long without ending is taken for one that cannot fit.
 
 A task's expected time is its weight (:func:`pcskm.runner.calibrate.task_weights`) at the
 rate of the tasks finished so far (their compute seconds over their weight); one that has run
@@ -53,7 +57,8 @@ class TaskClock:
     run (None: no limit)."""
 
     def __init__(self, client, weight_of, limit=None, *, every=1.0, slow_factor=SLOW_FACTOR,
-                 slow_seconds=SLOW_SECONDS, max_restarts=MAX_RESTARTS):
+                 slow_seconds=SLOW_SECONDS, max_restarts=MAX_RESTARTS,
+                 long_loss_seconds=0.0):
         self.client, self.weight_of, self.limit, self.every = client, weight_of, limit, every
         self.slow_factor, self.slow_seconds = slow_factor, slow_seconds
         self.running = {}  # key -> (worker, seconds), as last asked
@@ -66,6 +71,8 @@ class TaskClock:
         self.n_restarted = 0  # times a task lost its worker while it ran
         self.restarts = Counter()  # key -> times it lost its worker while it ran
         self.max_restarts = max_restarts
+        self.long_loss_seconds = long_loss_seconds
+        self.long_losses = Counter()  # key -> of those, after at least long_loss_seconds
 
     def finished(self, key, seconds):
         """The task ``key`` finished after ``seconds`` of compute."""
@@ -88,9 +95,10 @@ class TaskClock:
         running, workers = self.client.run_on_scheduler(executing)
         workers = set(workers)
         self.n_lost += len(self.workers - workers)
-        for key, (worker, _) in self.running.items():
+        for key, (worker, seconds) in self.running.items():
             if worker not in workers and key not in self.done | self.ended:
                 self.restarts[key] += 1
+                self.long_losses[key] += seconds >= self.long_loss_seconds
                 self.n_restarted += 1
         self.running = {key: value for key, value in running.items() if key in self.weight_of}
         self.workers = workers
@@ -107,10 +115,11 @@ class TaskClock:
 
     def given_up(self):
         """``(key, restarts)`` of each task that has lost its worker ``max_restarts`` times
-        while it ran, once each: its workers keep dying (or retiring at their lifetime, which
-        Dask does not count as a failure) before it ends."""
+        while it ran, each after at least ``long_loss_seconds``, once each: its workers keep
+        dying (or retiring at their lifetime, which Dask does not count as a failure) before
+        it ends."""
         self.ask()
-        lost = [(key, n) for key, n in self.restarts.items()
+        lost = [(key, self.restarts[key]) for key, n in self.long_losses.items()
                 if n >= self.max_restarts and key not in self.ended | self.done]
         self.ended.update(key for key, _ in lost)
         return lost

@@ -184,3 +184,28 @@ def test_a_task_that_keeps_losing_its_worker_is_given_up_once():
     client.executing, client.idle = {}, {"w0"}
     assert clock.given_up() == []  # a given up once only; b finished on w0, still here
     assert (clock.n_lost, clock.n_restarted) == (3, 3)
+
+
+def test_a_task_lost_early_in_each_run_is_not_given_up_but_one_lost_late_is():
+    """With batch jobs, a loss counts towards giving up only after the task ran at least
+    ``long_loss_seconds`` (half a worker's life): a task that fits but started late in its
+    worker's life three times runs again; one cut off after long runs three times is given
+    up."""
+    from test_task_timeout import FakeScheduler
+
+    from pcskm.runner.task_clock import TaskClock
+
+    client = FakeScheduler()
+    clock = TaskClock(client, {"short": 1.0, "long": 1.0}, every=0.0, max_restarts=3,
+                      long_loss_seconds=20.0)
+    for n in range(3):  # each worker retires: short had run 5 s on it, long 25 s
+        client.executing = {"short": (f"s{n}", 5.0), "long": (f"l{n}", 25.0)}
+        assert clock.given_up() == []
+    client.executing = {}
+    assert clock.given_up() == [("long", 3)]
+    for n in range(3, 6):  # short lost three more times, early each time
+        client.executing = {"short": (f"s{n}", 19.9)}
+        clock.given_up()
+    client.executing = {}
+    assert clock.given_up() == []
+    assert clock.n_restarted == 9
