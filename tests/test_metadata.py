@@ -194,7 +194,10 @@ def assert_same_cube(reference, store):
     for name in a.children:
         xr.testing.assert_identical(results_data(a[name].to_dataset()).load(),
                                     results_data(b[name].to_dataset()).load())
-    assert a.attrs[RECORD] == b.attrs[RECORD]
+    # the root's own digest aside: it covers the store's id, which a store rebuilt to
+    # create a deleted group again draws anew (its results attributes are compared above)
+    assert ({k: v for k, v in a.attrs[RECORD].items() if k != "zarr.json"}
+            == {k: v for k, v in b.attrs[RECORD].items() if k != "zarr.json"})
 
 
 @pytest.mark.parametrize("case", REPAIRED)

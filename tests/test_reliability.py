@@ -283,11 +283,11 @@ def test_a_report_while_another_run_swaps_an_extension_in(reference, tmp_path, m
         return collect(opened, sidecar=sidecar)
 
     monkeypatch.setattr(report_module, "collect", collect_during_a_swap)
-    write_report(store, tmp_path / "during")
+    write_report(store, tmp_path / "report-1")
     assert len(calls) == 2  # read again, once
     monkeypatch.undo()
-    write_report(store, tmp_path / "after")
-    assert_same_reports(tmp_path / "during", tmp_path / "after")
+    write_report(store, tmp_path / "report-2")
+    assert_same_reports(tmp_path / "report-1", tmp_path / "report-2")
 
 
 def extended_tiny():
@@ -332,16 +332,16 @@ def test_a_report_on_object_storage_while_another_run_commits_an_extension(s3, c
         return collect(opened, sidecar=sidecar)
 
     monkeypatch.setattr(report_module, "collect", collect_during_a_commit)
-    write_report(url, tmp_path / "during")
+    write_report(url, tmp_path / "report-1")
     assert len(calls) == 1 and where(url).version() != before
     monkeypatch.undo()
     as_before = where(url)
     as_before.snapshot = before
-    write_report(as_before, tmp_path / "after")
-    assert_same_reports(tmp_path / "during", tmp_path / "after")
+    write_report(as_before, tmp_path / "report-2")
+    assert_same_reports(tmp_path / "report-1", tmp_path / "report-2")
     write_report(url, tmp_path / "extended")  # the extension is there for the next reader
     assert (tmp_path / "extended" / "report.md").read_text() != \
-        (tmp_path / "after" / "report.md").read_text().replace("after", "extended")
+        (tmp_path / "report-2" / "report.md").read_text().replace("report-2", "extended")
 
 
 def seconds(text):

@@ -19,6 +19,9 @@ from cubes import pcskm
 from pcskm.experiments.report import families, statistics, write_report
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner.store import record_metadata
+from pcskm.runner.store.backends import where
+from pcskm.runner.store.layout import dataset_groups
+from pcskm.runner.store.places import COORDINATES, coordinate_digests, store_binding
 from pcskm.runner.store.preparation import _record_as_stored
 
 SPEC = """
@@ -74,8 +77,11 @@ def own_store(tmp_path_factory):
     _rewrite_root(store, data_sha256={RENAMED.get(name, name): digest
                                       for name, digest in digests.items()})
     # a chunk's digest binds it to its key, which names the group: record the renamed
-    # groups' chunks as stored, as pcskm does for the chunks it copies
+    # groups' chunks and coordinates as stored, as pcskm does for the chunks it copies
     _record_as_stored(store)
+    root = zarr.open_group(str(store), mode="r")
+    _rewrite_root(store, **{COORDINATES: coordinate_digests(
+        where(store), dataset_groups(root), store_binding(root.attrs.asdict()))})
     return store
 
 
