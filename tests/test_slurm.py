@@ -46,20 +46,18 @@ def running_jobs(name):
     return out.stdout.split()
 
 
-def test_smoke_on_slurm_survives_a_cancelled_worker_job(tmp_path):
+def needs_slurm():
+    """Skip without a reachable Slurm, except in CI, which started one: there, fail."""
     reason = slurm_reachable()
     if reason and os.environ.get("CI") == "true":
         pytest.fail(f"CI started Slurm (.ci/slurm-start.sh) but it is not reachable: {reason}")
     if reason:
         pytest.skip(f"no Slurm reachable: {reason}")
-    from distributed import Client, LocalCluster
 
-    reference = tmp_path / "local.zarr"
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
-        run_spec(SMOKE, reference, client=client, progress=False)
 
-    job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
+def slurm_jobs(tmp_path, job_name, walltime):
+    """The environment of a ``pcskm run --cluster slurm`` whose jobs are named ``job_name``
+    and end at ``walltime``: a Dask configuration folder with its jobqueue.yaml."""
     config = tmp_path / "dask-config"
     config.mkdir()
     (config / "jobqueue.yaml").write_text(f"""
@@ -69,7 +67,7 @@ jobqueue:
     cores: 1
     processes: 1
     memory: 1GB
-    walltime: "00:10:00"
+    walltime: "{walltime}"
     interface: lo
     death-timeout: 60
     local-directory: {tmp_path / "dask-local"}
@@ -77,13 +75,26 @@ jobqueue:
     scheduler-options:
       dashboard_address: ":0"
 """)
+    return {**os.environ, "DASK_CONFIG": str(config)}
+
+
+def test_smoke_on_slurm_survives_a_cancelled_worker_job(tmp_path):
+    needs_slurm()
+    from distributed import Client, LocalCluster
+
+    reference = tmp_path / "local.zarr"
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        run_spec(SMOKE, reference, client=client, progress=False)
+
+    job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
     store = tmp_path / "slurm.zarr"
     total = len(SMOKE.datasets) * len(SMOKE.algorithms) * len(SMOKE.inits) \
         * len(SMOKE.percentages) * SMOKE.n_runs * SMOKE.n_folds  # kind random only
     process = subprocess.Popen(
         [sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--store", str(store),
          "--cluster", "slurm", "--jobs", "2"],
-        cwd=REPO, env={**os.environ, "DASK_CONFIG": str(config)}, stderr=subprocess.PIPE)
+        cwd=REPO, env=slurm_jobs(tmp_path, job_name, "00:10:00"), stderr=subprocess.PIPE)
     progress = Progress(process)
     try:
         deadline = time.monotonic() + 180

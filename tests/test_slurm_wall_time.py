@@ -3,7 +3,6 @@ time, whose workers retire before it (``--lifetime``), fill the smoke spec's cub
 value as a LocalCluster does; a chunk that no such job can finish is refused before any job is
 submitted, in one line naming it, its estimate and the wall time."""
 
-import os
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 from cubes import done_cells, results_attrs, results_data
-from test_slurm import running_jobs, slurm_reachable
+from test_slurm import needs_slurm, running_jobs, slurm_jobs
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner import run_spec
@@ -37,35 +36,6 @@ n_runs = 5000
 """
 
 
-def needs_slurm():
-    reason = slurm_reachable()
-    if reason and os.environ.get("CI") == "true":
-        pytest.fail(f"CI started Slurm (.ci/slurm-start.sh) but it is not reachable: {reason}")
-    if reason:
-        pytest.skip(f"no Slurm reachable: {reason}")
-
-
-def one_minute_jobs(tmp_path, job_name):
-    config = tmp_path / "dask-config"
-    config.mkdir()
-    (config / "jobqueue.yaml").write_text(f"""
-jobqueue:
-  slurm:
-    name: {job_name}
-    cores: 1
-    processes: 1
-    memory: 1GB
-    walltime: "00:01:00"
-    interface: lo
-    death-timeout: 60
-    local-directory: {tmp_path / "dask-local"}
-    log-directory: {tmp_path / "dask-logs"}
-    scheduler-options:
-      dashboard_address: ":0"
-""")
-    return {**os.environ, "DASK_CONFIG": str(config)}
-
-
 def test_a_chunk_no_job_can_finish_is_refused_before_submission(tmp_path):
     needs_slurm()
     names = [f"P{n}" for n in range(8)]
@@ -78,7 +48,7 @@ def test_a_chunk_no_job_can_finish_is_refused_before_submission(tmp_path):
     began = time.monotonic()
     run = subprocess.run([sys.executable, "-m", "pcskm.runner.cli", "run", str(spec),
                           "--store", str(tmp_path / "s.zarr"), "--cluster", "slurm",
-                          "--jobs", "1"], cwd=REPO, env=one_minute_jobs(tmp_path, job_name),
+                          "--jobs", "1"], cwd=REPO, env=slurm_jobs(tmp_path, job_name, "00:01:00"),
                          capture_output=True, text=True, timeout=600)
     seconds = time.monotonic() - began
     assert run.returncode == 2, run.stderr
@@ -106,7 +76,7 @@ def test_a_run_through_one_minute_jobs_equals_the_local_cube(tmp_path):
     store = tmp_path / "slurm.zarr"
     run = subprocess.run([sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--store",
                           str(store), "--cluster", "slurm", "--jobs", "2", "--no-progress"],
-                         cwd=REPO, env=one_minute_jobs(tmp_path, job_name),
+                         cwd=REPO, env=slurm_jobs(tmp_path, job_name, "00:01:00"),
                          capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stderr
     assert "--lifetime 47s --lifetime-stagger 3s" in run.stderr  # the job script
