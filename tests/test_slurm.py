@@ -78,14 +78,30 @@ jobqueue:
     return {**os.environ, "DASK_CONFIG": str(config)}
 
 
-def test_smoke_on_slurm_survives_a_cancelled_worker_job(tmp_path):
-    needs_slurm()
+def smoke_on_a_local_cluster(tmp_path):
+    """The smoke spec computed by a LocalCluster of 2 workers: the reference cube."""
     from distributed import Client, LocalCluster
 
     reference = tmp_path / "local.zarr"
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         run_spec(SMOKE, reference, client=client, progress=False)
+    return reference
+
+
+def assert_same_cube(reference, store):
+    """The cubes at ``reference`` and ``store`` hold the same results (their stores' own
+    records, such as the chunk digests bound to each store's id, aside)."""
+    a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
+    assert results_attrs(a) == results_attrs(b) and set(a.children) == set(b.children)
+    for name in a.children:
+        xr.testing.assert_identical(results_data(a[name].to_dataset()).load(),
+                                    results_data(b[name].to_dataset()).load())
+
+
+def test_smoke_on_slurm_survives_a_cancelled_worker_job(tmp_path):
+    needs_slurm()
+    reference = smoke_on_a_local_cluster(tmp_path)
 
     job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
     store = tmp_path / "slurm.zarr"
@@ -118,9 +134,5 @@ def test_smoke_on_slurm_survives_a_cancelled_worker_job(tmp_path):
     assert process.returncode == 0, stderr
     assert "export DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s" in stderr  # the job script
     assert done_cells(store) == total
-    a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
-    assert results_attrs(a) == results_attrs(b) and set(a.children) == set(b.children)
-    for name in a.children:
-        xr.testing.assert_identical(results_data(a[name].to_dataset()).load(),
-                                    results_data(b[name].to_dataset()).load())
+    assert_same_cube(reference, store)
     assert jobs[0] not in running_jobs(job_name)

@@ -10,12 +10,16 @@ import uuid
 from pathlib import Path
 
 import pytest
-import xarray as xr
-from cubes import done_cells, results_attrs, results_data
-from test_slurm import needs_slurm, running_jobs, slurm_jobs
+from cubes import done_cells
+from test_slurm import (
+    assert_same_cube,
+    needs_slurm,
+    running_jobs,
+    slurm_jobs,
+    smoke_on_a_local_cluster,
+)
 
 from pcskm.experiments.spec import load_spec
-from pcskm.runner import run_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = load_spec("smoke")
@@ -66,12 +70,7 @@ def test_a_chunk_no_job_can_finish_is_refused_before_submission(tmp_path):
 @pytest.mark.slow
 def test_a_run_through_one_minute_jobs_equals_the_local_cube(tmp_path):
     needs_slurm()
-    from distributed import Client, LocalCluster
-
-    reference = tmp_path / "local.zarr"
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
-        run_spec(SMOKE, reference, client=client, progress=False)
+    reference = smoke_on_a_local_cluster(tmp_path)
     job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
     store = tmp_path / "slurm.zarr"
     run = subprocess.run([sys.executable, "-m", "pcskm.runner.cli", "run", "smoke", "--store",
@@ -82,8 +81,4 @@ def test_a_run_through_one_minute_jobs_equals_the_local_cube(tmp_path):
     assert "--lifetime 47s --lifetime-stagger 3s" in run.stderr  # the job script
     assert "of the jobs' wall time of 60 s" in run.stderr
     assert done_cells(store) == done_cells(reference) > 0
-    a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
-    assert results_attrs(a) == results_attrs(b) and set(a.children) == set(b.children)
-    for name in a.children:
-        xr.testing.assert_identical(results_data(a[name].to_dataset()).load(),
-                                    results_data(b[name].to_dataset()).load())
+    assert_same_cube(reference, store)
