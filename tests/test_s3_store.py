@@ -10,6 +10,7 @@ tests/test_reliability.py."""
 import os
 import signal
 import sys
+import time
 
 import icechunk
 import numpy as np
@@ -617,6 +618,42 @@ def test_a_note_whose_pid_now_names_another_process_does_not_block(s3, client):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_the_note_of_a_killed_client_not_yet_reaped_does_not_block(s3, client):
+    """A client killed with SIGKILL stays a zombie until its parent waits for it, and
+    ``kill(pid, 0)`` still finds it: its note (its PID and start) does not block the next
+    run, which takes the repository at once; the same note of a live client blocks it."""
+    import subprocess
+
+    from pcskm.runner.store.notes import is_gone, process_start
+
+    bucket = s3.bucket("zombie")
+    url = f"s3://{bucket}/killed"
+    killed = subprocess.Popen(["sleep", "300"])
+    try:
+        note = {"spec": "small", "command": "pcskm run small", "client_pid": killed.pid,
+                "client_host": os.uname().nodename, "client_start": process_start(killed.pid)}
+        assert not is_gone(note)  # alive
+        with where(url).writing() as location:
+            cube, _ = prepare(location, parse_spec(SMALL))
+            cube.begin_run(note)
+        with pytest.raises(StoreBusy, match="alive on this host"):
+            run_spec(parse_spec(SMALL), url, client=client, progress=False)
+        os.kill(killed.pid, signal.SIGKILL)
+        for _ in range(100):  # the kernel ends it; nobody waits for it yet
+            with open(f"/proc/{killed.pid}/stat") as stat:
+                if stat.read().rpartition(")")[2].split()[0] == "Z":
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the killed process did not become a zombie")
+        summary = run_spec(parse_spec(SMALL), url, client=client, progress=False)
+        assert summary.complete and note_of(url) is None
+        assert killed.returncode is None  # not reaped through the run
+    finally:
+        killed.kill()
+        killed.wait()
 
 
 def test_two_chunks_swapped_in_a_commit_are_found_and_recomputed(s3, client, local_smoke):

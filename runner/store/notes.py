@@ -20,10 +20,21 @@ def process_start(pid):
     return f"{boot}:{stat.rpartition(')')[2].split()[19]}"
 
 
+def has_ended(pid):
+    """Whether process ``pid`` has ended but is not yet reaped by its parent (a zombie: state
+    Z or X, field 3 of ``/proc/PID/stat``): a client killed with SIGKILL stays one until the
+    shell or program that started it waits for it, and ``kill(pid, 0)`` still finds it."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, TypeError, ValueError):
+        return False
+    return stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"])
+
+
 def is_gone(note):
     """Whether the run of ``note`` is known to have ended: its process is gone from this
-    host, or its PID now names another process (its start, ``client_start``, differs; a
-    note without it is judged by the PID alone)."""
+    host or has ended unreaped (:func:`has_ended`), or its PID now names another process
+    (its start, ``client_start``, differs; a note without it is judged by the PID alone)."""
     if note.get("client_host") != platform.node():
         return False
     try:
@@ -36,6 +47,8 @@ def is_gone(note):
         return True
     except PermissionError:  # alive, another user's: its start tells whether it is the run
         pass
+    if has_ended(pid):
+        return True
     started = note.get("client_start")
     return started is not None and process_start(pid) not in (None, started)
 
