@@ -37,6 +37,7 @@ from pathlib import Path
 
 from pcskm.experiments import DataNotFoundError, cells
 
+from .overdue import Parts, describe
 from .progress import Progress
 from .store import (
     DoneMarks,
@@ -251,17 +252,34 @@ def compute_and_write(task, target, place):
     return replace(receipt, written=written)
 
 
-def task_failure(error, expected=None, wall_seconds=None):
+def task_failure(error, expected=None, wall_seconds=None, memory_restarts=None):
     """What a failed task's ``error`` says: a worker that died while running it (Dask's
     ``KilledWorker``: its process ended, killed, out of memory, by the task's own code, or at
     its batch job's end, on every attempt) in one line of :func:`_lost_message` (``expected``:
-    the task's expected one-core seconds; ``wall_seconds``: the batch jobs' wall time); else
-    the exception's type and message."""
+    the task's expected one-core seconds; ``wall_seconds``: the batch jobs' wall time), or of
+    :func:`_memory_message` where its nanny restarted the last of those workers past its
+    memory limit (``memory_restarts``, :func:`memory_restarts`); else the exception's type and
+    message."""
     from distributed.scheduler import KilledWorker
 
     if isinstance(error, KilledWorker):
-        return _lost_message(error.allowed_failures + 1, expected, wall_seconds)
+        times, worker = error.allowed_failures + 1, error.last_worker
+        rss = (memory_restarts or {}).get(getattr(worker, "address", None))
+        if rss is not None:
+            return _memory_message(times, expected, rss, worker.memory_limit)
+        return _lost_message(times, expected, wall_seconds)
     return "".join(traceback.format_exception_only(type(error), error)).strip()
+
+
+def memory_restarts(client):
+    """``{worker address: bytes}`` of the workers that their nanny restarted past the memory
+    limit, with the memory each held then (the nannies' ``worker-restart-memory`` events, kept
+    by the scheduler); empty if the scheduler cannot say."""
+    try:
+        events = client.get_events("worker-restart-memory")
+    except Exception:  # the scheduler gone: the failure is named without the cause
+        return {}
+    return {event["worker"]: event["rss"] for _, event in events}
 
 
 def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=None,
@@ -280,8 +298,9 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     ``weights``: the tasks' relative costs, by which the progress weighs the time left
     (:func:`pcskm.runner.calibrate.task_weights`; by default their cells). ``task_timeout``:
     the seconds a task may run (None: no limit); a task past it is cancelled and its worker
-    restarted (:func:`_end_overdue`), its cells left missing, and counted in
-    ``summary.errors``; the progress names a task far slower than expected
+    restarted (:func:`_end_overdue`); one of several settings runs again one setting at a
+    time (:mod:`.overdue`), and a task of one setting past it has its cells left missing and
+    is counted in ``summary.errors``; the progress names a task far slower than expected
     (:class:`pcskm.runner.task_clock.TaskClock`) and counts the workers lost and the tasks
     restarted. A task whose workers kept dying (Dask's KilledWorker) is counted in
     ``summary.errors`` with one line naming the cause (:func:`task_failure`;
@@ -324,18 +343,47 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
     workers = summary.max_workers = watch.count()
     shown.workers(workers)
 
+    parts = Parts()
+
+    def start_next(key):
+        """Submit the part that follows ``key`` (:mod:`.overdue`), if any, once what the
+        parts before it wrote is published and marked done."""
+        following = parts.after(key)
+        if following is None:
+            return
+        part_key, part, weight = following
+        marks.write()
+        by_key[part_key], weight_of[part_key] = part, weight
+        future = client.submit(compute_and_write, part, task_target(cube, part), place,
+                               key=part_key, pure=False, priority=len(tasks))
+        futures.append(future)
+        future_of[part_key] = future
+        completed.add(future)
+
     def look():
         shown.workers(watch.count())
         shown.lost(clock.n_lost, clock.n_restarted)
         for key, worker, seconds in clock.overdue():
-            _end_overdue(client, future_of[key], worker, seconds, task_timeout, summary)
-            shown.finished(by_key[key].n_cells, work=weight_of[key], failed=True)
+            task = by_key[key]
+            ended = _end_overdue(client, future_of[key], worker, seconds, task_timeout)
+            if len(task.settings) > 1:
+                n_parts = parts.split(key, task, weight_of[key])
+                summary.n_tasks += n_parts - 1  # the task is its parts now
+                log.warning("task %s %s; its %d settings run again one at a time, so that "
+                            "those that end keep their cells", key, ended, n_parts)
+            else:
+                message = f"({describe(task.settings[0])}) {ended}"
+                summary.errors.append((key, message))
+                log.error("task %s %s", key, message)
+                shown.finished(task.n_cells, work=weight_of[key], failed=True)
+            start_next(key)
         for key, times in clock.given_up():
             client.cancel(future_of[key])
             message = _lost_message(times, clock.expected(key), wall_seconds)
             summary.errors.append((key, message))
             log.error("task %s: %s", key, message)
             shown.finished(by_key[key].n_cells, work=weight_of[key], failed=True)
+            start_next(key)
         shown.slow(clock.slow())
 
     nanny, quiet = logging.getLogger("distributed.nanny"), _QuietRestarts()
@@ -377,6 +425,7 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 clock.finished(future.key, receipt.seconds)
                 if on_result is not None:
                     on_result(receipt, summary)
+                start_next(future.key)
             elif future.status == "error":
                 error = future.exception()
                 if isinstance(error, (WorkersLackData, WorkersLackStore, StoreUnreachable)):
@@ -385,10 +434,12 @@ def run_tasks(client, cube, tasks, *, progress=True, on_result=None, summary=Non
                 if isinstance(error, OSError) and error.errno == errno.ENOSPC:  # alike too
                     client.cancel(futures)
                     raise OSError(error.errno, error.strerror, error.filename) from None
-                message = task_failure(error, clock.expected(future.key), wall_seconds)
+                message = task_failure(error, clock.expected(future.key), wall_seconds,
+                                       memory_restarts(client))
                 summary.errors.append((future.key, message))
                 log.error("task %s failed: %s", future.key, message)
                 shown.finished(task.n_cells, work=weight_of[future.key], failed=True)
+                start_next(future.key)
             else:  # cancelled: the scheduler is gone
                 raise ConnectionError(f"task {future.key} was {future.status}; the Dask "
                                       "scheduler or the connection to it was lost")
@@ -431,20 +482,32 @@ def _lost_message(times, expected, wall_seconds):
             "it); see the workers' logs, or give them more memory; its cells stay missing")
 
 
-def _end_overdue(client, future, worker, seconds, limit, summary):
+def _memory_message(times, expected, rss, limit):
+    """One line for a task whose worker's nanny restarted it ``times`` times past its memory
+    limit (``limit`` bytes; the last held ``rss``), in place of Dask's KilledWorker text."""
+    from dask.utils import format_bytes
+
+    estimate = ("its expected time unknown" if expected is None
+                else f"expected to take about {expected:.0f} s")
+    return (f"the worker ran out of memory while running it ({times} "
+            f"attempt{'s' if times != 1 else ''}; {estimate}): its nanny restarted it holding "
+            f"{format_bytes(rss)}, past its memory limit of {format_bytes(limit)} (Dask's "
+            "distributed.worker.memory.terminate share of it). Give each worker more memory: "
+            "fewer workers per machine (--workers), or a larger memory per job in "
+            "jobqueue.yaml (docs/guide/hpc.md); its cells stay missing")
+
+
+def _end_overdue(client, future, worker, seconds, limit):
     """End the task of ``future``, run ``seconds`` on ``worker`` past the time limit
     (``limit`` seconds): cancel it, so that it is not run again, and have the scheduler
     restart its worker (:func:`_restart_worker`), which stops the computing thread with its
-    process; the task is counted in ``summary.errors`` with the limit and the way to change
-    it."""
+    process; returns what was done, with the limit and the way to change it."""
     client.cancel(future)
     status = client.run_on_scheduler(_restart_worker, worker, RESTART_TIMEOUT).get(worker)
-    message = (f"ran {seconds:.0f} s, past the time limit of {limit:g} s per task "
-               "(--task-timeout, or the spec's [run] task_timeout); ended, its worker "
-               + {"OK": "restarted", "removed": "stopped (it has no nanny to restart it)",
-                  None: "gone already"}.get(status, f"not stopped ({status})"))
-    summary.errors.append((future.key, message))
-    log.error("task %s %s", future.key, message)
+    return (f"ran {seconds:.0f} s, past the time limit of {limit:g} s per task "
+            "(--task-timeout, or the spec's [run] task_timeout); ended, its worker "
+            + {"OK": "restarted", "removed": "stopped (it has no nanny to restart it)",
+               None: "gone already"}.get(status, f"not stopped ({status})"))
 
 
 async def _restart_worker(worker, timeout, dask_scheduler=None):

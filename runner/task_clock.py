@@ -9,8 +9,10 @@ for idle.
 A task past the time limit (``pcskm run --task-timeout``, the spec's ``[run] task_timeout``)
 is overdue (:meth:`TaskClock.overdue`): the runner cancels it and restarts its worker (a
 thread cannot be stopped, its process can: ``Client.restart_workers``, by the worker's
-nanny), so that the task is neither run again nor left holding the worker; its cells stay
-missing and the run ends non-zero naming it (:mod:`pcskm.runner.execute`).
+nanny), so that the task is neither run again nor left holding the worker. A task of several
+settings then runs again one setting at a time (:mod:`.overdue`); the one of a single setting
+past the limit has its cells left missing, and the run ends non-zero naming it
+(:mod:`pcskm.runner.execute`).
 
 Between two asks, the workers gone are counted as lost, and the tasks they were running as
 restarted (the scheduler runs them again elsewhere): the progress line shows both. A task

@@ -12,6 +12,7 @@ from pcskm.experiments.faults import is_environmental
 
 ESTIMATORS = '''
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,19 @@ class Exits(ClusterMixin, BaseEstimator):
 
     def fit(self, X):
         os._exit(1)
+
+
+class Hogs(ClusterMixin, BaseEstimator):
+    """Holds 2 GB and waits for its worker's nanny to end it."""
+
+    def __init__(self, n_clusters=2):
+        self.n_clusters = n_clusters
+
+    def fit(self, X):
+        held = np.ones(2**28)  # every page written: 2 GB resident
+        time.sleep(60)
+        self.labels_ = np.arange(len(X)) % self.n_clusters + int(held[0]) - 1
+        return self
 '''
 
 SPEC = '''
@@ -124,3 +138,31 @@ def test_a_fit_that_ends_its_worker_is_named(tmp_path):
     assert "the worker died while running it (1 attempt" in out.stderr, out.stderr
     assert "1 tasks failed (first: pcskm-iris-random-1-0-" in out.stderr, out.stderr
     assert done_cells(tmp_path / "exits.zarr") == 0
+
+
+def test_a_worker_past_its_memory_limit_is_named_with_the_limit(tmp_path):
+    """A fit holding 2 GB in the only worker, whose nanny restarts it past 5 % of its memory
+    limit (Dask's default for one worker: the machine's memory, 1.2 GB on 24 GB): the task
+    fails with one line naming what the worker held and the limit Dask gave it, and no
+    KilledWorker text."""
+    import re
+
+    from dask.utils import format_bytes
+    from distributed.system import MEMORY_LIMIT
+
+    spec = study(tmp_path, "Hogs")
+    share = 0.05
+    out = run(spec, tmp_path / "hogs.zarr",
+              env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
+                   "DASK_DISTRIBUTED__WORKER__MEMORY__TERMINATE": str(share)})
+    assert out.returncode == 1, out.stderr
+    found = re.search(r"the worker ran out of memory while running it \(1 attempt; .*\): its "
+                      r"nanny restarted it holding (\S+ \S+), past its memory limit of "
+                      r"(\S+ \S+)", out.stderr)
+    assert found, out.stderr
+    limit = MEMORY_LIMIT  # of one worker of a local cluster: the machine's
+    assert found[2] == format_bytes(limit)
+    held = float(found[1].split()[0]) * {"GiB": 2**30, "MiB": 2**20}[found[1].split()[1]]
+    assert share * limit < held < 4 * 2**30
+    assert "KilledWorker" not in out.stderr
+    assert done_cells(tmp_path / "hogs.zarr") == 0
