@@ -151,3 +151,42 @@ def top_counts_rows(scores, usable, n_top, n_scored):
                 tied += 1
         n_top[i] = tied
         n_scored[i] = count
+
+
+@kernel
+def pair_auc_columns(distance, is_must_link):
+    """(n_s,) AUC (§7.1) of each column of ``distance`` (m, n_s), the weighted squared
+    distances of m pairs under each s: the Mann-Whitney count of (cannot-link, must-link)
+    pairs of pairs whose cannot-link is the farther, ties counted 1/2, over n_CL n_ML; NaN for
+    a column that is not finite. The count is exact, so the quotient is the same IEEE
+    division whatever the order of the pairs. Needs both kinds of pairs."""
+    m, n_s = distance.shape
+    n_must = 0
+    for c in range(m):
+        n_must += is_must_link[c]
+    must = np.empty(n_must)
+    cannot = np.empty(m - n_must)
+    auc = np.full(n_s, np.nan)
+    for s in range(n_s):
+        finite = True
+        i = j = 0
+        for c in range(m):
+            value = distance[c, s]
+            if not np.isfinite(value):
+                finite = False
+                break
+            if is_must_link[c]:
+                must[i] = value
+                i += 1
+            else:
+                cannot[j] = value
+                j += 1
+        if not finite:
+            continue
+        must.sort()
+        twice_count = 0  # 2 x (must-links below) + (must-links tied), summed over cannot-links
+        for v in cannot:
+            twice_count += (np.searchsorted(must, v, side="left")
+                            + np.searchsorted(must, v, side="right"))
+        auc[s] = twice_count / (2.0 * n_must * (m - n_must))
+    return auc

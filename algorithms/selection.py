@@ -32,7 +32,12 @@ from sklearn.base import clone
 
 from . import _random_kernels as draws
 from ._result import FAILED, STATUS_NAMES
-from ._selection_kernels import best_index_rows, fold_f_measures, weighted_bcss
+from ._selection_kernels import (
+    best_index_rows,
+    fold_f_measures,
+    pair_auc_columns,
+    weighted_bcss,
+)
 from ._sparse import total_sum_of_squares
 from ._validation import check_choice, check_data, check_sparsity, plain
 from .constraints import Constraints
@@ -296,18 +301,10 @@ def pair_auc(differences, is_must_link, weights):
     Mann-Whitney statistic over n_CL n_ML). NaN where the pairs are of one kind only or a row
     of weights is not finite."""
     must = np.asarray(is_must_link, dtype=bool)
-    auc = np.full(len(weights), np.nan)
     if must.all() or not must.any():
-        return auc
+        return np.full(len(weights), np.nan)
     distance = np.asarray(differences, dtype=np.float64) @ np.asarray(weights).T  # (m, n_s)
-    for row, finite in enumerate(np.isfinite(distance).all(axis=0)):
-        if finite:
-            must_link = np.sort(distance[must, row])
-            cannot_link = distance[~must, row]
-            below = np.searchsorted(must_link, cannot_link, side="left")
-            not_above = np.searchsorted(must_link, cannot_link, side="right")
-            auc[row] = (below + not_above).sum() / (2.0 * len(must_link) * len(cannot_link))
-    return auc
+    return pair_auc_columns(np.ascontiguousarray(distance), must)
 
 
 def cross_validate(constraints, fold, labels, failed, fit_fold=None, *, X=None, weights=None):

@@ -78,6 +78,36 @@ def test_pair_auc_matches_roc_auc_score_and_a_double_loop(seed):
     assert len(np.unique(plain_distance(X, pairs, weights[4]))) <= 3  # ties present
 
 
+def counted_auc(distance, is_must_link):
+    """The count of :func:`plain_auc` as whole numbers, then one division: twice the wins,
+    over 2 n_CL n_ML (the quotient pcskm stored before its AUC was compiled)."""
+    must_link, cannot_link = distance[is_must_link], distance[~is_must_link]
+    twice_wins = sum(2 * int((c > must_link).sum()) + int((c == must_link).sum())
+                     for c in cannot_link)
+    return twice_wins / (2.0 * len(must_link) * len(cannot_link))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pair_auc_is_the_exact_count_over_the_pairs_bit_for_bit(seed):
+    """The same bits as the whole-number count of every (cannot-link, must-link) pair of
+    pairs divided once, on many s at a time, with ties, and a column that is not finite."""
+    rng = np.random.default_rng(seed)
+    m, p, n_s = rng.integers(5, 400), rng.integers(1, 30), rng.integers(1, 25)
+    differences = rng.integers(0, 4, size=(m, p)).astype(float) * rng.random(p)
+    is_must_link = rng.random(m) < rng.uniform(0.1, 0.9)
+    is_must_link[:2] = [True, False]
+    weights = rng.random((n_s, p)) * (rng.random((n_s, p)) < 0.5)
+    weights[rng.integers(n_s)] = np.inf if seed % 2 else np.nan
+    with np.errstate(invalid="ignore"):  # inf times a weight of 0
+        auc = pair_auc(differences, is_must_link, weights)
+        distances = (differences @ weights.T).T  # as pair_auc has them
+    for row, distance in enumerate(distances):
+        if np.isfinite(distance).all():
+            assert auc[row] == counted_auc(distance, is_must_link)
+        else:
+            assert np.isnan(auc[row])
+
+
 def test_pair_auc_is_nan_without_both_kinds_or_finite_weights():
     X = np.arange(12.0).reshape(6, 2)
     pairs = np.array([[0, 1], [2, 3], [4, 5]])

@@ -1,0 +1,139 @@
+"""Where the paper spec's compute goes, by step: the fits of the cells, the fold fits of the
+constraint cross-validation, its held-out scores and pair AUC, and the gap statistic's null
+fits, per (data set, algorithm, init), with the core-seconds each adds up to over the spec.
+
+Run by hand from the repository root (one family takes minutes):
+
+    python benchmarks/bench_study_steps.py --families fisheriris ionosphere \\
+        --csv docs/results/speed/study_steps.csv
+
+The samples are those of ``bench_paper_cells.py`` (``experiments.cells.evaluate`` on real
+cells of ``experiments/specs/paper.toml``, run 0, 1 %, 5.5 % and 10 %, folds 0-2), timed in
+CPU seconds of this process (``time.process_time``) once after an untimed evaluation. The
+steps are told apart by timing the functions the cells call:
+
+* ``cv_fold_fits``: the fold fits of the cross-validation (the function returned by
+  ``pcskm.algorithms.selection.fold_fitter``);
+* ``cv_scores``: the rest of ``cross_validate``, the held-out F-measures and the pair AUC;
+* ``gap``: the gap statistic (``SelectionScorer._gap``: its null fits and objectives);
+* ``fits``: all else of the cell, chiefly the fit of the cell (every s of the path), with
+  the constraint sample and the recording of its results.
+
+Writing the chunks and their digests is not in ``evaluate``; a run records its share
+(``write_seconds`` against ``compute_seconds`` in ``runs.csv`` of a report).
+"""
+
+import argparse
+import csv
+import fnmatch
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench_paper_cells import FAMILIES, sample_task
+
+from pcskm.experiments import cells, selection_scores
+from pcskm.experiments.cells import SEEDING
+from pcskm.experiments.spec import load_spec
+from pcskm.runner.store import CubeView
+from pcskm.runner.tasks import settings
+
+STEPS = ("fits", "cv_fold_fits", "cv_scores", "gap")
+
+
+class Clock:
+    """CPU seconds spent inside the wrapped functions, by step (a step inside another is
+    taken off the outer one)."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(STEPS[1:], 0.0)
+        self.inner = 0.0  # seconds of the wrapped calls inside the call being timed
+
+    def timed(self, step, function):
+        def wrapper(*args, **kwargs):
+            outer, self.inner = self.inner, 0.0
+            start = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent = time.process_time() - start
+                self.seconds[step] += spent - self.inner
+                self.inner = outer + spent
+        return wrapper
+
+
+@contextmanager
+def steps_timed(clock):
+    """Wrap the functions of the selection scores in ``clock`` for the time of the block."""
+    fold_fitter = selection_scores.fold_fitter
+    cross_validate = selection_scores.cross_validate
+    gap = selection_scores.SelectionScorer._gap
+
+    def timed_fold_fitter(*args, **kwargs):
+        fit_fold = fold_fitter(*args, **kwargs)
+        return None if fit_fold is None else clock.timed("cv_fold_fits", fit_fold)
+
+    selection_scores.fold_fitter = timed_fold_fitter
+    selection_scores.cross_validate = clock.timed("cv_scores", cross_validate)
+    selection_scores.SelectionScorer._gap = clock.timed("gap", gap)
+    try:
+        yield clock
+    finally:
+        selection_scores.fold_fitter = fold_fitter
+        selection_scores.cross_validate = cross_validate
+        selection_scores.SelectionScorer._gap = gap
+
+
+def seconds_by_step(task):
+    """CPU seconds per cell of ``task`` by step, after one untimed evaluation."""
+    cells.evaluate(task)
+    with steps_timed(Clock()) as clock:
+        start = time.process_time()
+        cells.evaluate(task)
+        total = time.process_time() - start
+    by_step = {step: seconds / task.n_cells for step, seconds in clock.seconds.items()}
+    by_step["fits"] = total / task.n_cells - sum(by_step.values())
+    return by_step
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--families", nargs="*", default=["fisheriris", "ionosphere"])
+    parser.add_argument("--csv", type=Path, default=None)
+    args = parser.parse_args()
+
+    spec = load_spec("paper")
+    view = CubeView.planned(Path("never-created.zarr"), spec)
+    by_key = {(s.dataset, s.algorithm, s.init): s for s in settings(spec, view)}
+    cells_per = {init: len(spec.seeding_kinds if init == SEEDING else spec.kinds)
+                 * len(spec.percentages) * spec.n_runs * spec.n_folds for init in spec.inits}
+    rows = []
+    for family in args.families:
+        representative, patterns = FAMILIES[family]
+        members = [d for d in spec.datasets if any(fnmatch.fnmatchcase(d, p) for p in patterns)]
+        for variant in spec.algorithms:
+            for init in spec.inits:
+                by_step = seconds_by_step(sample_task(
+                    by_key[(representative, variant.name, init)], spec))
+                n_cells = len(members) * cells_per[init]
+                row = {"family": family, "dataset": representative,
+                       "algorithm": variant.name, "init": init, "cells_in_spec": n_cells,
+                       **{f"{step}_ms_per_cell": round(by_step[step] * 1e3, 4)
+                          for step in STEPS},
+                       **{f"{step}_core_s": round(by_step[step] * n_cells, 1)
+                          for step in STEPS}}
+                rows.append(row)
+                print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    totals = {step: sum(row[f"{step}_core_s"] for row in rows) for step in STEPS}
+    print("core-seconds by step: " + ", ".join(f"{s} {v:.0f}" for s, v in totals.items())
+          + f"; selection scores (cv_fold_fits + cv_scores) / fits = "
+          f"{(totals['cv_fold_fits'] + totals['cv_scores']) / totals['fits']:.2f}")
+    if args.csv is not None:
+        with args.csv.open("w", newline="") as file:
+            writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
