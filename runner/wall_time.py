@@ -66,11 +66,13 @@ class Sizing:
             return f"no task; the jobs' wall time is {duration(self.wall_seconds)}"
         i = max(range(len(self.seconds)), key=self.seconds.__getitem__)
         how = "by the kept calibration" if self.calibrated else "by its work units"
+        share = self.seconds[i] / self.wall_seconds
+        cut = (f"tasks are cut to at most {100 * TASK_SHARE:.0f} % of it" if share <= TASK_SHARE
+               else f"one chunk, which is never cut; tasks are cut to at most "
+               f"{100 * TASK_SHARE:.0f} % of it where their chunks allow")
         return (f"largest task: about {duration(self.seconds[i])} on one core ({how}; "
-                f"{describe(self.plan.tasks[i])}), "
-                f"{100 * self.seconds[i] / self.wall_seconds:.0f} % of the jobs' wall time of "
-                f"{duration(self.wall_seconds)} (tasks are cut to at most "
-                f"{100 * TASK_SHARE:.0f} % of it)")
+                f"{describe(self.plan.tasks[i])}), {100 * share:.0f} % of the jobs' wall time "
+                f"of {duration(self.wall_seconds)} ({cut})")
 
 
 def describe(task):

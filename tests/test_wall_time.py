@@ -116,6 +116,18 @@ def test_tasks_are_cut_to_the_share_of_the_wall_time():
     assert "25 % of it" in sizing.largest() and "by its work units" in sizing.largest()
 
 
+def test_a_chunk_over_the_share_is_named_as_a_chunk_never_cut():
+    """A chunk estimated over the share of the wall time (but within a worker's life) is run
+    whole; the dry run's line says so instead of claiming the tasks were cut to the share."""
+    view = CubeView.planned(Path("never-created.zarr"), SPEC)
+    heaviest = max(units_seconds(task, view) for task in plan(SPEC, view, min_work=1).tasks)
+    wall = 2 * heaviest  # the chunk is 50 % of it
+    sizing = sized_plan(SPEC, view, wall, shortest_life=wall, min_work=1)
+    assert max(sizing.seconds) == pytest.approx(heaviest)
+    assert "50 % of the jobs' wall time" in sizing.largest()
+    assert "one chunk, which is never cut" in sizing.largest()
+
+
 def test_a_chunk_longer_than_a_worker_lives_is_refused_naming_it():
     view = CubeView.planned(Path("never-created.zarr"), SPEC)
     by_chunk = plan(SPEC, view, min_work=1).tasks
