@@ -128,7 +128,9 @@ def test_every_per_cell_variable_has_one_chunk_per_kind_and_percent(tmp_path):
         assert group[name].chunks == group[name].shape
 
 
-@pytest.mark.parametrize(("name", "n_tasks"), [("paper", 1118), ("extended", 132)])
+@pytest.mark.parametrize(("name", "n_tasks"), [
+    pytest.param("paper", 1118, marks=pytest.mark.slow),  # plans 17 million cells: 16 s
+    ("extended", 132)])
 def test_a_plan_gives_each_chunk_to_one_task(name, n_tasks, data_dir, clustbench_dir):
     """Fresh, resumed from random done markers, an ``--only`` selection of it, the same
     ``--force``d, and an extension (the cells of a smaller spec done)."""

@@ -47,21 +47,25 @@ def test_defaults_are_the_quick_spec_and_its_store():
 
 FOLDER_THEN_SLOW_S3 = pytest.mark.parametrize(
     "interrupted", ["folder", pytest.param("s3", marks=pytest.mark.slow)], indirect=True)
+S3_THEN_SLOW_FOLDER = pytest.mark.parametrize(
+    "interrupted", [pytest.param("folder", marks=pytest.mark.slow), "s3"], indirect=True)
 
 
 @pytest.fixture(params=["folder", "s3"])
 def interrupted(request, tmp_path):
     """Where an interrupted run's store goes: a folder, or a repository on the test
     session's S3 server (tests/s3_server.py; docs/guide/hpc.md, "The store on object
-    storage"), so that every interruption is tested on both kinds of store. SIGINT is, in the
-    default suite; SIGTERM and a lost scheduler are on S3 only in the slow one
-    (:data:`FOLDER_THEN_SLOW_S3`), to keep the default suite within its time."""
+    storage"), so that every interruption is tested on both kinds of store. The default suite
+    has SIGINT on S3 and SIGTERM on a folder; the slow one has the other two
+    (:data:`S3_THEN_SLOW_FOLDER`, :data:`FOLDER_THEN_SLOW_S3`) and a lost scheduler on both,
+    to keep the default suite within its time."""
     if request.param == "folder":
         return tmp_path / "interrupted.zarr"
     s3 = request.getfixturevalue("s3")
     return f"s3://{s3.bucket(f'interrupted-{uuid.uuid4().hex[:12]}')}/longer"
 
 
+@S3_THEN_SLOW_FOLDER
 def test_sigint_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smoke):
     """Ctrl-C (SIGINT to the whole process group, workers included, as a terminal sends it)
     once the progress bar shows computed cells: the tasks whose receipts were received so far
@@ -223,6 +227,8 @@ class COPKMeans:
 '''
 
 
+# In the slow suite: a study of a user's estimator killed and rerun: about 45 s.
+@pytest.mark.slow
 def test_killed_run_of_an_open_study_then_rerun_gives_the_same_cube(tmp_path):
     """The kill/rerun guarantee holds for a study of a CSV data set with user estimators (a
     preloaded module whose fits fail on some cells, and scikit-learn's KMeans): the client and
@@ -320,7 +326,9 @@ def test_sigterm_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smok
     assert_the_rerun_completes(spec, store, reference)
 
 
-@FOLDER_THEN_SLOW_S3
+# In the slow suite: about 25 s per store.
+@pytest.mark.slow
+@pytest.mark.parametrize("interrupted", ["folder", "s3"], indirect=True)
 def test_a_scheduler_lost_mid_run_then_rerun_gives_the_same_cube(interrupted, longer_smoke):
     """A real scheduler and two workers in their own processes; the scheduler killed
     (SIGKILL) once results reach the client: the run stops (exit code 1) with the resume

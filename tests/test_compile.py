@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ONLY = "algorithm=LKM,init=dkm++"  # a small selection: its kernels compile in seconds
 COMPILING = "compiling the Numba kernels"
 COMPILING_ON_WORKERS = "the workers are compiling the Numba kernels"
@@ -156,6 +158,8 @@ FIT = textwrap.dedent("""
 """)
 
 
+# In the slow suite: compiles the kernels in two fresh processes: about 20 s.
+@pytest.mark.slow
 def test_the_cache_is_a_per_user_folder_of_the_version_outside_the_package(tmp_path):
     """Without NUMBA_CACHE_DIR the kernels are cached in $XDG_CACHE_HOME/pcskm/numba/VERSION
     (Numba's subfolder per source folder): outside the package, so a reinstall keeps them,

@@ -135,7 +135,13 @@ BLOCK = re.compile(r"^```([a-z]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 SAVED = re.compile(r"\A# file: (\S+)\n")
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if worked_example(p)], ids=_name)
+# The own-method guide runs a whole study of its own (about 50 s): in the slow suite.
+SLOW_PAGES = {"own-method-and-data.md"}
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow)
+                                  if Path(p).name in SLOW_PAGES else p
+                                  for p in PAGES if worked_example(p)], ids=_name)
 def test_worked_example_pages_run(page, tmp_path, monkeypatch):
     """A worked example runs as a reader follows it, in an empty folder: a block whose first
     line is ``# file: NAME`` is saved as NAME, the other Python blocks run in one namespace,

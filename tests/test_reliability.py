@@ -60,6 +60,9 @@ def kill_at(monkeypatch, step):
     return seen
 
 
+# In the slow suite: a kill at each of the creation's steps in turn: about 20 s;
+# test_a_process_killed_while_creating_its_store_then_rerun covers two of them.
+@pytest.mark.slow
 def test_a_kill_at_every_step_of_creation_leaves_no_store_or_a_whole_one(
         reference, client, tmp_path, monkeypatch):
     """The run is killed at each step of creating its store in turn (every array created,

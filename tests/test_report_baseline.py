@@ -105,8 +105,9 @@ def test_the_comparison_is_not_empty_and_the_report_says_where_it_came_from(stud
 
 @pytest.mark.parametrize("change, named", [
     ({"seed": 1}, "seed 1 in the store, 0 in the baseline"),
-    ({"n_folds": 5}, "n_folds 5 in the store, 3 in the baseline"),
-    ({"points": "moved.csv"}, "the data of points differ"),
+    pytest.param({"n_folds": 5}, "n_folds 5 in the store, 3 in the baseline",
+                 marks=pytest.mark.slow),  # another study each: about 12 and 20 s
+    pytest.param({"points": "moved.csv"}, "the data of points differ", marks=pytest.mark.slow),
 ])
 def test_another_protocol_is_refused_naming_what_differs(studies, change, named):
     """A store of the spec with another seed, other folds or other data: one line naming the

@@ -462,6 +462,8 @@ def test_a_worker_process_killed_while_writing_is_replaced_and_the_cube_is_the_s
     client.wait_for_workers(2, timeout=60)
 
 
+# In the slow suite: a cluster of eight workers on two cores: about 16 s.
+@pytest.mark.slow
 def test_eight_workers_give_the_same_cube_as_two(reference, tmp_path):
     """The smoke spec on eight worker processes (each writing its tasks' chunks) gives the
     cube of two."""

@@ -58,6 +58,8 @@ def run_through_outages(url, client, proxy, seconds):
             timer.join()
 
 
+# In the slow suite: outages at several moments of a run: about 25 s.
+@pytest.mark.slow
 def test_short_outages_at_several_moments_are_waited_out(s3, client, proxy, direct,
                                                          monkeypatch):
     monkeypatch.setenv("PCSKM_S3_RETRY_SECONDS", "120")
@@ -169,6 +171,8 @@ def test_an_endpoint_down_longer_than_the_wait_is_named_and_the_rerun_resumes(
     assert_same(read_local(direct), read_s3(s3, bucket, "grown"))
 
 
+# In the slow suite: waits out the retries of an endpoint that never answers: about 30 s.
+@pytest.mark.slow
 def test_an_unreachable_endpoint_has_its_own_line(s3, proxy, monkeypatch, capsys):
     """Nothing listens at the endpoint: status exits 2 naming it unreachable, with the time
     waited, not the credentials or the bucket."""

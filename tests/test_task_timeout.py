@@ -135,7 +135,10 @@ def test_the_spec_key_changes_no_hash(tmp_path, monkeypatch):
     assert plain.hash() == limited.hash()
 
 
-@pytest.mark.parametrize("where", ["option", pytest.param("spec", marks=pytest.mark.slow)])
+# In the slow suite: two runs of pcskm, one past a time limit twice: about 70 s;
+# tests/test_overdue.py covers the split without a cluster.
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["option", "spec"])
 def test_a_hanging_fit_ends_the_run_naming_it_and_every_other_cell_is_kept(tmp_path, where):
     """Fails without a time limit: the run would wait an hour for the hung fits (the
     subprocess' timeout); the limit leaves room for a fresh worker's first task on a loaded
