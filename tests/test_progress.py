@@ -115,7 +115,13 @@ def test_a_ctrl_c_as_the_bar_counts_a_task_still_writes_that_task(client, tmp_pa
 
     monkeypatch.setattr(execute, "Progress", InterruptedProgress)
     nothing_written = without_store(monkeypatch, tmp_path, HoldingMarks)
-    summary = execute.run_tasks(client, nothing_written, tasks, progress=False)
+    # Python's own Ctrl-C handler, whatever this process inherited: pytest started in the
+    # background of a non-interactive shell ignores SIGINT
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        summary = execute.run_tasks(client, nothing_written, tasks, progress=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert summary.interrupted
     assert handed == marked == [tasks[0].n_cells] and summary.n_cells == tasks[0].n_cells
 
