@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import xarray as xr
 import zarr
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,6 +70,24 @@ def results_attrs(tree):
     of its metadata (they differ between two stores written with different codecs), and the
     store's id and the digests bound to it (``store_id``, ``coordinate_sha256``)."""
     return {key: value for key, value in tree.attrs.items() if key not in STORE_RECORDS}
+
+
+def assert_same_trees(a, b):
+    """The cube trees ``a`` and ``b`` hold the same results: the same groups, and every
+    coordinate, variable and attribute identical (NaN equal to NaN), their stores' own
+    records (:func:`results_attrs`, :func:`results_data`) aside."""
+    assert set(a.children) == set(b.children) and results_attrs(a) == results_attrs(b)
+    for name in a.children:
+        xr.testing.assert_identical(results_data(a[name].to_dataset()).load(),
+                                    results_data(b[name].to_dataset()).load())
+
+
+def assert_same_cube(a, b):
+    """:func:`assert_same_trees` for the stores ``a`` and ``b`` (folders or ``s3://``
+    repositories)."""
+    from pcskm.runner.store import where
+
+    assert_same_trees(where(a).open_datatree(), where(b).open_datatree())
 
 
 class Progress:

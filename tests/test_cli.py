@@ -8,7 +8,13 @@ import uuid
 
 import pytest
 import xarray as xr
-from cubes import REPO, done_cells, pcskm, results_attrs, results_data, signal_mid_run
+from cubes import (
+    REPO,
+    assert_same_cube,
+    done_cells,
+    pcskm,
+    signal_mid_run,
+)
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner.cli import build_parser
@@ -19,16 +25,6 @@ SMOKE_CELLS = (len(SMOKE.datasets) * len(SMOKE.algorithms) * len(SMOKE.percentag
                * SMOKE.n_runs * SMOKE.n_folds
                * sum(len(SMOKE.seeding_kinds if i == "seeding" else SMOKE.kinds)
                      for i in SMOKE.inits))
-
-
-def assert_same_cube(a, b):
-    """The cubes of ``a`` and ``b`` (folders or ``s3://`` repositories) hold the same
-    results."""
-    ta, tb = where(a).open_datatree(), where(b).open_datatree()
-    assert set(ta.children) == set(tb.children) and results_attrs(ta) == results_attrs(tb)
-    for name in ta.children:
-        xr.testing.assert_identical(results_data(ta[name].to_dataset()).load(),
-                                    results_data(tb[name].to_dataset()).load())
 
 
 @pytest.fixture(scope="module")

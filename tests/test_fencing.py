@@ -16,9 +16,8 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
-import xarray as xr
 import zarr
-from cubes import Progress, pcskm, results_attrs, results_data
+from cubes import Progress, assert_same_cube, pcskm
 
 from pcskm.experiments.spec import load_spec, parse_spec
 from pcskm.runner import run_spec
@@ -50,24 +49,6 @@ def reference(tmp_path_factory):
                 dashboard_address=":0") as client:
         assert run_spec(SMOKE, store, client=client, progress=False).complete
     return store
-
-
-def read_cube(store):
-    """The root attributes and every group of the cube at ``store`` (a folder or an s3://
-    URL), loaded."""
-    from pcskm.runner.store import where
-
-    tree = xr.open_datatree(where(store).zarr_store(), engine="zarr", consolidated=False)
-    return results_attrs(tree), {name: results_data(tree[name].to_dataset()).load()
-                                 for name in tree.children}
-
-
-def assert_same_cube(store, reference):
-    (attrs, groups), (expected_attrs, expected) = read_cube(store), read_cube(reference)
-    assert attrs == expected_attrs
-    assert groups.keys() == expected.keys()
-    for name in expected:
-        xr.testing.assert_identical(groups[name], expected[name])
 
 
 @contextlib.contextmanager

@@ -10,10 +10,7 @@ import subprocess
 import sys
 
 import pytest
-import xarray as xr
-from cubes import pcskm, results_attrs, results_data, tiny_spec
-
-from pcskm.runner.store import where
+from cubes import assert_same_cube, pcskm, tiny_spec
 
 SPEC_TEXT = tiny_spec("tiny-odd")
 
@@ -52,14 +49,6 @@ def assert_one_line(done, *phrases):
         done.stderr
     for phrase in phrases:
         assert phrase in done.stderr, done.stderr
-
-
-def assert_same_cube(a, b):
-    ta, tb = where(a).open_datatree(), where(b).open_datatree()
-    assert set(ta.children) == set(tb.children) and results_attrs(ta) == results_attrs(tb)
-    for name in ta.children:
-        xr.testing.assert_identical(results_data(ta[name].to_dataset()).load(),
-                                    results_data(tb[name].to_dataset()).load())
 
 
 def commands(spec_file, store, out):

@@ -11,8 +11,7 @@ import sys
 import time
 
 import pytest
-import xarray as xr
-from cubes import REPO, Progress, pcskm, results_attrs, results_data, tiny_spec
+from cubes import REPO, Progress, assert_same_cube, pcskm, tiny_spec
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
@@ -36,14 +35,6 @@ def reference(client, tmp_path_factory):
     store = tmp_path_factory.mktemp("reference") / "tiny.zarr"
     run_spec(SPEC, store, client=client, progress=False)
     return store
-
-
-def assert_same_cube(a, b):
-    ta, tb = xr.open_datatree(a, engine="zarr"), xr.open_datatree(b, engine="zarr")
-    assert set(ta.children) == set(tb.children) and results_attrs(ta) == results_attrs(tb)
-    for name in ta.children:
-        xr.testing.assert_identical(results_data(ta[name].to_dataset()).load(),
-                                    results_data(tb[name].to_dataset()).load())
 
 
 def kill_at(monkeypatch, step):

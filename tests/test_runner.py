@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from cubes import done_cells, results_attrs, results_data
+from cubes import assert_same_cube, done_cells, results_data
 
 from pcskm import algorithms
 from pcskm.experiments import cells
@@ -65,17 +65,6 @@ def reference(client, tmp_path_factory):
     summary = run_spec(SMOKE, store, client=client, progress=False)
     assert not summary.errors and not summary.interrupted
     return store
-
-
-def assert_same_cube(a, b):
-    """Every group, coordinate, variable and attribute identical (NaN equal to NaN), the log
-    of the runs that computed them aside (:func:`cubes.results_data`)."""
-    ta, tb = xr.open_datatree(a, engine="zarr"), xr.open_datatree(b, engine="zarr")
-    assert set(ta.children) == set(tb.children)
-    assert results_attrs(ta) == results_attrs(tb)
-    for name in ta.children:
-        xr.testing.assert_identical(results_data(ta[name].to_dataset()).load(),
-                                    results_data(tb[name].to_dataset()).load())
 
 
 def spec_cells(spec):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from cubes import results_attrs, results_data
+from cubes import assert_same_trees
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
@@ -53,17 +53,14 @@ def other(s3, client):
                                                                          "seed = 1")))
 
 
-def cube(s3, bucket):
-    session = icechunk.Repository.open(s3.storage(bucket, "cube")).readonly_session(
-        branch="main")
-    tree = xr.open_datatree(session.store, engine="zarr", consolidated=False)
-    return results_attrs(tree), results_data(tree["iris"].to_dataset()).load()
-
-
 def assert_same_cube(s3, a, b):
-    (attrs_a, data_a), (attrs_b, data_b) = cube(s3, a), cube(s3, b)
-    assert attrs_a == attrs_b
-    xr.testing.assert_identical(data_a, data_b)
+    """:func:`cubes.assert_same_trees` on the repositories of the buckets ``a`` and ``b``."""
+    def tree(bucket):
+        session = icechunk.Repository.open(s3.storage(bucket, "cube")).readonly_session(
+            branch="main")
+        return xr.open_datatree(session.store, engine="zarr", consolidated=False)
+
+    assert_same_trees(tree(a), tree(b))
 
 
 def written(s3, bucket, change):

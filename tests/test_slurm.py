@@ -13,8 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-import xarray as xr
-from cubes import Progress, done_cells, results_attrs, results_data
+from cubes import Progress, assert_same_cube, done_cells
 
 from pcskm.experiments.spec import load_spec
 from pcskm.runner import run_spec
@@ -87,16 +86,6 @@ def smoke_on_a_local_cluster(tmp_path):
             Client(cluster) as client:
         run_spec(SMOKE, reference, client=client, progress=False)
     return reference
-
-
-def assert_same_cube(reference, store):
-    """The cubes at ``reference`` and ``store`` hold the same results (their stores' own
-    records, such as the chunk digests bound to each store's id, aside)."""
-    a, b = xr.open_datatree(reference, engine="zarr"), xr.open_datatree(store, engine="zarr")
-    assert results_attrs(a) == results_attrs(b) and set(a.children) == set(b.children)
-    for name in a.children:
-        xr.testing.assert_identical(results_data(a[name].to_dataset()).load(),
-                                    results_data(b[name].to_dataset()).load())
 
 
 def test_smoke_on_slurm_survives_a_cancelled_worker_job(tmp_path):

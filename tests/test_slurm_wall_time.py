@@ -10,9 +10,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from cubes import done_cells
+from cubes import assert_same_cube, done_cells
 from test_slurm import (
-    assert_same_cube,
     needs_slurm,
     running_jobs,
     slurm_jobs,

@@ -11,9 +11,8 @@ import shutil
 
 import numpy as np
 import pytest
-import xarray as xr
 import zarr
-from cubes import pcskm, results_attrs, results_data
+from cubes import assert_same_cube, pcskm
 
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import run_spec
@@ -56,17 +55,6 @@ def copy(store, tmp_path, name="copy.zarr"):
     target = tmp_path / name
     shutil.copytree(store, target, symlinks=True)
     return target
-
-
-def cube(store):
-    tree = xr.open_datatree(store, engine="zarr")
-    return results_attrs(tree), results_data(tree["iris"].to_dataset()).load()
-
-
-def assert_same_cube(a, b):
-    (attrs_a, data_a), (attrs_b, data_b) = cube(a), cube(b)
-    assert attrs_a == attrs_b
-    xr.testing.assert_identical(data_a, data_b)
 
 
 def values_differ(a, b):

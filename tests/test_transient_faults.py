@@ -5,8 +5,7 @@ computed by the next run; only the method's own exceptions are stored as failed 
 import errno
 
 import pytest
-from cubes import done_cells, pcskm
-from test_reliability import assert_same_cube
+from cubes import assert_same_cube, done_cells, pcskm
 
 from pcskm.experiments.faults import is_environmental
 
