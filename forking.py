@@ -105,6 +105,56 @@ def forked_map(function, items, workers=None):
     return found
 
 
+class ChildDied(RuntimeError):
+    """A child of :func:`within` ended without a value (killed, out of memory, or exited)."""
+
+
+def _send_value(function, sender):
+    """In a child of :func:`within`: send ``("value", function())``, or ``("error", e)``."""
+    child_signals()
+    try:
+        message = ("value", function())
+    except Exception as error:  # noqa: BLE001 - raised again in the parent
+        message = ("error", error)
+    try:
+        sender.send(message)
+    except Exception as error:  # noqa: BLE001 - a value or an error that cannot be pickled
+        sender.send(("error", RuntimeError(f"{message[0]} not sent: {error!r}")))
+
+
+def within(function, seconds):
+    """``function()`` (any callable: the child inherits it) computed by a forked child given
+    ``seconds``: its value; :class:`TimeoutError` if the child is still computing then (it
+    is ended), :class:`ChildDied` with its exit code if it ended without a value; an error of
+    ``function`` is raised here. In this process, with no time limit, where it cannot
+    fork."""
+    if not can_fork():
+        return function()
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    with fork_safely():
+        child = context.Process(target=_send_value, args=(function, sender), daemon=True)
+        child.start()
+    sender.close()  # the child's end alone is left open: it closes when the child ends
+    try:
+        if not receiver.poll(seconds):  # a value, or the end of the pipe
+            raise TimeoutError(f"still computing after {seconds:g} s")
+        try:
+            kind, value = receiver.recv()
+        except EOFError:
+            child.join()
+            raise ChildDied(f"the child process ended with exit code {child.exitcode} "
+                            "before it had a value") from None
+    finally:
+        receiver.close()
+        if child.is_alive():
+            child.kill()
+        child.join()
+    if kind == "error":
+        raise value
+    return value
+
+
 _pending = None  # the function of the Background child being forked, which inherits it
 
 

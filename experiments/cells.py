@@ -215,15 +215,19 @@ class Task:
         skipped)."""
         return sum(self.cells_of(index) for index in range(len(self.settings)))
 
+    def fits_of(self, index):
+        """Fits computed for setting ``index`` (one per s for the sparse estimators), the
+        selection scores' fits included; a shared fit counts once."""
+        setting = self.settings[index]
+        selection = sum(setting.selection_fits(run) for b in range(len(self.blocks))
+                        for run in self.runs_of(index, b))
+        return (((1 if setting.shares_fits else self.cells_of(index))
+                 + len(self.fold_list) * selection) * setting.n_sparsity)
+
     @property
     def n_fits(self):
-        """Fits computed (one per s for the sparse estimators), the selection scores' fits
-        included; a shared fit counts once."""
-        folds = len(self.fold_list)
-        return sum(((1 if s.shares_fits else self.cells_of(index))
-                    + folds * sum(s.selection_fits(run) for b in range(len(self.blocks))
-                                  for run in self.runs_of(index, b))) * s.n_sparsity
-                   for index, s in enumerate(self.settings))
+        """Fits computed by the task (:meth:`fits_of` its settings)."""
+        return sum(self.fits_of(index) for index in range(len(self.settings)))
 
 
 @dataclass

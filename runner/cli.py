@@ -124,7 +124,9 @@ def _dry_run(args, spec, store, selection):
     options = _cluster_options(args)
     plan_options = {"selection": selection, "force": args.force, "data_dir": args.data_dir,
                     "recompute_changed": args.recompute_changed}
-    the_plan = plan_for_jobs(spec, view, options, args.preload, say=False, **plan_options)
+    # the calibration below times the user estimators' cells too
+    the_plan = plan_for_jobs(spec, view, options, args.preload, say=False,
+                             time_user_cells=False, **plan_options)
     location = where(store)
     print(f"spec {spec.name} (hash {spec.hash()[:12]}), store {store}"
           f"{' (new)' if location.is_new() else ''}")

@@ -36,18 +36,19 @@ def warm_up_tasks(tasks):
         n_samples = cells.dataset(task.settings[0].data_ref, task.settings[0].data_dir).n_samples
         block = task.blocks[0]
         one_cell = (Block(block.kind, block.percent, block.runs[:1]),)
-        for setting in map(_compiled_part, task.settings):
+        for setting in map(stand_in, task.settings):
             key = (setting.algorithm, setting.init)
             if key not in chosen or n_samples < chosen[key][0]:
                 chosen[key] = (n_samples, Task((setting,), one_cell, folds=task.fold_list[:1]))
     return [task for _, task in chosen.values()]
 
 
-def _compiled_part(setting):
-    """What of ``setting`` runs pcskm's kernels: the setting itself for a built-in estimator;
-    for a user estimator, the LKM setting whose init gives its initial centres
-    (:class:`pcskm.experiments.cells.UserFitter`). The user's own ``fit`` is never called
-    in the client: it may take long, exhaust the memory, or end its process."""
+def stand_in(setting):
+    """The part of ``setting`` that runs pcskm's kernels: the setting itself for a built-in
+    estimator; for a user estimator, the LKM setting whose init gives its initial centres
+    (:class:`pcskm.experiments.cells.UserFitter`). The user's own ``fit`` is not called in
+    the client's process: it may take long, exhaust the memory, or end its process (a run
+    on batch jobs times one of its cells in a forked child, :mod:`.user_cells`)."""
     if not setting.is_user:
         return setting
     return dataclasses.replace(setting, algorithm="LKM", estimator="LKM", params=(),

@@ -1,6 +1,7 @@
 """The report's forked children (pcskm/forking.py): the same results as the loop
 they replace, in its order, and a child's error raised in the parent; a background value
-computed elsewhere, its error raised here, its child ended with its block; a child that neither
+computed elsewhere, its error raised here, its child ended with its block; a value given a
+time limit (:func:`forking.within`); a child that neither
 collects what it inherits nor keeps its parent's signal handlers, and that keeps the memory
 it frees."""
 
@@ -80,6 +81,28 @@ def test_leaving_the_block_ends_a_background_child():
         (child,) = running._pool._pool
     child.join(timeout=10)
     assert not child.is_alive()
+
+
+@pytest.mark.skipif(not forking.can_fork(), reason="needs fork")
+def test_within_gives_the_value_the_error_the_time_out_or_the_death_of_its_child():
+    """:func:`forking.within`: a closure's value computed in another process; its error
+    raised here; a child still computing at the time limit ended (not waited for); a child
+    that exits without a value named with its exit code."""
+    data = np.arange(10.0)
+    total, pid = forking.within(lambda: (float(data.sum()), os.getpid()), 30)
+    assert total == 45.0 and pid != os.getpid()
+
+    def fails():
+        raise ValueError("refused in the child")
+
+    with pytest.raises(ValueError, match="refused in the child"):
+        forking.within(fails, 30)
+    began = time.monotonic()
+    with pytest.raises(TimeoutError):
+        forking.within(lambda: time.sleep(60), 1)
+    assert time.monotonic() - began < 10
+    with pytest.raises(forking.ChildDied, match="exit code 3"):
+        forking.within(lambda: os._exit(3), 30)
 
 
 class _MallocInfo(ctypes.Structure):

@@ -66,6 +66,74 @@ def test_a_chunk_no_job_can_finish_is_refused_before_submission(tmp_path):
     assert seconds < 120  # planning only: 33 s of CPU at a load average of 30 on 2 cores
 
 
+WAITS = """
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+
+
+class Waits40(ClusterMixin, BaseEstimator):
+    def __init__(self, n_clusters=2):
+        self.n_clusters = n_clusters
+
+    def fit(self, X):
+        time.sleep(40)
+        self.labels_ = np.arange(len(X)) % self.n_clusters
+        return self
+"""
+
+# One chunk of two cells of a user estimator that waits 40 s per fit: 80 s, which work units
+# price as milliseconds
+EIGHTY_SECONDS = """
+name = "eighty-seconds"
+datasets = ["iris"]
+algorithms = ["WAIT"]
+inits = ["dkm++"]
+kinds = ["random"]
+percentages = [1]
+n_runs = 1
+n_folds = 2
+
+[variants.WAIT]
+estimator = "waits40_for_pcskm:Waits40"
+constraints = "ignore"
+"""
+
+
+def test_an_80_second_user_task_is_refused_before_submission_without_a_dry_run(tmp_path):
+    """No dry run kept a calibration of it: one cell is timed in a child of the client,
+    which is given the 44 s a worker of a 1-minute job lives at the least, times its 1/2
+    share of the chunk; still computing after 22 s, the run is refused, before its fit
+    ends."""
+    needs_slurm()
+    module = tmp_path / "waits40_for_pcskm.py"
+    module.write_text(WAITS)
+    spec = tmp_path / "eighty.toml"
+    spec.write_text(EIGHTY_SECONDS)
+    job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
+    env = slurm_jobs(tmp_path, job_name, "00:01:00")
+    env["PYTHONPATH"] = f"{tmp_path}:{env.get('PYTHONPATH', '')}"
+    began = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "pcskm.runner.cli", "run", str(spec),
+                          "--store", str(tmp_path / "s.zarr"), "--cluster", "slurm",
+                          "--jobs", "1", "--preload", str(module)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=600)
+    seconds = time.monotonic() - began
+    assert run.returncode == 2, run.stderr
+    line = run.stderr.strip().splitlines()[-1]
+    assert "KilledWorker" not in run.stderr and "Traceback" not in run.stderr
+    assert line.startswith("pcskm: one cell of WAIT (dkm++) in the chunk dataset=iris, "
+                           "kind=random, percent=1, timed before submitting, was still "
+                           "computing after 22 s: the chunk's 2 cells of WAIT (dkm++) take more "
+                           "than 44 s, longer than a worker lives"), line
+    assert "the wall time 60 s" in line and "nothing was submitted" in line
+    assert not (tmp_path / "s.zarr").exists()
+    assert not (tmp_path / "dask-logs").exists() or not any((tmp_path / "dask-logs").iterdir())
+    assert running_jobs(job_name) == []
+    assert seconds < 40 + 30  # not after the fit's 40 s: 22 s and the start of the command
+
+
 @pytest.mark.slow
 def test_a_run_through_one_minute_jobs_equals_the_local_cube(tmp_path):
     needs_slurm()

@@ -4,6 +4,7 @@ whose workers keep dying is named in one line (:mod:`pcskm.runner.wall_time`,
 :func:`pcskm.runner.clusters.worker_lifetime`)."""
 
 import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -221,3 +222,99 @@ def test_a_task_lost_early_in_each_run_is_not_given_up_but_one_lost_late_is():
     client.executing = {}
     assert clock.given_up() == []
     assert clock.n_restarted == 9
+
+
+WAITS = '''
+import os
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+
+
+class Waits(ClusterMixin, BaseEstimator):
+    """Waits SECONDS in each fit, as a fit waiting for a device or a lock would (a negative
+    SECONDS: exits its process)."""
+
+    SECONDS = 0.0
+
+    def __init__(self, n_clusters=2):
+        self.n_clusters = n_clusters
+
+    def fit(self, X):
+        if self.SECONDS < 0:
+            os._exit(3)
+        time.sleep(self.SECONDS)
+        self.labels_ = np.arange(len(X)) % self.n_clusters
+        return self
+'''
+
+
+def waiting_spec(tmp_path, monkeypatch, seconds):
+    """A spec of LKM and a user estimator waiting ``seconds`` per fit: one chunk per data set,
+    kind and percentage holds 2 runs x 2 folds = 4 cells of the user estimator."""
+    # a module of its own per wait
+    module = "waits_for_pcskm_" + f"{seconds:g}".replace(".", "_").replace("-", "minus_")
+    (tmp_path / f"{module}.py").write_text(WAITS.replace("SECONDS = 0.0", f"SECONDS = {seconds}"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return parse_spec(textwrap.dedent(f"""
+        name = "waits"
+        datasets = ["iris"]
+        algorithms = ["LKM", "WAIT"]
+        inits = ["dkm++"]
+        kinds = ["random"]
+        percentages = [1, 5]
+        n_runs = 2
+        n_folds = 2
+
+        [variants.WAIT]
+        estimator = "{module}:Waits"
+        constraints = "ignore"
+        """))
+
+
+def test_a_user_estimator_is_priced_by_one_timed_cell(tmp_path, monkeypatch):
+    """Work units price a waiting fit as a millisecond one; one timed cell prices it at its
+    wall time: each chunk's 4 cells of 0.5 s are about 2 s."""
+    spec = waiting_spec(tmp_path, monkeypatch, 0.5)
+    view = CubeView.planned(tmp_path / "never-created.zarr", spec)
+    by_units = sized_plan(spec, view, 600.0, time_user_cells=False, min_work=1)
+    assert max(by_units.seconds) < 0.1
+    began = time.monotonic()
+    sizing = sized_plan(spec, view, 600.0, min_work=1)
+    assert time.monotonic() - began < 5  # one cell timed, not every chunk's
+    assert len(sizing.plan.tasks) == 2  # a task per percentage
+    for task, seconds in zip(sizing.plan.tasks, sizing.seconds, strict=True):
+        lkm = task.settings.index(next(s for s in task.settings if s.algorithm == "LKM"))
+        assert task.cells_of(1 - lkm) == 4
+        assert 4 * 0.5 <= seconds < 4 * 0.5 + 2  # the timed cell's wait, four times
+    assert "and a timed cell of each user estimator" in sizing.largest()
+
+
+def test_a_user_cell_that_shows_its_chunk_cannot_fit_is_refused_before_it_ends(
+        tmp_path, monkeypatch):
+    """With 4 cells in a chunk and a worker's life of 8 s, a cell still waiting after 2 s
+    refuses the run then, not after its 30 s."""
+    spec = waiting_spec(tmp_path, monkeypatch, 30)
+    view = CubeView.planned(tmp_path / "never-created.zarr", spec)
+    began = time.monotonic()
+    with pytest.raises(TaskCannotFit) as refused:
+        sized_plan(spec, view, 60.0, shortest_life=8.0, min_work=1)
+    assert time.monotonic() - began < 10
+    message = str(refused.value)
+    assert message.startswith("one cell of WAIT (dkm++) in the chunk dataset=iris, kind=random, "
+                              "percent=")
+    assert "was still computing after 2 s: the chunk's 4 cells of WAIT (dkm++)" in message
+    assert "the wall time 60 s" in message and "nothing was submitted" in message
+
+
+def test_a_timed_cell_that_ends_its_process_is_logged_and_priced_by_units(
+        tmp_path, monkeypatch, caplog):
+    spec = waiting_spec(tmp_path, monkeypatch, -1)
+    view = CubeView.planned(tmp_path / "never-created.zarr", spec)
+    by_units = sized_plan(spec, view, 600.0, time_user_cells=False, min_work=1)
+    with caplog.at_level("WARNING", logger="pcskm"):
+        sizing = sized_plan(spec, view, 600.0, min_work=1)
+    assert sizing.seconds == pytest.approx(by_units.seconds)
+    assert "the timed cell of WAIT (dkm++) on iris did not finish (the child process ended " \
+           "with exit code 3" in caplog.text
