@@ -154,6 +154,22 @@ def top_counts_rows(scores, usable, n_top, n_scored):
 
 
 @kernel
+def squared_differences(X, pairs):
+    """(m, p) squared differences (x_aj - x_bj)^2 of the rows of each pair (a, b) of ``pairs``
+    (m, 2) of ``X`` (n, p) (§7.1), written once into one array: NumPy's ``(X[a] - X[b]) ** 2``
+    makes three temporaries of that size, whose pages the system maps afresh at each cell.
+    The same IEEE subtraction and product, so the same bits."""
+    m, p = pairs.shape[0], X.shape[1]
+    out = np.empty((m, p))
+    for c in range(m):
+        a, b = pairs[c, 0], pairs[c, 1]
+        for j in range(p):
+            difference = X[a, j] - X[b, j]
+            out[c, j] = difference * difference
+    return out
+
+
+@kernel
 def pair_auc_columns(distance, is_must_link):
     """(n_s,) AUC (§7.1) of each column of ``distance`` (m, n_s), the weighted squared
     distances of m pairs under each s: the Mann-Whitney count of (cannot-link, must-link)

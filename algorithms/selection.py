@@ -38,6 +38,7 @@ from ._selection_kernels import (
     pair_auc_columns,
     weighted_bcss,
 )
+from ._selection_kernels import squared_differences as squared_differences_of
 from ._sparse import total_sum_of_squares
 from ._validation import check_choice, check_data, check_sparsity, plain
 from .constraints import Constraints
@@ -291,7 +292,8 @@ def squared_differences(X, pairs):
     """(m, p) squared differences (x_aj - x_bj)^2 of the rows of each pair (a, b) of
     ``pairs``: the weighted squared distance of a pair under weights w is their dot product
     with w (§7.1)."""
-    return (X[pairs[:, 0]] - X[pairs[:, 1]]) ** 2
+    return squared_differences_of(np.ascontiguousarray(X, dtype=np.float64),
+                                  np.ascontiguousarray(pairs, dtype=np.int64))
 
 
 def pair_auc(differences, is_must_link, weights):

@@ -316,3 +316,19 @@ def test_a_preregistered_spec_refuses_the_development_sets(table_name, loader_of
     assert table_name in parse_spec(text).datasets
     with pytest.raises(ValueError, match=f"{table_name} is a development set"):
         parse_spec(text + PREREGISTRATION)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_squared_differences_are_numpys_bit_for_bit(seed):
+    """The compiled squared differences equal NumPy's ``(X[a] - X[b]) ** 2`` exactly, for
+    data of any scale, a column slice of a larger array and pairs of another integer type
+    (the pair AUC of the study reads them: a changed bit could reorder two distances)."""
+    rng = np.random.default_rng(seed)
+    wide = rng.standard_normal((300, 61)) * 10.0 ** rng.uniform(-8, 8, size=61)
+    X = wide[:, ::2]  # not contiguous
+    pairs = rng.integers(0, len(X), size=(2000, 2)).astype(np.int32)
+    expected = (X[pairs[:, 0]] - X[pairs[:, 1]]) ** 2
+    found = squared_differences(X, pairs)
+    assert found.shape == expected.shape and found.dtype == np.float64
+    assert np.array_equal(found, expected)
+    assert squared_differences(X, pairs[:0]).shape == (0, X.shape[1])
