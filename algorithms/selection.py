@@ -322,24 +322,29 @@ def cross_validate(constraints, fold, labels, failed, fit_fold=None, *, X=None, 
     """
     n_folds = int(fold.max()) + 1
     pairs, is_must_link = constraints.pairs, constraints.is_must_link
-    differences = None if X is None else squared_differences(X, pairs)
+    differences = None
+    if X is not None:  # in fold order, each fold's pairs in theirs: a fold's rows are a block
+        by_fold = np.argsort(fold, kind="stable")
+        bounds = np.searchsorted(fold[by_fold], np.arange(n_folds + 1))
+        differences = squared_differences(X, pairs[by_fold])
+        must_by_fold = is_must_link[by_fold]
     fold_scores = np.empty((n_folds, len(failed)))
     fold_auc = np.full((n_folds, len(failed)), np.nan)
     if fit_fold is None:
         path_scores = _fold_f_measures(labels, pairs, is_must_link, fold, n_folds)
     for number in range(n_folds):
-        held_out = fold == number
         if fit_fold is None:
             fold_weights, fold_failed, score = weights, failed, path_scores[:, number]
         else:
-            train = ~held_out
+            train = fold != number
             fold_labels, fold_weights, fold_failed = fit_fold(Constraints.from_pairs(
                 pairs[train & is_must_link], pairs[train & ~is_must_link],
                 n_samples=constraints.n_samples))
             score = _fold_f_measures(fold_labels, pairs, is_must_link, fold, n_folds)[:, number]
         fold_scores[number] = np.where(fold_failed, np.nan, score)
         if differences is not None:
-            auc = pair_auc(differences[held_out], is_must_link[held_out], fold_weights)
+            rows = slice(bounds[number], bounds[number + 1])
+            auc = pair_auc(differences[rows], must_by_fold[rows], fold_weights)
             fold_auc[number] = np.where(fold_failed, np.nan, auc)
     mean, n_scored = _mean_of_computed(fold_scores)
     score = np.where(failed, np.nan, mean)
