@@ -17,6 +17,7 @@ from test_slurm import (
     slurm_jobs,
     smoke_on_a_local_cluster,
 )
+from test_wall_time import WAITS
 
 from pcskm.experiments.spec import load_spec
 
@@ -66,23 +67,6 @@ def test_a_chunk_no_job_can_finish_is_refused_before_submission(tmp_path):
     assert seconds < 120  # planning only: 33 s of CPU at a load average of 30 on 2 cores
 
 
-WAITS = """
-import time
-
-import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
-
-
-class Waits40(ClusterMixin, BaseEstimator):
-    def __init__(self, n_clusters=2):
-        self.n_clusters = n_clusters
-
-    def fit(self, X):
-        time.sleep(40)
-        self.labels_ = np.arange(len(X)) % self.n_clusters
-        return self
-"""
-
 # One chunk of two cells of a user estimator that waits 40 s per fit: 80 s, which work units
 # price as milliseconds
 EIGHTY_SECONDS = """
@@ -96,7 +80,7 @@ n_runs = 1
 n_folds = 2
 
 [variants.WAIT]
-estimator = "waits40_for_pcskm:Waits40"
+estimator = "waits40_for_pcskm:Waits"
 constraints = "ignore"
 """
 
@@ -108,7 +92,7 @@ def test_an_80_second_user_task_is_refused_before_submission_without_a_dry_run(t
     ends."""
     needs_slurm()
     module = tmp_path / "waits40_for_pcskm.py"
-    module.write_text(WAITS)
+    module.write_text(WAITS.replace("SECONDS = 0.0", "SECONDS = 40"))
     spec = tmp_path / "eighty.toml"
     spec.write_text(EIGHTY_SECONDS)
     job_name = f"pcskm-test-{uuid.uuid4().hex[:8]}"
