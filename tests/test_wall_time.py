@@ -250,9 +250,9 @@ class Waits(ClusterMixin, BaseEstimator):
 '''
 
 
-def waiting_spec(tmp_path, monkeypatch, seconds):
-    """A spec of LKM and a user estimator waiting ``seconds`` per fit: one chunk per data set,
-    kind and percentage holds 2 runs x 2 folds = 4 cells of the user estimator."""
+def waiting_spec(tmp_path, monkeypatch, seconds, variants=("WAIT",)):
+    """A spec of LKM and user estimators (``variants``) waiting ``seconds`` per fit: one chunk
+    per data set, kind and percentage holds 2 runs x 2 folds = 4 cells of each."""
     # a module of its own per wait
     module = "waits_for_pcskm_" + f"{seconds:g}".replace(".", "_").replace("-", "minus_")
     (tmp_path / f"{module}.py").write_text(WAITS.replace("SECONDS = 0.0", f"SECONDS = {seconds}"))
@@ -260,17 +260,17 @@ def waiting_spec(tmp_path, monkeypatch, seconds):
     return parse_spec(textwrap.dedent(f"""
         name = "waits"
         datasets = ["iris"]
-        algorithms = ["LKM", "WAIT"]
+        algorithms = {["LKM", *variants]}
         inits = ["dkm++"]
         kinds = ["random"]
         percentages = [1, 5]
         n_runs = 2
         n_folds = 2
-
-        [variants.WAIT]
-        estimator = "{module}:Waits"
-        constraints = "ignore"
-        """))
+        """) + "".join(f"""
+[variants.{name}]
+estimator = "{module}:Waits"
+constraints = "ignore"
+""" for name in variants))
 
 
 def test_a_user_estimator_is_priced_by_one_timed_cell(tmp_path, monkeypatch):
@@ -318,3 +318,18 @@ def test_a_timed_cell_that_ends_its_process_is_logged_and_priced_by_units(
     assert sizing.seconds == pytest.approx(by_units.seconds)
     assert "the timed cell of WAIT (dkm++) on iris did not finish (the child process ended " \
            "with exit code 3" in caplog.text
+
+
+def test_a_chunk_whose_timed_cells_add_up_past_a_workers_life_is_refused(tmp_path, monkeypatch):
+    """Two user variants of 4 cells of 0.5 s each: each cell is within its share of a 3-s
+    life (0.75 s), but the chunk's 8 cells, about 4 s, are not."""
+    spec = waiting_spec(tmp_path, monkeypatch, 0.5, variants=("WAIT", "WAIT2"))
+    view = CubeView.planned(tmp_path / "never-created.zarr", spec)
+    with pytest.raises(TaskCannotFit) as refused:
+        sized_plan(spec, view, 60.0, shortest_life=3.0, min_work=1)
+    message = str(refused.value)
+    assert message.startswith("the chunk dataset=iris, kind=random, percent=")
+    seconds = float(message.split("is estimated at ")[1].split(" s")[0])
+    assert 4 <= seconds < 8
+    assert "and one timed cell of each user estimator" in message
+    sized_plan(spec, view, 60.0, shortest_life=10.0, min_work=1)  # not refused
