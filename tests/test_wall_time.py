@@ -273,16 +273,17 @@ constraints = "ignore"
 """ for name in variants))
 
 
-def test_a_user_estimator_is_priced_by_one_timed_cell(tmp_path, monkeypatch):
+def test_a_user_estimator_is_priced_by_one_timed_cell(tmp_path, monkeypatch, caplog):
     """Work units price a waiting fit as a millisecond one; one timed cell prices it at its
     wall time: each chunk's 4 cells of 0.5 s are about 2 s."""
     spec = waiting_spec(tmp_path, monkeypatch, 0.5)
     view = CubeView.planned(tmp_path / "never-created.zarr", spec)
     by_units = sized_plan(spec, view, 600.0, time_user_cells=False, min_work=1)
     assert max(by_units.seconds) < 0.1
-    began = time.monotonic()
-    sizing = sized_plan(spec, view, 600.0, min_work=1)
-    assert time.monotonic() - began < 5  # one cell timed, not every chunk's
+    with caplog.at_level("INFO", logger="pcskm"):
+        sizing = sized_plan(spec, view, 600.0, min_work=1)
+        sized_plan(spec, view, 600.0, min_work=1)  # planned again: the timing is kept
+    assert caplog.text.count("timing one cell of WAIT (dkm++) on iris") == 1
     assert len(sizing.plan.tasks) == 2  # a task per percentage
     for task, seconds in zip(sizing.plan.tasks, sizing.seconds, strict=True):
         lkm = task.settings.index(next(s for s in task.settings if s.algorithm == "LKM"))
@@ -321,9 +322,10 @@ def test_a_timed_cell_that_ends_its_process_is_logged_and_priced_by_units(
 
 
 def test_a_chunk_whose_timed_cells_add_up_past_a_workers_life_is_refused(tmp_path, monkeypatch):
-    """Two user variants of 4 cells of 0.5 s each: each cell is within its share of a 3-s
-    life (0.75 s), but the chunk's 8 cells, about 4 s, are not."""
-    spec = waiting_spec(tmp_path, monkeypatch, 0.5, variants=("WAIT", "WAIT2"))
+    """Two user variants of 4 cells of 0.6 s each: each cell is within its share of a 3-s
+    life (0.75 s), but the chunk's 8 cells, about 4.8 s, are not. (A wait of its own: the
+    timings of a process are kept, :mod:`pcskm.runner.user_cells`.)"""
+    spec = waiting_spec(tmp_path, monkeypatch, 0.6, variants=("WAIT", "WAIT2"))
     view = CubeView.planned(tmp_path / "never-created.zarr", spec)
     with pytest.raises(TaskCannotFit) as refused:
         sized_plan(spec, view, 60.0, shortest_life=3.0, min_work=1)
