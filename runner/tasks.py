@@ -143,10 +143,11 @@ def settings(spec, cube, data_dir=None):
                 yield Setting.from_spec(spec, name, variant, init, sparsities, data_dir)
 
 
-def work(task, cube):
+def work(task, cube, index=None):
     """Units of work of a task (fits computed times points clustered), for batching and
-    ordering."""
-    return task.n_fits * cube.layout.groups[task.dataset].attrs["n_samples"]
+    ordering; of its setting ``index`` alone if given."""
+    fits = task.n_fits if index is None else task.fits_of(index)
+    return fits * cube.layout.groups[task.dataset].attrs["n_samples"]
 
 
 def _split(blocks, weights, parts):

@@ -24,6 +24,8 @@ import time
 from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
 
+from .tasks import work
+
 log = logging.getLogger("pcskm")
 
 _seconds = {}  # the timed cell's Task -> its wall seconds
@@ -32,11 +34,6 @@ _seconds = {}  # the timed cell's Task -> its wall seconds
 def variant(setting):
     """What a timing prices: the setting's algorithm variant and init."""
     return setting.algorithm, setting.init
-
-
-def _units(task, index, view):
-    """Units of work of setting ``index`` of ``task``: its fits times the points."""
-    return task.fits_of(index) * view.layout.groups[task.dataset].attrs["n_samples"]
 
 
 def _heaviest_chunks(tasks, view):
@@ -52,7 +49,7 @@ def _heaviest_chunks(tasks, view):
                 if not runs:
                     continue
                 chunk = Task((setting,), (Block(block.kind, block.percent, runs),))
-                units = _units(chunk, 0, view)
+                units = work(chunk, view, 0)
                 if units > heaviest.get(variant(setting), (None, 0))[1]:
                     heaviest[variant(setting)] = (chunk, units)
     return heaviest
@@ -110,7 +107,7 @@ def seconds_per_unit(tasks, view, shortest_life, wall):
         block = chunk.blocks[0]
         cell = Task(chunk.settings, (Block(block.kind, block.percent, block.runs[:1]),),
                     folds=(0,))
-        share = _units(cell, 0, view) / units
+        share = work(cell, view, 0) / units
         name = f"{key[0]} ({key[1]})"
         seconds = _cell_seconds(cell, deadline=shortest_life * share)
         if seconds is None:
@@ -124,5 +121,5 @@ def seconds_per_unit(tasks, view, shortest_life, wall):
                 "a longer walltime in jobqueue.yaml (docs/guide/hpc.md, Wall time); nothing "
                 "was submitted")
         if not math.isnan(seconds):
-            rates[key] = seconds / _units(cell, 0, view)
+            rates[key] = seconds / work(cell, view, 0)
     return rates

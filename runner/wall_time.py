@@ -102,10 +102,10 @@ def estimates(tasks, view, spec, kept, rates=None):
 def priced(task, view, rates, untimed):
     """The seconds of ``task``: its settings' units of work at their variant's timed
     ``rates``, at ``untimed`` seconds per unit for the others."""
+    from .tasks import work
     from .user_cells import variant
 
-    points = view.layout.groups[task.dataset].attrs["n_samples"]
-    return sum(task.fits_of(index) * points * rates.get(variant(setting), untimed)
+    return sum(work(task, view, index) * rates.get(variant(setting), untimed)
                for index, setting in enumerate(task.settings))
 
 
