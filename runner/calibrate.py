@@ -283,6 +283,13 @@ def estimate(tasks, view, spec, budget_seconds=60.0, kept=None, workers=1):
                     extrapolated_seconds=sum(priced), n_kept=reused)
 
 
+def all_kept(tasks, view, spec, kept):
+    """Whether every task group of ``tasks`` has ``MIN_ROUNDS`` probes in ``kept``: then
+    :func:`estimate` times nothing, and the dry run needs no kernel loaded."""
+    return all(len(kept.probes(key)) >= MIN_ROUNDS
+               for task in tasks for key, _ in _parts(task, view, spec))
+
+
 def task_weights(tasks, view, spec, kept=None):
     """The cost of each task relative to the others, for the time left that a run shows
     (:class:`pcskm.runner.progress.Progress`), with no probe timed: the dry run's estimate
@@ -431,7 +438,13 @@ class WorkerStartFailed(RuntimeError):
 
 def process_age_seconds():
     """Seconds since this process started: at the dry run's start, what starting Python and
-    importing pcskm's command line cost, which a run pays as well."""
+    importing pcskm's command line cost, which a run pays as well. On Linux from the clock
+    ticks of ``/proc/self/stat`` against the boot-time clock, to 1/100 s; psutil adds the
+    boot time to them in whole seconds, which made a process up to 1 s older than it was."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
     import psutil
 
     return max(0.0, time.time() - psutil.Process().create_time())

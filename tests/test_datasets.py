@@ -3,6 +3,8 @@
 import os
 import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +88,24 @@ def test_every_dataset_info_matches_its_data(data_dir):
         assert (info["n"], info["p"], info["k"]) == (*dataset.X.shape, dataset.n_clusters)
         assert dataset.name == name and len(dataset.feature_names) == dataset.n_features
         assert np.isfinite(dataset.X).all()
+
+
+def test_iris_is_scikit_learns_load_iris_without_importing_it():
+    """The bundled iris.csv read directly gives load_iris()'s values bit for bit, its
+    feature names and its classes (relabelled 0, 1, 2 as they already are); loading it in a
+    fresh process imports no scikit-learn."""
+    from sklearn.datasets import load_iris
+
+    iris, bunch = load("iris"), load_iris()
+    assert iris.X.dtype == bunch.data.dtype and iris.X.shape == bunch.data.shape
+    assert iris.X.tobytes() == bunch.data.tobytes()
+    np.testing.assert_array_equal(iris.y, bunch.target)
+    assert iris.feature_names == tuple(bunch.feature_names)
+    code = ("import sys; from pcskm.experiments import datasets; datasets.load('iris'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_iris_equals_fisheriris(data_dir):

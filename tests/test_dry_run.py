@@ -1,6 +1,8 @@
 """The dry run's model of a run's time (issue 33, point 7; docs/guide/paper-study.md, Small
 specs): its parts against hand computation, not timed."""
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -38,14 +40,22 @@ def test_writing_counts_each_task_and_each_mib():
 
 
 def test_process_age_counts_from_the_process_start():
-    """psutil's start time of this process, against the clock: the age grows as time passes
-    and is at least the time since a moment taken now."""
+    """The start time of this process, against the clock: the age grows as time passes and
+    is at least the time since a moment taken now; a fresh process is no older than the
+    time since its parent started it (psutil's start time, in whole seconds of boot time,
+    made it up to 1 s older)."""
     before = calibrate.process_age_seconds()
     mark = time.time()
     time.sleep(0.05)
     after = calibrate.process_age_seconds()
     assert after >= before + 0.05 - 0.02
     assert after >= time.time() - mark - 0.02
+    for _ in range(3):
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", "from pcskm.runner import calibrate; "
+                               "print(calibrate.process_age_seconds())"],
+                              capture_output=True, text=True, check=True)
+        assert 0.0 < float(done.stdout) <= time.perf_counter() - started + 0.02
 
 
 def test_a_short_budget_times_the_group_of_most_work_and_says_what_it_priced(monkeypatch,
@@ -211,6 +221,8 @@ def test_a_kept_calibration_is_reused_and_not_timed_again(monkeypatch, tmp_path)
     second = calibrate.estimate(tasks, view, spec, kept=again)
     assert len(calls) == timed  # nothing timed
     assert (second.n_kept, second.n_probes) == (2, 2)
+    assert calibrate.all_kept(tasks, view, spec, again)
+    assert not calibrate.all_kept(tasks, view, spec, calibrate.Kept(folder=tmp_path / "none"))
     assert second.core_seconds == pytest.approx(first.core_seconds)
     assert again.start("worker") == 3.5 and again.start("cluster 2") is None
 
@@ -222,3 +234,32 @@ def test_a_kept_calibration_is_reused_and_not_timed_again(monkeypatch, tmp_path)
     one = calibrate.Kept(preload=[preload], folder=folder).path
     preload.write_text("A = 2\n")
     assert calibrate.Kept(preload=[preload], folder=folder).path != one != kept.path
+
+
+def test_a_repeated_dry_run_loads_no_kernels_and_times_nothing(monkeypatch, tmp_path, capsys):
+    """``pcskm run --dry-run`` twice on one machine and code: the first loads the kernels
+    (its probes need them) and times the groups and the starts; the second, with every
+    group's probes and the kernels' loading time kept, does neither and prints the same
+    compute."""
+    from pcskm.runner import cli, compiling
+
+    loads, probes = [], []
+    monkeypatch.setattr(calibrate, "kept_folder", lambda: tmp_path / "kept")
+    monkeypatch.setattr(compiling, "compile_kernels", lambda tasks: loads.append(1) or 1.5)
+    monkeypatch.setattr(calibrate, "_probe", lambda *args, **kwargs: probes.append(1)
+                        or calibrate._Cost(per_sample=0.01, per_task=0.0))
+    monkeypatch.setattr(calibrate, "worker_start_seconds", lambda tasks, preload: 4.0)
+    monkeypatch.setattr(calibrate, "cluster_start_seconds", lambda workers: 2.0)
+    command = ["run", "smoke", "--store", str(tmp_path / "never.zarr"), "--dry-run",
+               "--workers", "2"]
+    printed = []
+    for _ in range(2):
+        assert cli.main(command) == 0
+        printed.append([line for line in capsys.readouterr().out.splitlines()
+                        if line.startswith("estimated compute")])
+    assert len(loads) == 1 and len(probes) >= calibrate.MIN_ROUNDS
+    timed = len(probes)
+    assert cli.main(command) == 0
+    assert len(loads) == 1 and len(probes) == timed
+    assert "the client's kernels 2 s" in capsys.readouterr().out  # 1.5 s, kept
+    assert printed[0] == printed[1]
