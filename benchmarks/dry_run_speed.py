@@ -20,6 +20,13 @@ from _common import OUT, REPO, load, print_header
 from report_speed import timed
 
 
+def seconds_of(estimate):
+    """The seconds of an estimated run time's line (``... workers: 17 s: ...``, ``12.5 min``,
+    ``3.1 h``)."""
+    value, unit = re.search(r"workers: ([\d.]+) (s|min|h):", estimate).groups()
+    return float(value) * {"s": 1, "min": 60, "h": 3600}[unit]
+
+
 def dry_run(spec, store, pythonpath, log, *extra):
     """(wall seconds, the estimated run time's line, the calibration line) of a dry run."""
     wall, _peak, out, _cpu = timed(["run", spec, "--store", str(store), "--dry-run", *extra],
@@ -45,10 +52,12 @@ def main():
         store = tmp / "study.zarr"
         timed(["run", args.spec, "--store", str(store), "--no-progress"], path, log)
         shutil.rmtree(store)
+        dry = []
         for label, extra in (("from nothing (--recalibrate)", ("--recalibrate",)),
                              ("kept calibration", ())):
             wall, estimate, calibration = dry_run(args.spec, store, path, log, *extra)
             print(f"dry run, {label}: {wall:.1f} s wall; {calibration}; {estimate}")
+            dry.append((label, wall, estimate))
         runs = []
         for turn in range(2):
             wall, _peak, _out, _cpu = timed(["run", args.spec, "--store", str(store),
@@ -60,7 +69,13 @@ def main():
                 wall, estimate, calibration = dry_run(args.spec, store, path, log)
                 print(f"dry run, kept calibration: {wall:.1f} s wall; {calibration}; "
                       f"{estimate}")
+                dry.append(("kept calibration, after run 1", wall, estimate))
     print(f"load average after: {load()}")
+    run = sum(runs) / len(runs)
+    for label, wall, estimate in dry:
+        print(f"dry run, {label}: {wall:.1f} s = {wall / run:.2f} of the mean run "
+              f"({run:.1f} s); its estimate {seconds_of(estimate):.0f} s = "
+              f"{seconds_of(estimate) / run:.2f} of it")
 
 
 if __name__ == "__main__":

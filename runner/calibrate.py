@@ -30,7 +30,8 @@ after any round once the probes have taken ``RUN_SHARE`` of the compute the esti
 gives the run on its workers: a dry run of a small spec costs a fraction of the run, not the
 whole budget (54-66 s of probes priced a quick run of about two minutes). The
 probes and the start times are kept per machine and code version (:class:`Kept`, in the user
-cache folder) and reused by the next dry run: a group with ``MIN_ROUNDS`` kept probes is not
+cache folder) and reused by the next dry run: a group with ``MIN_ROUNDS`` kept probes, or
+whose rounds for the same spec stopped by the two rules above (not by the time budget), is not
 timed again (``pcskm run --dry-run --recalibrate`` times everything afresh).
 """
 
@@ -226,11 +227,12 @@ def _probe_groups(tasks, parts, spec, budget_seconds, kept=None, workers=1):
     percents = tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
     # the groups of the most work first, so that a short budget times those that weigh most
     order = sorted(groups, key=lambda key: -groups[key][3] * _units(key))
-    samples = {key: kept.probes(key) for key in order} if kept is not None else {}
-    samples = {key: probes for key, probes in samples.items() if len(probes) >= MIN_ROUNDS}
+    samples = {key: kept.reusable(key, spec) for key in order} if kept is not None else {}
+    samples = {key: probes for key, probes in samples.items() if probes}
     reused = len(samples)
     timed = [key for key in order if key not in samples]
     start = time.perf_counter()
+    settled = True  # the rounds end by their rules, not by the time budget
     for round_ in range(MAX_ROUNDS):
         if (round_ >= MIN_ROUNDS and samples
                 and _relative_error(samples, weights) < TARGET_ERROR):
@@ -240,6 +242,7 @@ def _probe_groups(tasks, parts, spec, budget_seconds, kept=None, workers=1):
             break
         for key in timed:
             if time.perf_counter() - start > budget_seconds:
+                settled = False
                 break
             settings, kind, runs, _ = groups[key]
             samples.setdefault(key, []).append(
@@ -249,7 +252,7 @@ def _probe_groups(tasks, parts, spec, budget_seconds, kept=None, workers=1):
         break
     if kept is not None:
         for key in timed:
-            kept.add_probes(key, samples.get(key, []))
+            kept.add_probes(key, samples.get(key, []), spec if settled else None)
     costs = {key: _group_cost(probes) for key, probes in samples.items()}
     return costs, time.perf_counter() - start, len(groups), reused
 
@@ -284,10 +287,10 @@ def estimate(tasks, view, spec, budget_seconds=60.0, kept=None, workers=1):
 
 
 def all_kept(tasks, view, spec, kept):
-    """Whether every task group of ``tasks`` has ``MIN_ROUNDS`` probes in ``kept``: then
-    :func:`estimate` times nothing, and the dry run needs no kernel loaded."""
-    return all(len(kept.probes(key)) >= MIN_ROUNDS
-               for task in tasks for key, _ in _parts(task, view, spec))
+    """Whether every task group of ``tasks`` has probes in ``kept`` that :func:`estimate`
+    reuses (:meth:`Kept.reusable`): then it times nothing, and the dry run needs no kernel
+    loaded."""
+    return all(kept.reusable(key, spec) for task in tasks for key, _ in _parts(task, view, spec))
 
 
 def task_weights(tasks, view, spec, kept=None):
@@ -360,20 +363,35 @@ class Kept:
     def __init__(self, preload=(), folder=None, fresh=False):
         name = hashlib.sha256(f"{_machine()} {code_digest(preload)}".encode()).hexdigest()
         self.path = Path(folder or kept_folder()) / f"{name[:32]}.json"
-        self.data = {"probes": {}, "starts": {}}
+        self.data = {"probes": {}, "starts": {}, "settled": {}}
         if not fresh:
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 found = json.loads(self.path.read_text())
-                self.data = {"probes": dict(found["probes"]), "starts": dict(found["starts"])}
+                self.data = {"probes": dict(found["probes"]), "starts": dict(found["starts"]),
+                             "settled": dict(found.get("settled", {}))}
 
     def probes(self, key):
         """The kept probes of the group ``key``."""
         return [_Cost(*cost) for cost in self.data["probes"].get(repr(key), [])]
 
-    def add_probes(self, key, probes):
+    def reusable(self, key, spec):
+        """The kept probes of the group ``key`` that a dry run of ``spec`` takes instead of
+        timing the group (else ``[]``): ``MIN_ROUNDS`` of them, or those of the rounds of a
+        dry run of the same spec that stopped by the precision or the run's share (module
+        docstring), not by the time budget."""
+        probes = self.probes(key)
+        settled = repr(key) in self.data["settled"].get(spec.hash(), ())
+        return probes if len(probes) >= MIN_ROUNDS or (probes and settled) else []
+
+    def add_probes(self, key, probes, settled_for=None):
+        """Keep ``probes`` of the group ``key`` (the last ``MAX_ROUNDS``); ``settled_for``:
+        the spec whose dry run's rounds ended by their rules."""
         kept = self.data["probes"].get(repr(key), [])
         both = kept + [[c.per_sample, c.per_task] for c in probes]
         self.data["probes"][repr(key)] = both[-MAX_ROUNDS:]
+        if settled_for is not None:
+            settled = self.data["settled"].setdefault(settled_for.hash(), [])
+            settled.extend(k for k in [repr(key)] if k not in settled)
 
     def start(self, name):
         """The kept seconds of the start ``name`` (a worker's, the cluster's), else None."""

@@ -1,6 +1,7 @@
 """The dry run's model of a run's time (issue 33, point 7; docs/guide/paper-study.md, Small
 specs): its parts against hand computation, not timed."""
 
+import dataclasses
 import subprocess
 import sys
 import time
@@ -193,6 +194,45 @@ def test_the_rounds_stop_once_the_probes_took_a_share_of_the_run(monkeypatch, tm
     workers = calibrate.RUN_SHARE * whole / 3.0
     found = calibrate.estimate(tasks, view, spec, budget_seconds=1e9, workers=workers)
     assert len(calls) == 2 * 2 and found.core_seconds == pytest.approx(whole)
+
+
+def test_probes_stopped_by_the_run_share_are_reused_for_that_spec_alone(monkeypatch,
+                                                                         tmp_path):
+    """Rounds stopped by the run's share after 2 probes a group, fewer than MIN_ROUNDS:
+    the next dry run of the same spec times nothing (it would stop there again); a dry run
+    of another spec with the same groups times them until its own rule stops it; rounds
+    cut short by the time budget are timed again."""
+    tasks, view, spec = _two_groups(tmp_path)
+    clock = [0.0]
+    calls = []
+
+    def constant(settings, kind, percents, run, warm):
+        calls.append(settings[0].dataset)
+        clock[0] += 1.0
+        return calibrate._Cost(per_sample=2.0, per_task=0.0)
+
+    monkeypatch.setattr(calibrate, "_probe", constant)
+    monkeypatch.setattr(calibrate.time, "perf_counter", lambda: clock[0])
+    whole = calibrate.estimate(tasks, view, spec, budget_seconds=1e9).core_seconds
+    workers = calibrate.RUN_SHARE * whole / 3.0
+    kept = calibrate.Kept(folder=tmp_path / "kept")
+    calls.clear()
+    calibrate.estimate(tasks, view, spec, budget_seconds=1e9, workers=workers, kept=kept)
+    assert len(calls) == 2 * 2 < 2 * calibrate.MIN_ROUNDS
+    assert calibrate.all_kept(tasks, view, spec, kept)
+    again = calibrate.estimate(tasks, view, spec, budget_seconds=1e9, workers=workers,
+                               kept=kept)
+    assert len(calls) == 4 and again.n_kept == 2
+
+    other = dataclasses.replace(spec, seed=1)
+    assert other.hash() != spec.hash() and not calibrate.all_kept(tasks, view, other, kept)
+    calibrate.estimate(tasks, view, other, budget_seconds=1e9, workers=workers, kept=kept)
+    assert len(calls) == 4 + 2 * 2
+
+    short = calibrate.Kept(folder=tmp_path / "short")
+    calibrate.estimate(tasks, view, spec, budget_seconds=0.5, workers=workers, kept=short)
+    assert len(calls) == 8 + 1  # the second group not timed: over the budget
+    assert not calibrate.all_kept(tasks, view, spec, short)
 
 
 def test_a_kept_calibration_is_reused_and_not_timed_again(monkeypatch, tmp_path):
