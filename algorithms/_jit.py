@@ -108,3 +108,25 @@ def watch_compiling(on_first=lambda: None):
     listener = _Compiling(on_first)
     with event.install_listener("numba:compile", listener):
         yield listener
+
+
+def loaded_index_files():
+    """The cache index files (``*.nbi``) of this package's kernels that this process has
+    loaded or compiled: Numba rewrites a kernel's index when it compiles a new version of it,
+    and a process that finds it missing or changed compiles. Only the modules of the package
+    imported so far are searched."""
+    import sys
+
+    from numba.core.dispatcher import Dispatcher
+
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(TOP_PACKAGE) or module is None:
+            continue
+        for value in list(vars(module).values()):
+            cache = getattr(value, "_cache", None)
+            if isinstance(value, Dispatcher) and value.signatures and cache is not None:
+                index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+                if index is not None:
+                    found.add(index)
+    return sorted(found)

@@ -16,10 +16,14 @@ each reports it to the client (:func:`reported_to_client`), which says so, and f
 
 import contextlib
 import dataclasses
+import hashlib
+import json
 import logging
+import os
 import platform
 import threading
 import time
+from pathlib import Path
 
 from pcskm.algorithms._jit import cache_dir, watch_compiling
 from pcskm.experiments import cells
@@ -62,9 +66,15 @@ def compile_kernels(tasks, every=PROGRESS_SECONDS):
     """Compile (or load from the cache) every kernel the cells of ``tasks`` use, in this
     process, one step per (algorithm, init) (:func:`warm_up_tasks`); logs when compiling
     starts, then after each step and every ``every`` seconds within one the steps done of
-    all and the kernels compiled so far, and how long it took. Returns the seconds spent."""
+    all and the kernels compiled so far, and how long it took. Nothing is done when a
+    :class:`WarmCache` record says that the cache already holds the kernels of every step
+    (loading them here cost a run's client 2-3 s of a core). Returns the seconds spent."""
     start = time.perf_counter()
     steps = warm_up_tasks(tasks)
+    warm = WarmCache()
+    names = [_step_name(task) for task in steps]
+    if warm.holds(names):
+        return 0.0
     at = [0, None]  # the steps done, the setting of the step under way
 
     def announce():
@@ -92,7 +102,79 @@ def compile_kernels(tasks, every=PROGRESS_SECONDS):
     seconds = time.perf_counter() - start
     if compiling.n_compiled:
         log.info("kernels compiled in %.0f s", seconds)
+    warm.add(names)
     return seconds
+
+
+def _step_name(task):
+    setting = task.settings[0]
+    return f"{setting.algorithm} {setting.init}"
+
+
+class WarmCache:
+    """A record that the Numba cache holds the kernels of the warm-up steps (algorithm,
+    init) a process has loaded or compiled: the steps and the size and modification time of
+    every index file of the kernels it then had (:func:`loaded_index_files`), in one JSON
+    file of the user cache folder per code version and cache folder. The cache holds them
+    while every one of those files is unchanged: Numba rewrites a kernel's index when it
+    compiles it, and one deleted by hand is missing. If the record errs anyway (a kernel
+    needed with argument types no step used), the workers compile it, and the client says
+    so (:class:`WorkersCompiling`)."""
+
+    def __init__(self, folder=None):
+        from pcskm.algorithms._jit import default_cache_folder
+
+        from .calibrate import code_digest, kept_folder
+
+        where = os.environ.get("NUMBA_CACHE_DIR") or str(default_cache_folder())
+        name = hashlib.sha256(f"{where} {code_digest()}".encode()).hexdigest()[:32]
+        self.path = Path(folder or kept_folder().parent / "warm") / f"{name}.json"
+
+    def _read(self):
+        with contextlib.suppress(OSError, ValueError):
+            record = json.loads(self.path.read_text())
+            if isinstance(record, dict):
+                return record
+        return {"steps": [], "files": {}}
+
+    def holds(self, steps):
+        """Whether the record has every one of ``steps`` and its files are unchanged."""
+        record = self._read()
+        return bool(record["files"]) and set(steps) <= set(record["steps"]) and _unchanged(
+            record["files"])
+
+    def add(self, steps):
+        """Record ``steps`` as loaded, with the index files of the kernels this process has;
+        a record whose files changed since is started afresh (a file that cannot be written
+        records nothing)."""
+        from pcskm.algorithms._jit import loaded_index_files
+
+        with contextlib.suppress(OSError):
+            files = {path: _stamp(path) for path in loaded_index_files()}
+            if not files:
+                return
+            record = self._read()
+            if not _unchanged(record["files"]):
+                record = {"steps": [], "files": {}}
+            record = {"steps": sorted({*record["steps"], *steps}),
+                      "files": {**record["files"], **files}}
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(record))
+            os.replace(temporary, self.path)
+
+
+def _stamp(path):
+    found = os.stat(path)
+    return [found.st_size, found.st_mtime_ns]
+
+
+def _unchanged(files):
+    """Whether every file of ``files`` (path -> :func:`_stamp`) is there with its stamp."""
+    try:
+        return all(_stamp(path) == stamp for path, stamp in files.items())
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

@@ -495,6 +495,9 @@ def test_weight_share_per_init_decides():
     assert verdict("weights-pcskm", planted(weights=weights)).verdict == "not testable"
 
 
+# In the slow suite: a study and its report without the data files: about 15 s (27 s on a
+# slow VM). The verdict rule it relies on is tested above on planted tables.
+@pytest.mark.slow
 def test_table1_claims_without_their_data_are_not_testable(tmp_path):
     """Issue 33, point 6: a cube made without the paper's data files (``PCSKM_DATA`` an empty
     folder; the smoke spec's data need no file) reports the Table 1 claims of the data sets it

@@ -3,8 +3,10 @@ empty cache (a temporary ``NUMBA_CACHE_DIR``) ``pcskm run`` announces the compil
 process with the same cache, as a worker of a local cluster is, then computes every cell of
 the run without compiling anything, and a second client says nothing."""
 
+import functools
 import json
 import os
+from pathlib import Path
 import subprocess
 import sys
 import textwrap
@@ -37,6 +39,10 @@ WORKER = textwrap.dedent(f"""
 """)
 
 
+# In the slow suite: compiles every kernel from an empty cache: about 30 s (50 s on a slow
+# VM). The default suite has the workers' announcement (below), and CI's offline pass
+# compiles from an empty cache.
+@pytest.mark.slow
 def test_a_cold_cache_is_compiled_once_in_the_client_and_announced(tmp_path):
     """``pcskm run`` (here its dry run) compiles a cold cache once, and says so; then
     ``pcskm compile``, a fresh process computing every cell (as a worker) and a second
@@ -193,7 +199,7 @@ def test_the_cache_is_a_per_user_folder_of_the_version_outside_the_package(tmp_p
     assert Path(explicit.stdout.strip()).parent == tmp_path / "explicit"
 
 
-def test_compiling_says_how_far_it_is_while_a_step_compiles(monkeypatch, caplog):
+def test_compiling_says_how_far_it_is_while_a_step_compiles(monkeypatch, caplog, tmp_path):
     """Issue 65, item 8: two steps of 0.5 s each, compiling (a stand-in for Numba's
     events): while a step runs the client says, every 0.1 s, the steps done, the one under
     way and the kernels compiled; after each, the steps done of all."""
@@ -210,6 +216,8 @@ def test_compiling_says_how_far_it_is_while_a_step_compiles(monkeypatch, caplog)
 
     monkeypatch.setattr(compiling, "watch_compiling", watch)
     monkeypatch.setattr(compiling, "warm_up_tasks", lambda tasks: tasks)
+    monkeypatch.setattr(compiling, "WarmCache", functools.partial(compiling.WarmCache,
+                                                                  folder=tmp_path))
     monkeypatch.setattr(compiling.cells, "evaluate", lambda task: time.sleep(0.5))
     steps = [SimpleNamespace(settings=[SimpleNamespace(algorithm=name, init="dkm++")])
              for name in ("LKM", "PCSKM")]
@@ -223,3 +231,66 @@ def test_compiling_says_how_far_it_is_while_a_step_compiles(monkeypatch, caplog)
     assert "compiling: 1 of 2 steps done, step 2 (PCSKM, dkm++) under way" in text
     assert "compiling: 2 of 2 steps done (PCSKM, dkm++), 2 kernels compiled" in text
     assert text.index("1 of 2 steps done (LKM") < text.index("step 2 (PCSKM, dkm++) under way")
+
+
+def test_a_warm_cache_is_recorded_and_its_kernels_not_loaded_again(monkeypatch, tmp_path):
+    """The client loads the smoke plan's kernels once (here from the suite's cache) and
+    records the index files Numba then has for them; a second client evaluates nothing.
+    An index file rewritten since (a kernel compiled again), or one missing, or a step not
+    recorded, makes the client load them again. Stand-in index files in a folder of the test
+    take the place of Numba's, which the test must not touch."""
+    from pcskm.algorithms._jit import cache_dir, loaded_index_files
+    from pcskm.experiments.spec import load_spec
+    from pcskm.runner import compiling
+    from pcskm.runner.store import CubeView
+    from pcskm.runner.tasks import parse_only, plan
+
+    spec = load_spec("smoke")
+    tasks = plan(spec, CubeView.planned(tmp_path / "never.zarr", spec)).tasks
+    evaluated = []
+    evaluate = compiling.cells.evaluate
+    monkeypatch.setattr(compiling.cells, "evaluate",
+                        lambda task: evaluated.append(task) or evaluate(task))
+    monkeypatch.setattr(compiling, "WarmCache", functools.partial(compiling.WarmCache,
+                                                                  folder=tmp_path / "warm"))
+    compiling.compile_kernels(tasks)
+    steps = len(evaluated)
+    assert steps == len(compiling.warm_up_tasks(tasks)) >= 4
+    real = loaded_index_files()
+    assert real and all(path.endswith(".nbi") and Path(path).is_file() for path in real)
+    assert str(cache_dir()) in {str(Path(path).parent) for path in real}
+    assert compiling.compile_kernels(tasks) == 0.0
+    assert len(evaluated) == steps  # a second client: nothing evaluated
+
+    stand_ins = []
+    for number, path in enumerate(real):
+        stand_in = tmp_path / "index" / f"{number}-{Path(path).name}"
+        stand_in.parent.mkdir(exist_ok=True)
+        stand_in.write_bytes(b"index")
+        stand_ins.append(str(stand_in))
+    monkeypatch.setattr("pcskm.algorithms._jit.loaded_index_files", lambda: stand_ins)
+    monkeypatch.setattr(compiling, "WarmCache", functools.partial(compiling.WarmCache,
+                                                                  folder=tmp_path / "other"))
+    compiling.compile_kernels(tasks)  # records the stand-ins
+    assert len(evaluated) == 2 * steps
+    assert compiling.compile_kernels(tasks) == 0.0
+    assert len(evaluated) == 2 * steps
+
+    Path(stand_ins[0]).write_bytes(b"a new index")  # rewritten, as a compilation does
+    compiling.compile_kernels(tasks)
+    assert len(evaluated) == 3 * steps
+    compiling.compile_kernels(tasks)
+    assert len(evaluated) == 3 * steps  # recorded again
+    Path(stand_ins[-1]).unlink()
+    compiling.compile_kernels(tasks)
+    assert len(evaluated) == 4 * steps
+
+    Path(stand_ins[-1]).write_bytes(b"index")
+    lkm = plan(spec, CubeView.planned(tmp_path / "never.zarr", spec),
+               selection=parse_only(ONLY)).tasks
+    compiling.compile_kernels(lkm)
+    assert len(evaluated) == 4 * steps + 1  # (LKM, dkm++) alone, recorded alone
+    compiling.compile_kernels(tasks)
+    assert len(evaluated) == 5 * steps + 1  # the other steps were not recorded
+    assert compiling.compile_kernels(lkm) == compiling.compile_kernels(tasks) == 0.0
+    assert len(evaluated) == 5 * steps + 1

@@ -344,6 +344,9 @@ def seconds(text):
     return float(value) * {"s": 1, "min": 60, "h": 3600}[unit]
 
 
+# In the slow suite: plans the paper spec's 17 million cells: about 14 s (22 s on a slow
+# VM). The writing's model is tested by hand in tests/test_dry_run.py.
+@pytest.mark.slow
 def test_the_dry_run_spreads_the_writing_over_the_workers(data_dir):
     """Issue 35 found ``pcskm run paper --dry-run --workers 256`` blind to the 120 s the
     client spent writing; the workers now write their tasks' chunks (issue 32), so the
@@ -371,7 +374,10 @@ def test_the_dry_run_spreads_the_writing_over_the_workers(data_dir):
                                                    rel=0.05, abs=2)
 
 
-@pytest.mark.parametrize("step", ["array done created", "built"])
+# "array done created" in the slow suite: about 12 s (23 s on a slow VM); the slow suite
+# also kills at every step of the creation (above).
+@pytest.mark.parametrize("step", [pytest.param("array done created", marks=pytest.mark.slow),
+                                  "built"])
 def test_a_process_killed_while_creating_its_store_then_rerun(reference, tmp_path, step):
     """The same kill as a real one: ``pcskm run`` in a subprocess whose creation hook ends
     the process with ``os._exit`` at ``step`` (no handler, no cleanup runs); then the same

@@ -241,7 +241,11 @@ def keys_held_by(s3, bucket, prefix, name):
             if sync(store.get(key, default_buffer_prototype())).to_bytes() == wanted]
 
 
-@pytest.mark.parametrize("mode", ["delete", "truncate", "scramble"])
+# Deleted and truncated in the slow suite: about 8 s each (14-18 s on a slow VM); the
+# default suite has the flipped bytes, and the three damages on a folder store
+# (tests/test_integrity.py).
+@pytest.mark.parametrize("mode", [pytest.param("delete", marks=pytest.mark.slow),
+                                  pytest.param("truncate", marks=pytest.mark.slow), "scramble"])
 def test_a_damaged_chunk_object_is_found_and_its_cells_recomputed(s3, client, local_smoke,
                                                                   capsys, tmp_path, mode):
     """Chunks above Icechunk's inlining size are objects of their own in the bucket, named
@@ -282,6 +286,9 @@ def test_a_damaged_chunk_object_is_found_and_its_cells_recomputed(s3, client, lo
     assert_same(read_local(local_smoke), read_s3(s3, bucket, "smoke"))
 
 
+# In the slow suite: about 10 s (19 s on a slow VM). The default suite interrupts a run
+# into S3 with Ctrl-C (tests/test_cli.py) and kills a worker writing its fork (below).
+@pytest.mark.slow
 def test_a_killed_client_leaves_whole_commits_and_the_rerun_gives_the_same_cube(
         s3, client, local_smoke, tmp_path):
     bucket = s3.bucket("killed")

@@ -85,6 +85,9 @@ constraints = "ignore"
 """
 
 
+# In the slow suite: waits 22 s for a user's fit on the real Slurm: about 28 s. The default
+# suite refuses a 30-s fit after 2 s without Slurm (tests/test_wall_time.py).
+@pytest.mark.slow
 def test_an_80_second_user_task_is_refused_before_submission_without_a_dry_run(tmp_path):
     """No dry run kept a calibration of it: one cell is timed in a child of the client,
     which is given the 44 s a worker of a 1-minute job lives at the least, times its 1/2

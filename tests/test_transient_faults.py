@@ -139,6 +139,9 @@ def test_a_fit_that_ends_its_worker_is_named(tmp_path):
     assert done_cells(tmp_path / "exits.zarr") == 0
 
 
+# In the slow suite: a worker filled past its memory limit: about 12 s (23 s on a slow VM).
+# The default suite names a worker that died of a fit (above).
+@pytest.mark.slow
 def test_a_worker_past_its_memory_limit_is_named_with_the_limit(tmp_path):
     """A fit holding 2 GB in the only worker, whose nanny restarts it past 5 % of its memory
     limit (Dask's default for one worker: the machine's memory, 1.2 GB on 24 GB): the task

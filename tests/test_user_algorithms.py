@@ -428,6 +428,9 @@ def test_the_store_verifies_and_counts_the_s_grid_of_a_sparse_user_estimator(stu
     assert rows["WRAP"][5] == rows["WRAP"][3]
 
 
+# In the slow suite: a forced rerun of the study: about 10 s (21 s on a slow VM). The
+# default suite writes and counts the failed fits of the first run.
+@pytest.mark.slow
 def test_a_forced_rerun_writes_the_same_failed_fits_and_messages_and_counts_them(study,
                                                                                client):
     spec, store, ds = study
@@ -445,6 +448,10 @@ def test_a_forced_rerun_writes_the_same_failed_fits_and_messages_and_counts_them
     assert fit_errors(store).equals(before)
 
 
+# In the slow suite: two dry runs, the second timing a fresh worker's start with the module:
+# about 15 s (27 s on a slow VM). The default suite refuses and takes --preload in every
+# other command that reads a spec (tests/test_check.py).
+@pytest.mark.slow
 def test_the_command_line_imports_a_preload_file_before_reading_the_spec(tmp_path):
     from cubes import pcskm
 
