@@ -6,10 +6,10 @@ the run without compiling anything, and a second client says nothing."""
 import functools
 import json
 import os
-from pathlib import Path
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
