@@ -401,13 +401,18 @@ class Kept:
         self.data["starts"][name] = seconds
 
     def save(self):
-        """Write the file (a temporary file renamed over it); a folder that cannot be
-        written keeps nothing."""
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(self.data))
-            os.replace(temporary, self.path)
+        """Write the file (:func:`keep_json`)."""
+        keep_json(self.path, self.data)
+
+
+def keep_json(path, data):
+    """Write ``data`` as JSON to ``path`` whole (a temporary file renamed over it); a folder
+    that cannot be written keeps nothing."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(data))
+        os.replace(temporary, path)
 
 
 _FRESH_WORKER = """

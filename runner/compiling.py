@@ -25,9 +25,16 @@ import threading
 import time
 from pathlib import Path
 
-from pcskm.algorithms._jit import cache_dir, watch_compiling
+from pcskm.algorithms._jit import (
+    cache_dir,
+    default_cache_folder,
+    loaded_index_files,
+    watch_compiling,
+)
 from pcskm.experiments import cells
 from pcskm.experiments.cells import Block, Task
+
+from .calibrate import code_digest, keep_json, kept_folder
 
 log = logging.getLogger("pcskm")
 
@@ -122,10 +129,6 @@ class WarmCache:
     so (:class:`WorkersCompiling`)."""
 
     def __init__(self, folder=None):
-        from pcskm.algorithms._jit import default_cache_folder
-
-        from .calibrate import code_digest, kept_folder
-
         where = os.environ.get("NUMBA_CACHE_DIR") or str(default_cache_folder())
         name = hashlib.sha256(f"{where} {code_digest()}".encode()).hexdigest()[:32]
         self.path = Path(folder or kept_folder().parent / "warm") / f"{name}.json"
@@ -147,21 +150,16 @@ class WarmCache:
         """Record ``steps`` as loaded, with the index files of the kernels this process has;
         a record whose files changed since is started afresh (a file that cannot be written
         records nothing)."""
-        from pcskm.algorithms._jit import loaded_index_files
-
-        with contextlib.suppress(OSError):
+        try:
             files = {path: _stamp(path) for path in loaded_index_files()}
-            if not files:
-                return
+        except OSError:
+            return
+        if files:
             record = self._read()
             if not _unchanged(record["files"]):
                 record = {"steps": [], "files": {}}
-            record = {"steps": sorted({*record["steps"], *steps}),
-                      "files": {**record["files"], **files}}
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(record))
-            os.replace(temporary, self.path)
+            keep_json(self.path, {"steps": sorted({*record["steps"], *steps}),
+                                  "files": {**record["files"], **files}})
 
 
 def _stamp(path):

@@ -268,7 +268,7 @@ def test_a_warm_cache_is_recorded_and_its_kernels_not_loaded_again(monkeypatch, 
         stand_in.parent.mkdir(exist_ok=True)
         stand_in.write_bytes(b"index")
         stand_ins.append(str(stand_in))
-    monkeypatch.setattr("pcskm.algorithms._jit.loaded_index_files", lambda: stand_ins)
+    monkeypatch.setattr(compiling, "loaded_index_files", lambda: stand_ins)
     monkeypatch.setattr(compiling, "WarmCache", functools.partial(compiling.WarmCache,
                                                                   folder=tmp_path / "other"))
     compiling.compile_kernels(tasks)  # records the stand-ins
