@@ -173,11 +173,9 @@ def test_the_rounds_stop_once_the_estimate_is_precise(monkeypatch, tmp_path):
     assert len(calls) == 2 * calibrate.MAX_ROUNDS
 
 
-def test_the_rounds_stop_once_the_probes_took_a_share_of_the_run(monkeypatch, tmp_path):
-    """Issue 65, item 8: probes of a constant cost that take 1 s each (a clock advanced by
-    the probe): with the run's compute on its workers at 3 / RUN_SHARE s, the probes stop
-    after the round that takes them past 3 s, the second (4 s), not at MIN_ROUNDS."""
-    tasks, view, spec = _two_groups(tmp_path)
+def _one_second_probes(monkeypatch):
+    """Probes of a constant cost (2 s per sample) that take 1 s each of a clock advanced by
+    the probe; returns the list of the data sets probed, in order."""
     clock = [0.0]
     calls = []
 
@@ -188,6 +186,15 @@ def test_the_rounds_stop_once_the_probes_took_a_share_of_the_run(monkeypatch, tm
 
     monkeypatch.setattr(calibrate, "_probe", constant)
     monkeypatch.setattr(calibrate.time, "perf_counter", lambda: clock[0])
+    return calls
+
+
+def test_the_rounds_stop_once_the_probes_took_a_share_of_the_run(monkeypatch, tmp_path):
+    """Issue 65, item 8: probes of a constant cost that take 1 s each (a clock advanced by
+    the probe): with the run's compute on its workers at 3 / RUN_SHARE s, the probes stop
+    after the round that takes them past 3 s, the second (4 s), not at MIN_ROUNDS."""
+    tasks, view, spec = _two_groups(tmp_path)
+    calls = _one_second_probes(monkeypatch)
     whole = calibrate.estimate(tasks, view, spec, budget_seconds=1e9).core_seconds
     assert len(calls) == 2 * calibrate.MIN_ROUNDS  # 10 s: below the share of 1 worker
     calls.clear()
@@ -203,16 +210,7 @@ def test_probes_stopped_by_the_run_share_are_reused_for_that_spec_alone(monkeypa
     of another spec with the same groups times them until its own rule stops it; rounds
     cut short by the time budget are timed again."""
     tasks, view, spec = _two_groups(tmp_path)
-    clock = [0.0]
-    calls = []
-
-    def constant(settings, kind, percents, run, warm):
-        calls.append(settings[0].dataset)
-        clock[0] += 1.0
-        return calibrate._Cost(per_sample=2.0, per_task=0.0)
-
-    monkeypatch.setattr(calibrate, "_probe", constant)
-    monkeypatch.setattr(calibrate.time, "perf_counter", lambda: clock[0])
+    calls = _one_second_probes(monkeypatch)
     whole = calibrate.estimate(tasks, view, spec, budget_seconds=1e9).core_seconds
     workers = calibrate.RUN_SHARE * whole / 3.0
     kept = calibrate.Kept(folder=tmp_path / "kept")
