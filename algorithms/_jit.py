@@ -130,3 +130,12 @@ def loaded_index_files():
                 if index is not None:
                     found.add(index)
     return sorted(found)
+
+
+def cache_target():
+    """The machine Numba compiles for, as its cache keys a compiled kernel: the target
+    triple, the CPU name and its features (``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES`` when
+    set). Nodes of another CPU type sharing a cache folder find other entries in it."""
+    from numba.core.registry import cpu_target
+
+    return " ".join(cpu_target.target_context.codegen().magic_tuple())

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pcskm.algorithms._jit import (
     cache_dir,
+    cache_target,
     default_cache_folder,
     loaded_index_files,
     watch_compiling,
@@ -122,7 +123,9 @@ class WarmCache:
     """A record that the Numba cache holds the kernels of the warm-up steps (algorithm,
     init) a process has loaded or compiled: the steps and the size and modification time of
     every index file of the kernels it then had (:func:`loaded_index_files`), in one JSON
-    file of the user cache folder per code version and cache folder. The cache holds them
+    file of the user cache folder per code version, cache folder and CPU type (a home
+    folder is often shared by the login and compute nodes of a cluster, and Numba keeps
+    each CPU type's kernels apart: :func:`cache_target`). The cache holds them
     while every one of those files is unchanged: Numba rewrites a kernel's index when it
     compiles it, and one deleted by hand is missing. If the record errs anyway (a kernel
     needed with argument types no step used), the workers compile it, and the client says
@@ -130,7 +133,8 @@ class WarmCache:
 
     def __init__(self, folder=None):
         where = os.environ.get("NUMBA_CACHE_DIR") or str(default_cache_folder())
-        name = hashlib.sha256(f"{where} {code_digest()}".encode()).hexdigest()[:32]
+        name = hashlib.sha256(f"{where} {cache_target()} {code_digest()}".encode())
+        name = name.hexdigest()[:32]
         self.path = Path(folder or kept_folder().parent / "warm") / f"{name}.json"
 
     def _read(self):

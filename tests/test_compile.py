@@ -294,3 +294,19 @@ def test_a_warm_cache_is_recorded_and_its_kernels_not_loaded_again(monkeypatch, 
     assert len(evaluated) == 5 * steps + 1  # the other steps were not recorded
     assert compiling.compile_kernels(lkm) == compiling.compile_kernels(tasks) == 0.0
     assert len(evaluated) == 5 * steps + 1
+
+
+def test_the_warm_cache_record_is_kept_per_cpu_type_cache_folder_and_code(monkeypatch,
+                                                                           tmp_path):
+    """A home folder shared by a login node and compute nodes of another CPU type: the
+    record of one is not the other's, nor that of another cache folder."""
+    from pcskm.algorithms._jit import cache_target
+    from pcskm.runner import compiling
+
+    here = compiling.WarmCache(folder=tmp_path).path
+    assert cache_target().split()[1]  # the CPU name Numba compiles for
+    monkeypatch.setattr(compiling, "cache_target", lambda: "x86_64-unknown-linux-gnu other")
+    there = compiling.WarmCache(folder=tmp_path).path
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "shared"))
+    shared = compiling.WarmCache(folder=tmp_path).path
+    assert len({here, there, shared}) == 3
