@@ -206,7 +206,8 @@ def _estimated(parts, samples):
     return sum(_task_seconds(task_parts, costs, rate) for task_parts in parts)
 
 
-def _probe_groups(tasks, parts, spec, budget_seconds, kept=None, workers=1):
+def _probe_groups(tasks, parts, spec, budget_seconds, kept=None, workers=1,
+                  before_probes=lambda: None):
     """Probe the task groups of ``tasks`` (``parts``: their :func:`_parts`) for
     ``budget_seconds``, rounds that stop once the estimate is precise enough or the probes
     took :data:`RUN_SHARE` of the estimated compute on ``workers`` (module docstring);
@@ -231,6 +232,8 @@ def _probe_groups(tasks, parts, spec, budget_seconds, kept=None, workers=1):
     samples = {key: probes for key, probes in samples.items() if probes}
     reused = len(samples)
     timed = [key for key in order if key not in samples]
+    if timed:
+        before_probes()
     start = time.perf_counter()
     settled = True  # the rounds end by their rules, not by the time budget
     for round_ in range(MAX_ROUNDS):
@@ -269,14 +272,16 @@ def _unprobed_rate(costs):
     return sum(costs[k].per_sample / _units(k) for k in costs) / max(len(costs), 1)
 
 
-def estimate(tasks, view, spec, budget_seconds=60.0, kept=None, workers=1):
+def estimate(tasks, view, spec, budget_seconds=60.0, kept=None, workers=1,
+             before_probes=lambda: None):
     """Estimated one-core compute time of ``tasks``, in all and task by task (an
     :class:`Estimate`); ``kept``: a :class:`Kept` calibration to reuse and add to;
     ``workers``: those of the run, whose compute the probes take at most about
-    :data:`RUN_SHARE` of."""
+    :data:`RUN_SHARE` of; ``before_probes()`` is called before the first probe, outside the
+    budget, and not at all when every group's probes are reused (:meth:`Kept.reusable`)."""
     parts = [_parts(task, view, spec) for task in tasks]
     costs, probe_seconds, n_groups, reused = _probe_groups(tasks, parts, spec, budget_seconds,
-                                                           kept, workers)
+                                                           kept, workers, before_probes)
     rate = _unprobed_rate(costs)
     seconds = [_task_seconds(task_parts, costs, rate) for task_parts in parts]
     priced = [_task_seconds([(key, n) for key, n in task_parts if key not in costs], {}, rate)
@@ -284,13 +289,6 @@ def estimate(tasks, view, spec, budget_seconds=60.0, kept=None, workers=1):
     return Estimate(core_seconds=sum(seconds), task_seconds=seconds, n_probes=len(costs),
                     n_groups=n_groups, probe_seconds=probe_seconds,
                     extrapolated_seconds=sum(priced), n_kept=reused)
-
-
-def all_kept(tasks, view, spec, kept):
-    """Whether every task group of ``tasks`` has probes in ``kept`` that :func:`estimate`
-    reuses (:meth:`Kept.reusable`): then it times nothing, and the dry run needs no kernel
-    loaded."""
-    return all(kept.reusable(key, spec) for task in tasks for key, _ in _parts(task, view, spec))
 
 
 def task_weights(tasks, view, spec, kept=None):

@@ -97,7 +97,6 @@ def _dry_run(args, spec, store, selection):
         Kept,
         RunTime,
         WorkerStartFailed,
-        all_kept,
         cluster_start_seconds,
         estimate,
         process_age_seconds,
@@ -145,18 +144,23 @@ def _dry_run(args, spec, store, selection):
         return EXIT_OK
     kept = Kept(args.preload or (), fresh=args.recalibrate)
     # The kernels are loaded (or compiled) before the probes, which would else compile inside
-    # the time budget; with every probe kept there is none, and the time it took to load them
-    # is kept too: a dry run repeated on this machine and code times nothing.
-    kernels, compiled = kept.start("kernels"), False
-    if kernels is None or not all_kept(the_plan.tasks, view, spec, kept):
+    # the time budget; when every probe is reused there is none, and the time it took to load
+    # them is kept too: a dry run repeated on this machine and code times nothing.
+    loaded = {}
+
+    def load_kernels():
         with watch_compiling(lambda: None) as compiling:
-            kernels = compile_kernels(the_plan.tasks)
-        compiled = compiling.n_compiled > 0
-        if not compiled:
-            kept.add_start("kernels", kernels)
+            loaded["seconds"] = compile_kernels(the_plan.tasks)
+        loaded["compiled"] = compiling.n_compiled > 0
+        if not loaded["compiled"]:
+            kept.add_start("kernels", loaded["seconds"])
+
     workers = args.workers or (args.jobs or 0) or machine_cores()
     result = estimate(the_plan.tasks, view, spec, budget_seconds=args.calibration_seconds,
-                      kept=kept, workers=workers)
+                      kept=kept, workers=workers, before_probes=load_kernels)
+    if not loaded and kept.start("kernels") is None:
+        load_kernels()
+    kernels, compiled = loaded.get("seconds", kept.start("kernels")), loaded.get("compiled")
     start, failed = kept.start("worker"), None
     worker_when = "by an earlier dry run" if start is not None else "now"
     if start is None:

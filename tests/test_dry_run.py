@@ -215,22 +215,28 @@ def test_probes_stopped_by_the_run_share_are_reused_for_that_spec_alone(monkeypa
     workers = calibrate.RUN_SHARE * whole / 3.0
     kept = calibrate.Kept(folder=tmp_path / "kept")
     calls.clear()
-    calibrate.estimate(tasks, view, spec, budget_seconds=1e9, workers=workers, kept=kept)
-    assert len(calls) == 2 * 2 < 2 * calibrate.MIN_ROUNDS
-    assert calibrate.all_kept(tasks, view, spec, kept)
-    again = calibrate.estimate(tasks, view, spec, budget_seconds=1e9, workers=workers,
-                               kept=kept)
-    assert len(calls) == 4 and again.n_kept == 2
+    loads = []  # before_probes: the dry run loads the kernels there
+
+    def estimate(spec, kept, budget_seconds=1e9):
+        return calibrate.estimate(tasks, view, spec, budget_seconds=budget_seconds,
+                                  workers=workers, kept=kept,
+                                  before_probes=lambda: loads.append(len(calls)))
+
+    estimate(spec, kept)
+    assert len(calls) == 2 * 2 < 2 * calibrate.MIN_ROUNDS and loads == [0]
+    again = estimate(spec, kept)
+    assert len(calls) == 4 and again.n_kept == 2 and loads == [0]  # nothing timed or loaded
 
     other = dataclasses.replace(spec, seed=1)
-    assert other.hash() != spec.hash() and not calibrate.all_kept(tasks, view, other, kept)
-    calibrate.estimate(tasks, view, other, budget_seconds=1e9, workers=workers, kept=kept)
-    assert len(calls) == 4 + 2 * 2
+    assert other.hash() != spec.hash()
+    estimate(other, kept)
+    assert len(calls) == 4 + 2 * 2 and loads == [0, 4]
 
     short = calibrate.Kept(folder=tmp_path / "short")
-    calibrate.estimate(tasks, view, spec, budget_seconds=0.5, workers=workers, kept=short)
+    estimate(spec, short, budget_seconds=0.5)
     assert len(calls) == 8 + 1  # the second group not timed: over the budget
-    assert not calibrate.all_kept(tasks, view, spec, short)
+    estimate(spec, short, budget_seconds=0.5)
+    assert len(calls) == 9 + 1 and loads == [0, 4, 8, 9]  # timed and loaded again
 
 
 def test_a_kept_calibration_is_reused_and_not_timed_again(monkeypatch, tmp_path):
@@ -256,11 +262,11 @@ def test_a_kept_calibration_is_reused_and_not_timed_again(monkeypatch, tmp_path)
     assert timed >= 2 * calibrate.MIN_ROUNDS and first.n_kept == 0
 
     again = calibrate.Kept(folder=folder)
-    second = calibrate.estimate(tasks, view, spec, kept=again)
-    assert len(calls) == timed  # nothing timed
+    loads = []
+    second = calibrate.estimate(tasks, view, spec, kept=again,
+                                before_probes=lambda: loads.append(1))
+    assert len(calls) == timed and not loads  # nothing timed, nothing loaded for it
     assert (second.n_kept, second.n_probes) == (2, 2)
-    assert calibrate.all_kept(tasks, view, spec, again)
-    assert not calibrate.all_kept(tasks, view, spec, calibrate.Kept(folder=tmp_path / "none"))
     assert second.core_seconds == pytest.approx(first.core_seconds)
     assert again.start("worker") == 3.5 and again.start("cluster 2") is None
 
