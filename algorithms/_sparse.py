@@ -539,14 +539,30 @@ class FitCache:
     (:func:`sparse_path_from`). Different initial centres often converge to the same first
     clustering; a later path then reuses step 3 of an earlier one, bit for bit, with those
     two fields made its own. The cache serves only fits whose engine constraints are
-    ``constraints`` itself (not the empty list of LKM and SKM) and must not outlive the data
-    set it was filled on; the arrays it returns must not be written.
+    ``constraints`` itself (for a cell's fits, not the empty list of LKM and SKM) and must
+    not outlive the data set it was filled on; the arrays it returns must not be written.
+    ``max_entries``: the clusterings and the paths it keeps, each, the least recently used
+    dropped first (None: all of them).
     """
 
-    def __init__(self, constraints):
+    def __init__(self, constraints, max_entries=None):
         self.constraints = constraints
+        self.max_entries = max_entries
         self._firsts = {}  # (C0, max_iter, policy) -> what pckm_fit returns
         self._paths = {}  # (first clustering, path options) -> (PathArrays, its n_empty)
+
+    def _get(self, entries, key):
+        """``entries[key]``, now the most recently used, or None."""
+        value = entries.pop(key, None)
+        if value is not None:
+            entries[key] = value
+        return value
+
+    def _put(self, entries, key, value):
+        entries[key] = value
+        if self.max_entries is not None and len(entries) > self.max_entries:
+            del entries[next(iter(entries))]  # the least recently used
+        return value
 
     def serves(self, constraints):
         """True when fits with the engine constraints ``constraints`` may use the cache."""
@@ -555,10 +571,9 @@ class FitCache:
     def clustering(self, X, C0, max_iter, policy):
         """What :func:`pckm_fit` returns from initial centres ``C0`` (§2.2), computed once."""
         key = (C0.tobytes(), max_iter, policy)
-        if key not in self._firsts:
-            self._firsts[key] = pckm_fit(
-                X, C0, *self.constraints.kernel_arrays, max_iter, policy)
-        return self._firsts[key]
+        found = self._get(self._firsts, key)
+        return found if found is not None else self._put(self._firsts, key, pckm_fit(
+            X, C0, *self.constraints.kernel_arrays, max_iter, policy))
 
     def path(self, X, C0, options):
         """:class:`PathArrays` from initial centres ``C0`` for the path ``options``
@@ -566,14 +581,15 @@ class FitCache:
         labels, centers, n_passes, status, _, n_empty = self.clustering(
             X, C0, options[3], options[5])
         key = (labels.tobytes(), centers.tobytes(), status, options[0].tobytes(), *options[1:])
-        if key not in self._paths:
+        found = self._get(self._paths, key)
+        if found is None:
             arrays = PathArrays(*sparse_path_from(
                 X, labels, centers, n_passes, status, n_empty,
                 *self.constraints.kernel_arrays, *options,
             ))
-            self._paths[key] = (arrays, n_empty)
+            self._put(self._paths, key, (arrays, n_empty))
             return arrays
-        arrays, cached_empty = self._paths[key]
+        arrays, cached_empty = found
         own = PathArrays(*(field.copy() for field in arrays))
         own.inner_n_iter[:, 0] = n_passes
         own.n_empty_events[:] += n_empty - cached_empty

@@ -18,9 +18,10 @@ any array of per-s scores, e.g. scores stored in a results cube;
 The experiment runner computes the same scores through the engines, without estimator
 objects per fit, from the array-level pieces of these rules (not exported from
 ``pcskm.algorithms``): :func:`constraint_groups`, :func:`constraint_folds`,
-:func:`fold_fitter`, :func:`cross_validate`, :func:`squared_differences`, :func:`pair_auc`,
-:func:`log_weighted_bcss`, :func:`null_estimator`, :func:`null_log_objectives` and
-:func:`null_summary`.
+:class:`FoldSplit`, :func:`fold_fitter`, :func:`cross_validate`, :func:`squared_differences`,
+:func:`pair_auc`,
+:func:`log_weighted_bcss`, :func:`null_estimator`, :func:`null_data_sets`,
+:func:`null_log_objectives` and :func:`null_summary`.
 """
 
 import copy
@@ -39,7 +40,7 @@ from ._selection_kernels import (
     weighted_bcss,
 )
 from ._selection_kernels import squared_differences as squared_differences_of
-from ._sparse import total_sum_of_squares
+from ._sparse import FitCache, total_sum_of_squares
 from ._validation import check_choice, check_data, check_sparsity, plain
 from .constraints import Constraints
 from .sparse_kmeans import PCSKMeans, SparseKMeans, SparsityPath
@@ -255,8 +256,9 @@ def _fold_f_measures(labels, pairs, is_must_link, fold, n_folds):
 def fold_fitter(estimator, X, options, initial_centers, random_state):
     """The fold fit of CVCP (§2.2) of ``estimator`` (a validated :class:`PCSKMeans` or
     :class:`SparseKMeans`) on validated ``X`` with its engine ``options`` over the grid: a
-    function ``fit_fold(train)`` of a fold's training :class:`Constraints` that returns the
-    labels (n_s, n), weights (n_s, p) and failed rows (n_s,) of the grid fitted on them. It
+    function ``fit_fold(train, cache=None)`` of a fold's training :class:`Constraints` (and a
+    ``_sparse.FitCache`` of ``X`` and ``train``, or None) that returns the labels (n_s, n),
+    weights (n_s, p) and failed rows (n_s,) of the grid fitted on them. It
     starts from ``initial_centers`` (those of the path fitted with all the constraints)
     unless the estimator's init is Seeding: then from Seeding on the training constraints,
     drawn from ``random_state`` (the path's own, copied for every fold, so that every fold
@@ -268,10 +270,10 @@ def fold_fitter(estimator, X, options, initial_centers, random_state):
     if not (seeded or estimator._constrained):
         return None
 
-    def fit_fold(train):
+    def fit_fold(train, cache=None):
         centres = (estimator._initial_state(X, train, copy.deepcopy(random_state))[0]
                    if seeded else initial_centers)
-        fold_path = estimator._path(X, train, centres, options)
+        fold_path = estimator._path(X, train, centres, options, cache)
         return fold_path.labels, fold_path.weights, failed_rows(fold_path.status)
 
     return fit_fold
@@ -309,25 +311,61 @@ def pair_auc(differences, is_must_link, weights):
     return pair_auc_columns(np.ascontiguousarray(distance), must)
 
 
-def cross_validate(constraints, fold, labels, failed, fit_fold=None, *, X=None, weights=None):
-    """Held-out scores of a path's ``labels`` (n_s, n) and ``failed`` rows (n_s,), with the
-    constraints split by ``fold`` (from :func:`constraint_folds`): the CVCP score
-    (§2.2-2.4) and, given ``X`` and the path's ``weights`` (n_s, p), the pair AUC (§7.1).
+class FoldSplit:
+    """A split of a cell's ``constraints`` by ``fold`` (:func:`constraint_folds`) and what
+    every path scored on it shares (§2.2, §7.1): each fold's training constraints, built
+    once, with a ``_sparse.FitCache`` of its fold fits on ``X`` (the paths of the cell's
+    other initial centres whose fold fits reach the same first clustering copy its s path,
+    bit for bit), and the held-out pairs in fold order with their squared differences on
+    ``X`` for the pair AUC. Must not outlive ``X``."""
 
-    ``fit_fold(train)`` fits the grid on a fold's training constraints (a
-    :class:`Constraints`) and returns its labels, weights and failed rows
+    def __init__(self, constraints, fold, X=None):
+        self.constraints = constraints
+        self.fold = fold
+        self.n_folds = int(fold.max()) + 1
+        self.X = X
+        self._training = {}  # fold number -> (its training Constraints, their FitCache)
+        self._held_out = None
+
+    def training(self, number):
+        """``(train, cache)``: the constraints outside fold ``number`` and their FitCache."""
+        if number not in self._training:
+            pairs, is_must_link = self.constraints.pairs, self.constraints.is_must_link
+            train = self.fold != number
+            constraints = Constraints.from_pairs(
+                pairs[train & is_must_link], pairs[train & ~is_must_link],
+                n_samples=self.constraints.n_samples)
+            self._training[number] = constraints, FitCache(constraints)
+        return self._training[number]
+
+    def held_out(self):
+        """``(differences, is_must_link, bounds)``: the constraints in fold order (a fold's
+        pairs in theirs), their :func:`squared_differences` on ``X``, their kinds, and the
+        row bounds of each fold."""
+        if self._held_out is None:
+            by_fold = np.argsort(self.fold, kind="stable")
+            bounds = np.searchsorted(self.fold[by_fold], np.arange(self.n_folds + 1))
+            self._held_out = (squared_differences(self.X, self.constraints.pairs[by_fold]),
+                              self.constraints.is_must_link[by_fold], bounds)
+        return self._held_out
+
+
+def cross_validate(split, labels, failed, fit_fold=None, *, weights=None):
+    """Held-out scores of a path's ``labels`` (n_s, n) and ``failed`` rows (n_s,) on the
+    :class:`FoldSplit` ``split`` of its constraints: the CVCP score (§2.2-2.4) and, when the
+    split has an ``X``, the pair AUC (§7.1) of the path's ``weights`` (n_s, p).
+
+    ``fit_fold(train, cache)`` fits the grid on a fold's training constraints (a
+    :class:`Constraints`, with its FitCache) and returns its labels, weights and failed rows
     (:func:`fold_fitter`); None when the fold fits are the path itself, which then scores
     every fold. Both scores of a fold come from the same fold fit. Returns a
     :class:`CrossValidation` (its AUC fields None without ``X``).
     """
-    n_folds = int(fold.max()) + 1
-    pairs, is_must_link = constraints.pairs, constraints.is_must_link
+    fold, n_folds = split.fold, split.n_folds
+    pairs, is_must_link = split.constraints.pairs, split.constraints.is_must_link
     differences = None
-    if X is not None:  # in fold order, each fold's pairs in theirs: a fold's rows are a block
-        by_fold = np.argsort(fold, kind="stable")
-        bounds = np.searchsorted(fold[by_fold], np.arange(n_folds + 1))
-        differences = squared_differences(X, pairs[by_fold])
-        must_by_fold = is_must_link[by_fold]
+    if split.X is not None:
+        differences, must_by_fold, bounds = split.held_out()
     fold_scores = np.empty((n_folds, len(failed)))
     fold_auc = np.full((n_folds, len(failed)), np.nan)
     if fit_fold is None:
@@ -336,10 +374,7 @@ def cross_validate(constraints, fold, labels, failed, fit_fold=None, *, X=None, 
         if fit_fold is None:
             fold_weights, fold_failed, score = weights, failed, path_scores[:, number]
         else:
-            train = fold != number
-            fold_labels, fold_weights, fold_failed = fit_fold(Constraints.from_pairs(
-                pairs[train & is_must_link], pairs[train & ~is_must_link],
-                n_samples=constraints.n_samples))
+            fold_labels, fold_weights, fold_failed = fit_fold(*split.training(number))
             score = _fold_f_measures(fold_labels, pairs, is_must_link, fold, n_folds)[:, number]
         fold_scores[number] = np.where(fold_failed, np.nan, score)
         if differences is not None:
@@ -370,8 +405,8 @@ def _cross_validate_path(estimator, X, path, constraints, n_folds, random_state,
         check_sparsity(path.sparsity, X.shape[1], name="sparsities"))
     fit_fold = fold_fitter(fold_estimator, X, options, path.initial_centers,
                            fold_estimator.random_state)
-    validation = cross_validate(constraints, fold, path.labels, _failed(path), fit_fold,
-                                X=X if with_auc else None, weights=path.weights)
+    validation = cross_validate(FoldSplit(constraints, fold, X if with_auc else None),
+                                path.labels, _failed(path), fit_fold, weights=path.weights)
     return fold, validation
 
 
@@ -488,18 +523,21 @@ def null_estimator(estimator):
     return SparseKMeans(**{name: params[name] for name in SparseKMeans._get_param_names()})
 
 
-def null_log_objectives(X, n_permutations, seed, n_clusters, fit_null):
-    """(n_permutations, n_s) log O*_b(s) (§3.2): null data set b permutes every column of X
-    independently, ``default_rng(seed').permuted(X, axis=0)`` with ``seed'`` the key of
+def null_data_sets(X, n_permutations, seed):
+    """The ``n_permutations`` null data sets of X (§3.2): data set b permutes every column of
+    X independently, ``default_rng(seed').permuted(X, axis=0)`` with ``seed'`` the key of
     ``seed`` extended by ``(b,)`` (§5), the same whatever else was drawn before, unlike
-    ``SeedSequence.spawn``; ``fit_null(permuted)`` fits SKM's grid on it and returns labels,
-    weights and failed rows. The draws are computed in compiled code
+    ``SeedSequence.spawn``. The draws are computed in compiled code
     (:mod:`._random_kernels`)."""
-    rows = []
-    for b in range(n_permutations):
-        permuted = draws.permuted(draws.generator_state(seed, (b,)), X)
-        rows.append(log_weighted_bcss(permuted, *fit_null(permuted), n_clusters))
-    return np.array(rows)
+    return [draws.permuted(draws.generator_state(seed, (b,)), X) for b in range(n_permutations)]
+
+
+def null_log_objectives(null_sets, n_clusters, fit_null):
+    """(B, n_s) log O*_b(s) (§3.2) of the null data sets ``null_sets``
+    (:func:`null_data_sets`): ``fit_null(b, permuted)`` fits SKM's grid on data set b and
+    returns labels, weights and failed rows."""
+    return np.array([log_weighted_bcss(permuted, *fit_null(b, permuted), n_clusters)
+                     for b, permuted in enumerate(null_sets)])
 
 
 def null_summary(null_log_objective):
@@ -534,11 +572,12 @@ def gap_statistic(estimator, X, path, *, n_permutations=25, ties="smallest",
     k = estimator.n_clusters
     null = null_estimator(estimator).set_params(init=path.initial_centers)
 
-    def fit_null(permuted):
+    def fit_null(_, permuted):
         null_path = null.fit_path(permuted, path.sparsity)
         return null_path.labels, null_path.weights, _failed(null_path)
 
-    null_log_objective = null_log_objectives(X, n_permutations, seed, k, fit_null)
+    null_log_objective = null_log_objectives(null_data_sets(X, n_permutations, seed), k,
+                                             fit_null)
     log_objective = log_weighted_bcss(X, path.labels, path.weights, _failed(path), k)
     null_mean, gap_sd = null_summary(null_log_objective)
     gap = log_objective - null_mean

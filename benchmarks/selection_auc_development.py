@@ -40,6 +40,7 @@ from pcskm.algorithms.selection import (
     _cross_validate_path,
     _failed,
     log_weighted_bcss,
+    null_data_sets,
     null_estimator,
     null_log_objectives,
     null_summary,
@@ -81,12 +82,12 @@ def null_gap_summary(estimator, X, path, seed):
     """Mean and sd of the null log objectives (§3.2) from the path's initial centres."""
     null = null_estimator(estimator).set_params(init=path.initial_centers)
 
-    def fit_null(permuted):
+    def fit_null(_, permuted):
         null_path = null.fit_path(permuted, path.sparsity)
         return null_path.labels, null_path.weights, _failed(null_path)
 
-    return null_summary(null_log_objectives(X, PERMUTATIONS, seed, estimator.n_clusters,
-                                            fit_null))
+    return null_summary(null_log_objectives(null_data_sets(X, PERMUTATIONS, seed),
+                                            estimator.n_clusters, fit_null))
 
 
 def cells(name):

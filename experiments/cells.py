@@ -619,9 +619,10 @@ def evaluate(task):
     # the key parts of each setting's draws: () for every setting in the paired design
     draws = [cv.draw_key(setting.algorithm, setting.init) for setting in task.settings]
     seeded = {draws[i] for i, fitter in enumerate(fitters) if fitter.needs_seed and i not in shared}
-    from .selection_scores import SelectionScorer  # imports scikit-learn: not at start-up
+    from .selection_scores import NullDataSets, SelectionScorer  # imports scikit-learn
 
-    scorers = [SelectionScorer(setting, fitter, cv.permutation_seed()) if setting.has_scores
+    null_sets = NullDataSets(fitters[0].X, cv.permutation_seed())
+    scorers = [SelectionScorer(setting, fitter, null_sets) if setting.has_scores
                else None for setting, fitter in zip(task.settings, fitters, strict=True)]
     results = [[] for _ in task.settings]
     for b, block in enumerate(task.blocks):
@@ -655,7 +656,7 @@ def evaluate(task):
                     if scorers[index] is not None:
                         centres, _ = fitter.initial_state(constraints, seeding_seed, seedings)
                         scorers[index].record(block_results[index], r, run, f, fitted,
-                                              constraints, centres, scores, seeding_seed)
+                                              centres, scores, seeding_seed)
         for per_setting, result in zip(results, block_results, strict=True):
             per_setting.append(result)
     return TaskResult(task=task, blocks=results, seconds=time.perf_counter() - start)

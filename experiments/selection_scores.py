@@ -18,17 +18,25 @@ the cube (docs/reference/cube-schema.md) so that every selection is a reduction 
   (9, ds, sub, b), the same for every cell; SKM with the setting's parameters fits the grid
   on it from the cell's initial centres. With a deterministic init these null fits are the
   same for every cell: computed once per process. With Seeding they depend on the cell's
-  centres, and the settings of a cell with the same centres and SKM parameters share them.
+  centres, and the settings of a cell with the same centres and SKM parameters share them;
+  the null fits of the task's cells that reach the same first clustering share its path
+  (:class:`NullDataSets`).
+* The settings of a cell share its CV folds, each fold's training constraints and the
+  FitCache of their fold fits, and the held-out pairs' squared differences
+  (``FoldSplit``).
 """
 
+from pcskm.algorithms._sparse import FitCache
 from pcskm.algorithms.constraints import Constraints
 from pcskm.algorithms.selection import (
+    FoldSplit,
     constraint_folds,
     constraint_groups,
     cross_validate,
     failed_rows,
     fold_fitter,
     log_weighted_bcss,
+    null_data_sets,
     null_estimator,
     null_log_objectives,
     null_summary,
@@ -38,6 +46,8 @@ from pcskm.algorithms.selection import (
 # process (the data set, init, seed, SKM parameters, grid and permutations determine them).
 _DETERMINISTIC_NULLS = {}
 _MAX_DETERMINISTIC_NULLS = 256
+# The paths a null data set's FitCache keeps (NullDataSets): at most a few MiB each.
+MAX_NULL_PATHS = 32
 
 
 def null_key(estimator):
@@ -53,38 +63,65 @@ def null_key(estimator):
 class CellScores:
     """What the settings sharing one cell's draws share for their selection scores: the
     number of groups of its constraints, its CV folds per number of folds (drawn from
-    ``fold_seed()``, called when first needed) and its Seeding null objectives."""
+    ``fold_seed()``, called when first needed) as a :class:`FoldSplit` of the task's data
+    (each fold's training constraints, the FitCache of their fold fits, the held-out pairs)
+    and its Seeding null objectives."""
 
     def __init__(self, constraints, fold_seed):
         self.constraints = constraints
         self._fold_seed = fold_seed
         self._group = None  # group of each constraint
-        self._folds = {}  # K -> fold of each constraint
+        self._splits = {}  # K -> FoldSplit into K folds
         self.nulls = {}  # (Seeding fill, SKM parameters) -> mean and sd of log O*_b(s)
 
-    def folds(self, cv_folds):
-        """``(K, fold)``: ``cv_folds`` folds, or one per group when the constraints form fewer
-        groups but at least 2 (§2.1); ``(0, None)`` when they form fewer than 2."""
+    def folds(self, cv_folds, X=None):
+        """``(K, split)``: a :class:`FoldSplit` of the constraints into ``cv_folds`` folds,
+        or one per group when they form fewer groups but at least 2 (§2.1), on the task's
+        data ``X``; ``(0, None)`` when they form fewer than 2."""
         if self._group is None:
             self._group = constraint_groups(self.constraints)
         n_folds = min(cv_folds, int(self._group.max(initial=-1)) + 1)
         if n_folds < 2:
             return 0, None
-        if n_folds not in self._folds:
-            self._folds[n_folds] = constraint_folds(self._group, n_folds, self._fold_seed())
-        return n_folds, self._folds[n_folds]
+        if n_folds not in self._splits:
+            self._splits[n_folds] = FoldSplit(
+                self.constraints, constraint_folds(self._group, n_folds, self._fold_seed()), X)
+        return n_folds, self._splits[n_folds]
+
+
+class NullDataSets:
+    """The null data sets of a task's data set ``X`` (§3.2), drawn from ``seed`` once per
+    task when first needed, each with a FitCache of SKM's paths on it
+    (``algorithms._sparse.FitCache``, the last ``MAX_NULL_PATHS`` kept). A null fit depends
+    on its initial centres only through its first clustering, which the Seeding centres of
+    the task's cells reach again and again: those copy the path of the first, bit for bit."""
+
+    def __init__(self, X, seed):
+        self.X = X
+        self.seed = seed
+        self._sets = []
+        self._caches = []
+
+    def first(self, n_permutations, constraints):
+        """``(data sets, caches)``: the first ``n_permutations`` null data sets and their
+        FitCaches of the fits with the engine constraints ``constraints``."""
+        if len(self._sets) < n_permutations:
+            self._sets = null_data_sets(self.X, n_permutations, self.seed)
+            self._caches += [FitCache(constraints, MAX_NULL_PATHS)
+                             for _ in range(n_permutations - len(self._caches))]
+        return self._sets[:n_permutations], self._caches[:n_permutations]
 
 
 class SelectionScorer:
     """The selection scores of one sparse setting's cells: ``record`` writes a cell's into
     its :class:`~pcskm.experiments.cells.BlockResult`. ``fitter`` is the setting's
-    :class:`~pcskm.experiments.cells.Fitter`; ``permutation_seed`` the data set's
-    SeedSequence of the null data sets (``Protocol.permutation_seed``)."""
+    :class:`~pcskm.experiments.cells.Fitter`; ``null_sets`` the :class:`NullDataSets` of the
+    task."""
 
-    def __init__(self, setting, fitter, permutation_seed):
+    def __init__(self, setting, fitter, null_sets):
         self.setting = setting
         self.fitter = fitter
-        self.permutation_seed = permutation_seed
+        self.null_sets = null_sets
         self.n_clusters = fitter.estimator.n_clusters
         self.null = null_estimator(fitter.estimator)
         self.null_options = self.null._engine_options(fitter.sparsities)
@@ -92,22 +129,20 @@ class SelectionScorer:
         self.no_constraints = Constraints.empty(fitter.X.shape[0])
         self._shared_gap = None  # (fit, gap and gap_sd) of a fit shared by the task's cells
 
-    def record(self, result, r, run, f, fitted, constraints, centres, cell,
-               seeding_seed=None):
+    def record(self, result, r, run, f, fitted, centres, cell, seeding_seed=None):
         """Score the cell (position ``r`` of run ``run``, fold ``f``) of ``result`` whose fit
-        is ``fitted`` (a ``_Fit`` from ``centres`` with ``constraints``; with Seeding,
-        ``seeding_seed`` is the cell's Seeding SeedSequence); ``cell`` is its
-        :class:`CellScores`. The CV scores, and the pair AUC of their fold fits (NaN in a
+        is ``fitted`` (a ``_Fit`` from ``centres`` with the constraints of ``cell``, its
+        :class:`CellScores`; with Seeding, ``seeding_seed`` is the cell's Seeding
+        SeedSequence). The CV scores, and the pair AUC of their fold fits (NaN in a
         cell with one kind of constraint), only in the setting's ``cv_runs``."""
         failed = failed_rows(fitted.status)
         if self.setting.has_cv(run):
-            n_folds, fold = cell.folds(self.setting.cv_folds)
+            n_folds, split = cell.folds(self.setting.cv_folds, self.fitter.X)
             result.cv_folds_used[r, f] = n_folds
             if n_folds:
                 fit_fold = fold_fitter(self.fitter.estimator, self.fitter.X,
                                        self.fitter.options, centres, seeding_seed)
-                validation = cross_validate(constraints, fold, fitted.labels, failed,
-                                            fit_fold, X=self.fitter.X,
+                validation = cross_validate(split, fitted.labels, failed, fit_fold,
                                             weights=fitted.weights)
                 result.cv_score[r, f] = validation.score
                 result.auc_score[r, f] = validation.auc
@@ -140,16 +175,18 @@ class SelectionScorer:
         if key not in cache:
             if cache is _DETERMINISTIC_NULLS and len(cache) >= _MAX_DETERMINISTIC_NULLS:
                 del cache[next(iter(cache))]  # the oldest
+            null_sets, caches = self.null_sets.first(
+                setting.gap_permutations, self.null._engine_constraints(self.no_constraints))
             cache[key] = null_summary(null_log_objectives(
-                self.fitter.X, setting.gap_permutations, self.permutation_seed,
-                self.n_clusters, self._null_fitter(centres)))
+                null_sets, self.n_clusters, self._null_fitter(centres, caches)))
         return cache[key]
 
-    def _null_fitter(self, centres):
-        """A null fit: SKM's engine over the grid on a permuted data set from ``centres``."""
-        def fit_null(permuted):
+    def _null_fitter(self, centres, caches):
+        """A null fit: SKM's engine over the grid on null data set b from ``centres``,
+        through its FitCache ``caches[b]``."""
+        def fit_null(b, permuted):
             path = self.null._path(permuted, self.no_constraints, centres,
-                                   self.null_options)
+                                   self.null_options, caches[b])
             return path.labels, path.weights, failed_rows(path.status)
 
         return fit_null

@@ -5,6 +5,7 @@ scores whatever the number of workers."""
 
 import shutil
 import warnings
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,13 +19,15 @@ from test_selection import path_centres, plain_cv
 from pcskm.algorithms import (
     PCSKMeans,
     SparseKMeans,
+    _sparse,
     constraint_cv_scores,
     gap_statistic,
     pair_auc_scores,
     seeding_init,
 )
+from pcskm.algorithms._sparse import FitCache
 from pcskm.algorithms.constraints import Constraints
-from pcskm.experiments import cells
+from pcskm.experiments import cells, selection_scores
 from pcskm.experiments.protocol import Protocol
 from pcskm.experiments.report import open_store, selection
 from pcskm.experiments.report.document import _cv_runs_note
@@ -32,10 +35,10 @@ from pcskm.experiments.report.fits import fit_table
 from pcskm.experiments.selection_scores import CellScores
 from pcskm.experiments.spec import parse_spec
 from pcskm.runner import IncompatibleStore, run_spec
-from pcskm.runner.store import prepare, record_metadata, verify
+from pcskm.runner.store import CubeView, prepare, record_metadata, verify
 from pcskm.runner.store.places import RECORD, read_record, record_values
 from pcskm.runner.summary import counts
-from pcskm.runner.tasks import parse_only
+from pcskm.runner.tasks import parse_only, settings
 
 OFF = """
 name = "scored"
@@ -173,6 +176,72 @@ def test_stored_seeding_cv_fits_each_fold_from_its_training_must_links(scored, a
     assert not np.allclose(leaky, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("algorithm", ["SKM", "PCSKM"])
+def test_every_seeding_gap_equals_the_public_gap_statistic(scored, algorithm):
+    """The null fits of a task's Seeding cells share the paths of the first clusterings
+    they reach again (``NullDataSets``): every Seeding cell's stored gap is still
+    ``gap_statistic``'s on the cell's own path, with its own centres, bit for bit."""
+    data = cells.dataset("iris")
+    spec = parse_spec(ON)
+    grid = spec.sparsity_grid(data.n_features)
+    estimator_class = PCSKMeans if algorithm == "PCSKM" else SparseKMeans
+    group = iris_group(scored).sel(algorithm=algorithm, init="seeding", run=0)
+    n_checked = 0
+    for kind in spec.seeding_kinds:
+        for percent in spec.percentages:
+            for fold in range(spec.n_folds):
+                must_link, cannot_link = Protocol(data, seed=0).constraints(
+                    kind, percent, 0, fold)
+                key = (data.code, data.subset, KIND_CODES[kind], round(10 * percent), 0, fold)
+                estimator = estimator_class(
+                    data.n_clusters, init="seeding", max_iter=25,
+                    random_state=np.random.SeedSequence(0, spawn_key=(3, *key)))
+                path = estimator.fit_path(data.X, grid, must_link=must_link,
+                                          cannot_link=cannot_link)
+                gap = gap_statistic(estimator, data.X, path, n_permutations=PERMUTATIONS,
+                                    random_state=np.random.SeedSequence(0, spawn_key=(9, *key[:2])))
+                stored = group.sel(kind=kind, percent=percent, fold=fold)
+                where = f"{kind} {percent} % fold {fold}"
+                np.testing.assert_array_equal(stored.gap.values[1:], gap.gap.astype(np.float32),
+                                              err_msg=where)
+                np.testing.assert_array_equal(stored.gap_sd.values[1:],
+                                              gap.gap_sd.astype(np.float32), err_msg=where)
+                n_checked += int(stored.done)
+    assert n_checked == len(spec.seeding_kinds) * len(spec.percentages) * spec.n_folds >= 20
+
+
+def test_null_fits_of_a_tasks_seeding_cells_share_their_paths(monkeypatch):
+    """In a task of Seeding cells, null fits reach first clusterings that earlier ones
+    reached, and copy their paths: fewer paths are computed than null fits are made."""
+    made = []
+
+    class Recorded(selection_scores.NullDataSets):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    paths = []
+    original_path = FitCache.path
+    monkeypatch.setattr(selection_scores, "NullDataSets", Recorded)
+    monkeypatch.setattr(FitCache, "path", lambda cache, *args: paths.append(cache) or
+                        original_path(cache, *args))
+    computed = []
+    original_from = _sparse.sparse_path_from
+    monkeypatch.setattr(_sparse, "sparse_path_from", lambda *args: computed.append(args[0]) or
+                        original_from(*args))
+    spec = parse_spec(ON)
+    view = CubeView.planned(Path("never-created.zarr"), spec)
+    seeding = tuple(s for s in settings(spec, view) if s.init == "seeding")
+    cells.evaluate(cells.Task(seeding, tuple(cells.Block(kind, percent, (0,))
+                                             for kind in spec.kinds
+                                             for percent in spec.percentages)))
+    null_caches = set(map(id, made[0]._caches))
+    null_fits = sum(id(cache) in null_caches for cache in paths)
+    null_sets = {id(data_set) for data_set in made[0]._sets}
+    null_paths = sum(id(X) in null_sets for X in computed)
+    assert null_fits >= 40 * PERMUTATIONS and null_paths < null_fits / 2
+
+
 def test_selection_fits_count_the_fold_fits_of_seeding():
     """Setting.selection_fits (the dry run's count): K fold fits per cell where the
     clustering or Seeding uses the constraints, B null fits per cell with Seeding; SKM from
@@ -222,8 +291,8 @@ def test_cell_with_fewer_than_two_groups_gets_no_folds():
     one_component = Constraints.from_pairs([[0, 1], [1, 2], [2, 3]], n_samples=6)
     assert CellScores(one_component, lambda: np.random.SeedSequence(0)).folds(5) == (0, None)
     two_groups = Constraints.from_pairs([[0, 1]], [[1, 4]], n_samples=6)
-    n_folds, fold = CellScores(two_groups, lambda: np.random.SeedSequence(0)).folds(5)
-    assert n_folds == 2 and sorted(fold.tolist()) == [0, 1]
+    n_folds, split = CellScores(two_groups, lambda: np.random.SeedSequence(0)).folds(5)
+    assert n_folds == 2 and sorted(split.fold.tolist()) == [0, 1]
 
 
 def test_scores_do_not_depend_on_the_number_of_workers(scored, tmp_path):

@@ -278,6 +278,32 @@ def test_path_cache_changes_nothing(empty_cluster):
     assert n_computed < 0.8 * n_paths and n_patched > 0
 
 
+def test_a_bounded_path_cache_keeps_its_latest_entries_and_changes_nothing():
+    """A FitCache of at most two entries keeps the two clusterings and paths used last,
+    drops the older ones, and a start whose path was dropped gets it computed again: every
+    path equals the one computed alone."""
+    rng = np.random.default_rng(23)
+    n_evicted = 0
+    for trial in range(20):
+        X, C0, ml, cl, inner_max_iter = random_problem(rng, min_features=2)
+        constraints = Constraints.from_pairs(ml, cl, n_samples=len(X))
+        grid = np.sort([random_sparsity(rng, X.shape[1]) for _ in range(3)])
+        starts = [X[rng.choice(len(X), size=len(C0), replace=False)] for _ in range(4)]
+        cache = FitCache(constraints, max_entries=2)
+        for start in [*starts, starts[0], starts[3]]:
+            got = sparse_engine(X, start, constraints, grid, cache=cache,
+                                inner_max_iter=inner_max_iter)
+            want = sparse_engine(X, start, constraints, grid, inner_max_iter=inner_max_iter)
+            for name in want._fields:
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name),
+                                              err_msg=f"trial {trial}: {name}")
+            assert len(cache._firsts) <= 2 and len(cache._paths) <= 2
+        kept = [np.frombuffer(key[0]).reshape(C0.shape) for key in cache._firsts]
+        np.testing.assert_array_equal(kept, [starts[0], starts[3]])
+        n_evicted += len({start.tobytes() for start in starts}) > 2
+    assert n_evicted == 20
+
+
 @pytest.mark.parametrize("pckm_first", [True, False])
 @pytest.mark.parametrize("empty_cluster", ["fail", "zero", "relocate"])
 def test_pckm_fit_is_the_first_clustering_of_the_cell(empty_cluster, pckm_first):
