@@ -6,11 +6,16 @@ Run by hand from the repository root (one family takes minutes):
 
     python benchmarks/bench_study_steps.py --families fisheriris ionosphere \\
         --csv docs/results/speed/study_steps.csv
+    python benchmarks/bench_study_steps.py --together --families digits ionosphere mwm
 
 The samples are those of ``bench_paper_cells.py`` (``experiments.cells.evaluate`` on real
 cells of ``experiments/specs/paper.toml``, run 0, 1 %, 5.5 % and 10 %, folds 0-2), timed in
-CPU seconds of this process (``time.process_time``) once after an untimed evaluation. The
-steps are told apart by timing the functions the cells call:
+CPU seconds of this process (``time.process_time``) once after an untimed evaluation, each
+setting alone in its task (the fits that the settings of a cell or the cells of a task share
+are counted by ``bench_shared_fits.py``). The sampled runs all get CV scores: the ms per
+cell of the CV steps are those of a cell with them, and their core-seconds count the cells
+of the spec's ``cv_runs`` only. The steps are told apart by timing the functions the cells
+call:
 
 * ``cv_fold_fits``: the fold fits of the cross-validation (the function returned by
   ``pcskm.algorithms.selection.fold_fitter``);
@@ -30,15 +35,16 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_paper_cells import FAMILIES, sample_task
+from bench_paper_cells import FAMILIES, PERCENTS, sample_task
 
 from pcskm.experiments import cells, selection_scores
-from pcskm.experiments.cells import SEEDING
+from pcskm.experiments.cells import SEEDING, Block, Task
 from pcskm.experiments.spec import load_spec
 from pcskm.runner.store import CubeView
 from pcskm.runner.tasks import settings
 
 STEPS = ("fits", "cv_fold_fits", "cv_scores", "gap")
+CV_STEPS = ("cv_fold_fits", "cv_scores")
 
 
 class Clock:
@@ -96,10 +102,32 @@ def seconds_by_step(task):
     return by_step
 
 
+def together(spec, view, family):
+    """CPU seconds per cell by step of the family's representative data set with all its
+    settings evaluated together, as the runner's tasks group them (the deterministic inits
+    in one task, Seeding in another), so that what a cell's settings and a task's cells
+    share is shared: runs 0-4 (with CV scores in the paper spec), the samples' percentages
+    and folds."""
+    dataset = FAMILIES[family][0]
+    seconds, n_cells = dict.fromkeys(STEPS, 0.0), 0
+    for seeding in (False, True):
+        chosen = tuple(s for s in settings(spec, view)
+                       if s.dataset == dataset and (s.init == SEEDING) == seeding)
+        kinds = spec.seeding_kinds if seeding else spec.kinds
+        task = Task(chosen, tuple(Block(kind, percent, tuple(range(min(5, spec.n_runs))))
+                                  for kind in kinds for percent in PERCENTS), folds=(0, 1, 2))
+        for step, value in seconds_by_step(task).items():
+            seconds[step] += value * task.n_cells
+        n_cells += task.n_cells
+    return {step: value / n_cells for step, value in seconds.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="*", default=["fisheriris", "ionosphere"])
     parser.add_argument("--csv", type=Path, default=None)
+    parser.add_argument("--together", action="store_true",
+                        help="only the families' settings evaluated together (together())")
     args = parser.parse_args()
 
     spec = load_spec("paper")
@@ -107,6 +135,16 @@ def main():
     by_key = {(s.dataset, s.algorithm, s.init): s for s in settings(spec, view)}
     cells_per = {init: len(spec.seeding_kinds if init == SEEDING else spec.kinds)
                  * len(spec.percentages) * spec.n_runs * spec.n_folds for init in spec.inits}
+    cv_share = min(spec.cv_runs or spec.n_runs, spec.n_runs) / spec.n_runs
+    if args.together:
+        for family in args.families:
+            by_step = together(spec, view, family)
+            print(f"{family}, settings together, ms per cell of runs 0-4: "
+                  + ", ".join(f"{step} {by_step[step] * 1e3:.4f}" for step in STEPS)
+                  + "; selection scores (cv_fold_fits + cv_scores) / fits: "
+                  f"{(by_step['cv_fold_fits'] + by_step['cv_scores']) / by_step['fits']:.2f}",
+                  flush=True)
+        return
     rows = []
     for family in args.families:
         representative, patterns = FAMILIES[family]
@@ -120,14 +158,17 @@ def main():
                        "algorithm": variant.name, "init": init, "cells_in_spec": n_cells,
                        **{f"{step}_ms_per_cell": round(by_step[step] * 1e3, 4)
                           for step in STEPS},
-                       **{f"{step}_core_s": round(by_step[step] * n_cells, 1)
+                       **{f"{step}_core_s": round(by_step[step] * n_cells
+                                                  * (cv_share if step in CV_STEPS else 1), 1)
                           for step in STEPS}}
                 rows.append(row)
                 print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     totals = {step: sum(row[f"{step}_core_s"] for row in rows) for step in STEPS}
+    per_cell = {step: sum(row[f"{step}_ms_per_cell"] * row["cells_in_spec"] for row in rows)
+                for step in STEPS}
     print("core-seconds by step: " + ", ".join(f"{s} {v:.0f}" for s, v in totals.items())
-          + f"; selection scores (cv_fold_fits + cv_scores) / fits = "
-          f"{(totals['cv_fold_fits'] + totals['cv_scores']) / totals['fits']:.2f}")
+          + "; selection scores (cv_fold_fits + cv_scores) / fits of the same cells: "
+          f"{(per_cell['cv_fold_fits'] + per_cell['cv_scores']) / per_cell['fits']:.2f}")
     if args.csv is not None:
         with args.csv.open("w", newline="") as file:
             writer = csv.DictWriter(file, fieldnames=list(rows[0]))
