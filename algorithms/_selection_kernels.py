@@ -9,6 +9,27 @@ from ._sparse import scores_into
 
 
 @kernel
+def same_row(table, a, b):
+    """Whether rows ``a`` and ``b`` of ``table`` are equal entry for entry (NaN equal to
+    nothing): the s of a path whose run is a copy of another's (algorithms.md §4.2) have the
+    same labels and weights, and the scores of a row are a function of the row alone."""
+    for j in range(table.shape[1]):
+        if table[a, j] != table[b, j]:
+            return False
+    return True
+
+
+@kernel
+def same_column(table, a, b):
+    """Whether columns ``a`` and ``b`` of ``table`` are equal entry for entry (NaN equal to
+    nothing)."""
+    for i in range(table.shape[0]):
+        if table[i, a] != table[i, b]:
+            return False
+    return True
+
+
+@kernel
 def fold_f_measures(labels, pairs, is_must_link, fold, n_folds):
     """(n_s, n_folds) CVCP F-measure (§2.3) of each fold's constraints under each row of
     ``labels`` (n_s, n); ``fold`` is the fold of each constraint of ``pairs``. With TP_ML the
@@ -23,6 +44,9 @@ def fold_f_measures(labels, pairs, is_must_link, fold, n_folds):
     together = np.empty((n_folds, 2), dtype=np.int64)
     out = np.empty((n_s, n_folds))
     for s in range(n_s):
+        if s > 0 and same_row(labels, s, s - 1):  # a copied run of the path: same scores
+            out[s] = out[s - 1]
+            continue
         together[:] = 0
         for c in range(pairs.shape[0]):
             if labels[s, pairs[c, 0]] == labels[s, pairs[c, 1]]:
@@ -175,7 +199,9 @@ def pair_auc_columns(distance, is_must_link):
     distances of m pairs under each s: the Mann-Whitney count of (cannot-link, must-link)
     pairs of pairs whose cannot-link is the farther, ties counted 1/2, over n_CL n_ML; NaN for
     a column that is not finite. The count is exact, so the quotient is the same IEEE
-    division whatever the order of the pairs. Needs both kinds of pairs."""
+    division whatever the order of the pairs; it is made by one merge of the two kinds'
+    sorted distances. A column equal to the one before (the weights of a copied run) takes
+    its AUC. Needs both kinds of pairs."""
     m, n_s = distance.shape
     n_must = 0
     for c in range(m):
@@ -184,6 +210,9 @@ def pair_auc_columns(distance, is_must_link):
     cannot = np.empty(m - n_must)
     auc = np.full(n_s, np.nan)
     for s in range(n_s):
+        if s > 0 and same_column(distance, s, s - 1):  # the weights of a copied run
+            auc[s] = auc[s - 1]
+            continue
         finite = True
         i = j = 0
         for c in range(m):
@@ -200,9 +229,16 @@ def pair_auc_columns(distance, is_must_link):
         if not finite:
             continue
         must.sort()
-        twice_count = 0  # 2 x (must-links below) + (must-links tied), summed over cannot-links
+        cannot.sort()
+        # 2 x (must-links below) + (must-links tied), summed over the cannot-links in
+        # ascending order: the must-links below v and up to v only grow with v
+        twice_count = 0
+        below = up_to = 0
         for v in cannot:
-            twice_count += (np.searchsorted(must, v, side="left")
-                            + np.searchsorted(must, v, side="right"))
+            while below < n_must and must[below] < v:
+                below += 1
+            while up_to < n_must and must[up_to] <= v:
+                up_to += 1
+            twice_count += below + up_to
         auc[s] = twice_count / (2.0 * n_must * (m - n_must))
     return auc

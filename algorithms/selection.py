@@ -324,8 +324,12 @@ class FoldSplit:
         self.fold = fold
         self.n_folds = int(fold.max()) + 1
         self.X = X
+        by_fold = np.argsort(fold, kind="stable")  # a fold's pairs in their order
+        self._bounds = np.searchsorted(fold[by_fold], np.arange(self.n_folds + 1))
+        self._pairs = constraints.pairs[by_fold]
+        self._is_must_link = constraints.is_must_link[by_fold]
+        self._differences = None
         self._training = {}  # fold number -> (its training Constraints, their FitCache)
-        self._held_out = None
 
     def training(self, number):
         """``(train, cache)``: the constraints outside fold ``number`` and their FitCache."""
@@ -338,16 +342,18 @@ class FoldSplit:
             self._training[number] = constraints, FitCache(constraints)
         return self._training[number]
 
-    def held_out(self):
-        """``(differences, is_must_link, bounds)``: the constraints in fold order (a fold's
-        pairs in theirs), their :func:`squared_differences` on ``X``, their kinds, and the
-        row bounds of each fold."""
-        if self._held_out is None:
-            by_fold = np.argsort(self.fold, kind="stable")
-            bounds = np.searchsorted(self.fold[by_fold], np.arange(self.n_folds + 1))
-            self._held_out = (squared_differences(self.X, self.constraints.pairs[by_fold]),
-                              self.constraints.is_must_link[by_fold], bounds)
-        return self._held_out
+    def _rows(self, number):
+        return slice(self._bounds[number], self._bounds[number + 1])
+
+    def held_out(self, number):
+        """``(pairs, is_must_link)``: the constraints of fold ``number``."""
+        return self._pairs[self._rows(number)], self._is_must_link[self._rows(number)]
+
+    def held_out_differences(self, number):
+        """The :func:`squared_differences` on ``X`` of the pairs of fold ``number``."""
+        if self._differences is None:
+            self._differences = squared_differences(self.X, self._pairs)
+        return self._differences[self._rows(number)]
 
 
 def cross_validate(split, labels, failed, fit_fold=None, *, weights=None):
@@ -361,29 +367,27 @@ def cross_validate(split, labels, failed, fit_fold=None, *, weights=None):
     every fold. Both scores of a fold come from the same fold fit. Returns a
     :class:`CrossValidation` (its AUC fields None without ``X``).
     """
-    fold, n_folds = split.fold, split.n_folds
-    pairs, is_must_link = split.constraints.pairs, split.constraints.is_must_link
-    differences = None
-    if split.X is not None:
-        differences, must_by_fold, bounds = split.held_out()
+    n_folds = split.n_folds
     fold_scores = np.empty((n_folds, len(failed)))
     fold_auc = np.full((n_folds, len(failed)), np.nan)
     if fit_fold is None:
-        path_scores = _fold_f_measures(labels, pairs, is_must_link, fold, n_folds)
+        path_scores = _fold_f_measures(labels, split.constraints.pairs,
+                                       split.constraints.is_must_link, split.fold, n_folds)
     for number in range(n_folds):
+        held_pairs, held_must_link = split.held_out(number)
         if fit_fold is None:
             fold_weights, fold_failed, score = weights, failed, path_scores[:, number]
-        else:
+        else:  # the fold's own constraints only: the same counts, so the same F-measures
             fold_labels, fold_weights, fold_failed = fit_fold(*split.training(number))
-            score = _fold_f_measures(fold_labels, pairs, is_must_link, fold, n_folds)[:, number]
+            score = _fold_f_measures(fold_labels, held_pairs, held_must_link,
+                                     np.zeros(len(held_pairs), dtype=np.int64), 1)[:, 0]
         fold_scores[number] = np.where(fold_failed, np.nan, score)
-        if differences is not None:
-            rows = slice(bounds[number], bounds[number + 1])
-            auc = pair_auc(differences[rows], must_by_fold[rows], fold_weights)
+        if split.X is not None:
+            auc = pair_auc(split.held_out_differences(number), held_must_link, fold_weights)
             fold_auc[number] = np.where(fold_failed, np.nan, auc)
     mean, n_scored = _mean_of_computed(fold_scores)
     score = np.where(failed, np.nan, mean)
-    if differences is None:
+    if split.X is None:
         return CrossValidation(score, fold_scores, n_folds - n_scored, None, None, None)
     auc, auc_sd, n_auc = _mean_and_sd(fold_auc)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -162,6 +162,29 @@ def test_held_out_f_measure_worked_example():
     np.testing.assert_allclose(two_folds, [[4 / 5, 8 / 9]], rtol=1e-15)  # no FP of the other class
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_fold_f_measures_are_the_plain_ones_on_every_row_repeated_or_not(seed):
+    """Every fold's F-measure of every row of labels is ``plain_f_measure``'s on the fold's
+    constraints, where rows equal to the row before (a path's copied runs, whose scores
+    are copied) are many."""
+    rng = np.random.default_rng(seed)
+    n, n_folds, n_s = 30, 3, 8
+    pairs = np.unique(np.sort(rng.choice(n, size=(80, 2)), axis=1), axis=0)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    is_ml = rng.random(len(pairs)) < 0.5
+    fold = rng.integers(0, n_folds, len(pairs))
+    fold[:n_folds] = np.arange(n_folds)
+    labels = rng.integers(0, 3, size=(n_s, n))
+    for row in np.flatnonzero(rng.random(n_s) < 0.5)[1:]:
+        labels[row] = labels[row - 1]
+    got = _fold_f_measures(labels, pairs, is_ml, fold, n_folds)
+    for row in range(n_s):
+        for number in range(n_folds):
+            held = fold == number
+            expected = plain_f_measure(labels[row], pairs[held & is_ml], pairs[held & ~is_ml])
+            assert got[row, number] == pytest.approx(expected, rel=1e-14)
+
+
 def test_cv_chooses_the_only_s_that_separates_the_held_out_constraints():
     """On the bars, only s = 1.5 (both features) separates the classes and every fold's
     held-out constraints; every s satisfies all the constraints it was fitted with, so the

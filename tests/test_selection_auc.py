@@ -90,7 +90,8 @@ def counted_auc(distance, is_must_link):
 @pytest.mark.parametrize("seed", range(6))
 def test_pair_auc_is_the_exact_count_over_the_pairs_bit_for_bit(seed):
     """The same bits as the whole-number count of every (cannot-link, must-link) pair of
-    pairs divided once, on many s at a time, with ties, and a column that is not finite."""
+    pairs divided once, on many s at a time, with ties, a column that is not finite, and
+    rows of weights equal to the row before (whose AUC is copied)."""
     rng = np.random.default_rng(seed)
     m, p, n_s = rng.integers(5, 400), rng.integers(1, 30), rng.integers(1, 25)
     differences = rng.integers(0, 4, size=(m, p)).astype(float) * rng.random(p)
@@ -98,6 +99,8 @@ def test_pair_auc_is_the_exact_count_over_the_pairs_bit_for_bit(seed):
     is_must_link[:2] = [True, False]
     weights = rng.random((n_s, p)) * (rng.random((n_s, p)) < 0.5)
     weights[rng.integers(n_s)] = np.inf if seed % 2 else np.nan
+    for row in np.flatnonzero(rng.random(n_s) < 0.4)[1:]:  # a path's copied runs
+        weights[row] = weights[row - 1]
     with np.errstate(invalid="ignore"):  # inf times a weight of 0
         auc = pair_auc(differences, is_must_link, weights)
         distances = (differences @ weights.T).T  # as pair_auc has them
