@@ -19,8 +19,7 @@ The experiment runner computes the same scores through the engines, without esti
 objects per fit, from the array-level pieces of these rules (not exported from
 ``pcskm.algorithms``): :func:`constraint_groups`, :func:`constraint_folds`,
 :class:`FoldSplit`, :func:`fold_fitter`, :func:`cross_validate`, :func:`squared_differences`,
-:func:`pair_auc`,
-:func:`log_weighted_bcss`, :func:`null_estimator`, :func:`null_data_sets`,
+:func:`pair_auc`, :func:`log_weighted_bcss`, :func:`null_estimator`, :func:`null_data_sets`,
 :func:`null_log_objectives` and :func:`null_summary`.
 """
 

@@ -25,8 +25,11 @@ setting of the study), DKM++ centres, the data set's s grid. Two tables:
    the path copies from another s, and the iterations it copies within a periodic run
    (module docstring of ``algorithms/_sparse.py``), are not counted: they cost nothing.
 
-The C loop is compiled with ``-O3 -march=native`` and without ``-ffast-math`` (which would
-reorder the sums); Numba compiles for the host CPU as well.
+The C loop is compiled with ``-O3 -march=native``, without ``-ffast-math`` (which would
+reorder the sums) and with ``-ffp-contract=off``: GCC's default fuses ``d += x * x`` into one
+fused multiply-add, a different rounding, which Numba does not do. Numba compiles for the host
+CPU as well. The benchmark checks that every step of the C loop gives the bits of ours (it
+stops otherwise).
 """
 
 import argparse
@@ -175,8 +178,8 @@ def compile_limit(folder):
         sys.exit("no C compiler (cc) on PATH: the limit cannot be measured")
     source, library = Path(folder) / "limit.c", Path(folder) / "limit.so"
     source.write_text(C_SOURCE)
-    subprocess.run([compiler, "-O3", "-march=native", "-shared", "-fPIC", "-o", str(library),
-                    str(source)], check=True)
+    subprocess.run([compiler, "-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC",
+                    "-o", str(library), str(source)], check=True)
     lib = ctypes.CDLL(str(library))
     lib.repeat.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3 + \
         [ctypes.c_void_p] * 7 + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
@@ -198,6 +201,12 @@ class Cell:
         self.sparsities = sparsity_grid(self.X.shape[1])
 
 
+def check_same_bits(step, ours, limit):
+    """Stop unless the C loop's output of ``step`` is ours, bit for bit."""
+    if ours.tobytes() != limit.tobytes():
+        sys.exit(f"the C loop's {step} differ from ours: the limit is not the same arithmetic")
+
+
 def unit_costs(lib, cell):
     """Seconds per call of each step, ours and C, at the cell's final clustering."""
     X, k = cell.X, cell.k
@@ -213,6 +222,7 @@ def unit_costs(lib, cell):
     center_distances_into(dist, YT, centers, np.ones(q))
     units = (n * k * q, int(indptr[-1]), n * q, len(pairs) * q)
     reps = max(200, int(2e7 // max(units)))
+    outputs = (dist, None, sums, pair_dist)  # what steps 0, 2, 3 write (1: ``labels``)
     seconds = []
     for step in range(4):
         ours, limit = np.inf, np.inf
@@ -222,6 +232,7 @@ def unit_costs(lib, cell):
             _repeat(step, reps, Y, YT, centers, indptr, partner, costs, labels, dist, sums,
                     counts, pairs, pair_dist)
             ours = min(ours, (time.thread_time() - start) / reps)
+            ours_out = (labels if step == 1 else outputs[step]).copy()
             labels = labels0.copy()
             start = time.thread_time()
             lib.repeat(step, reps, Y.ctypes.data, YT.ctypes.data, centers.ctypes.data, n, q, k,
@@ -230,6 +241,7 @@ def unit_costs(lib, cell):
                        counts.ctypes.data, pairs.ctypes.data, len(pairs),
                        pair_dist.ctypes.data)
             limit = min(limit, (time.thread_time() - start) / reps)
+            check_same_bits(STEPS[step], ours_out, labels if step == 1 else outputs[step])
         seconds.append((ours, limit, units[step]))
     return seconds
 
