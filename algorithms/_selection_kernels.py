@@ -20,16 +20,6 @@ def same_row(table, a, b):
 
 
 @kernel
-def same_column(table, a, b):
-    """Whether columns ``a`` and ``b`` of ``table`` are equal entry for entry (NaN equal to
-    nothing)."""
-    for i in range(table.shape[0]):
-        if table[i, a] != table[i, b]:
-            return False
-    return True
-
-
-@kernel
 def fold_f_measures(labels, pairs, is_must_link, fold, n_folds):
     """(n_s, n_folds) CVCP F-measure (§2.3) of each fold's constraints under each row of
     ``labels`` (n_s, n); ``fold`` is the fold of each constraint of ``pairs``. With TP_ML the
@@ -194,51 +184,27 @@ def squared_differences(X, pairs):
 
 
 @kernel
-def pair_auc_columns(distance, is_must_link):
-    """(n_s,) AUC (§7.1) of each column of ``distance`` (m, n_s), the weighted squared
-    distances of m pairs under each s: the Mann-Whitney count of (cannot-link, must-link)
-    pairs of pairs whose cannot-link is the farther, ties counted 1/2, over n_CL n_ML; NaN for
-    a column that is not finite. The count is exact, so the quotient is the same IEEE
-    division whatever the order of the pairs; it is made by one merge of the two kinds'
-    sorted distances. A column equal to the one before (the weights of a copied run) takes
-    its AUC. Needs both kinds of pairs."""
-    m, n_s = distance.shape
-    n_must = 0
-    for c in range(m):
-        n_must += is_must_link[c]
-    must = np.empty(n_must)
-    cannot = np.empty(m - n_must)
-    auc = np.full(n_s, np.nan)
-    for s in range(n_s):
-        if s > 0 and same_column(distance, s, s - 1):  # the weights of a copied run
-            auc[s] = auc[s - 1]
-            continue
-        finite = True
-        i = j = 0
-        for c in range(m):
-            value = distance[c, s]
-            if not np.isfinite(value):
-                finite = False
-                break
-            if is_must_link[c]:
-                must[i] = value
-                i += 1
-            else:
-                cannot[j] = value
-                j += 1
-        if not finite:
-            continue
-        must.sort()
-        cannot.sort()
+def sorted_pairs_auc(must, cannot):
+    """(r,) AUC (§7.1) of each row of the must-links' and the cannot-links' weighted squared
+    distances, each row sorted in ascending order (``must`` (r, n_ML), ``cannot`` (r, n_CL)):
+    the Mann-Whitney count of (cannot-link, must-link) pairs of pairs whose cannot-link is
+    the farther, ties counted 1/2, made by one merge of the two sorted rows, over
+    n_CL n_ML. The count is exact, so the quotient is the same IEEE division whatever the
+    order of the pairs. Needs both kinds of pairs."""
+    n_rows, n_must = must.shape
+    n_cannot = cannot.shape[1]
+    auc = np.empty(n_rows)
+    for row in range(n_rows):
         # 2 x (must-links below) + (must-links tied), summed over the cannot-links in
         # ascending order: the must-links below v and up to v only grow with v
         twice_count = 0
         below = up_to = 0
-        for v in cannot:
-            while below < n_must and must[below] < v:
+        for c in range(n_cannot):
+            v = cannot[row, c]
+            while below < n_must and must[row, below] < v:
                 below += 1
-            while up_to < n_must and must[up_to] <= v:
+            while up_to < n_must and must[row, up_to] <= v:
                 up_to += 1
             twice_count += below + up_to
-        auc[s] = twice_count / (2.0 * n_must * (m - n_must))
+        auc[row] = twice_count / (2.0 * n_must * n_cannot)
     return auc

@@ -35,7 +35,7 @@ from ._result import FAILED, STATUS_NAMES
 from ._selection_kernels import (
     best_index_rows,
     fold_f_measures,
-    pair_auc_columns,
+    sorted_pairs_auc,
     weighted_bcss,
 )
 from ._selection_kernels import squared_differences as squared_differences_of
@@ -302,12 +302,24 @@ def pair_auc(differences, is_must_link, weights):
     (m, p) under each row of ``weights`` (n_s, p): the probability that a cannot-link pair
     has a larger weighted squared distance than a must-link pair, ties counted 1/2 (the
     Mann-Whitney statistic over n_CL n_ML). NaN where the pairs are of one kind only or a row
-    of weights is not finite."""
+    of weights is not finite.
+
+    The count needs each kind's distances in ascending order, and any order of the pairs
+    gives the same count: NumPy sorts them (its vectorised sort), the rows of a copied run
+    (weights equal to the row before) once."""
     must = np.asarray(is_must_link, dtype=bool)
     if must.all() or not must.any():
         return np.full(len(weights), np.nan)
-    distance = np.asarray(differences, dtype=np.float64) @ np.asarray(weights).T  # (m, n_s)
-    return pair_auc_columns(np.ascontiguousarray(distance), must)
+    distance = (np.asarray(differences, dtype=np.float64) @ np.asarray(weights).T).T
+    new_run = np.ones(len(distance), dtype=bool)
+    new_run[1:] = (distance[1:] != distance[:-1]).any(axis=1)
+    distinct = distance[new_run]
+    finite = np.isfinite(distinct).all(axis=1)
+    scored = distinct[finite]
+    run_auc = np.full(len(distinct), np.nan)
+    run_auc[finite] = sorted_pairs_auc(np.sort(scored[:, must], axis=1),
+                                       np.sort(scored[:, ~must], axis=1))
+    return run_auc[np.cumsum(new_run) - 1]
 
 
 class FoldSplit:
