@@ -59,10 +59,11 @@ if VersionCacheLocator not in caching.CacheImpl._locator_classes:
 # process (a Dask worker's event loop) while a kernel computes, instead of being taken from
 # the computing thread at every wake of theirs.
 kernel = njit(cache=True, nogil=True)
-# For a kernel whose every division has a divisor it checked to be non-zero: Numba then
-# compiles no ZeroDivisionError branch, whose exception path otherwise keeps it from pruning
-# the reference counts of the array arguments (two atomic operations per array per call).
-# The quotients are the same IEEE divisions.
+# For a kernel whose every division has a divisor it checked to be non-zero, or is meant to
+# give IEEE's result for a zero divisor as NumPy's division does (0.0 / 0 is the machine's
+# NaN): Numba then compiles no ZeroDivisionError branch, whose exception path otherwise keeps
+# it from pruning the reference counts of the array arguments (two atomic operations per
+# array per call). The quotients are the same IEEE divisions.
 kernel_checked_divisors = njit(cache=True, nogil=True, error_model="numpy")
 
 

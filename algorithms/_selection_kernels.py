@@ -4,7 +4,7 @@ of constraint cross-validation (§2.3) and the observed objective of the gap sta
 
 import numpy as np
 
-from ._jit import kernel
+from ._jit import kernel, kernel_checked_divisors
 from ._sparse import scores_into
 
 
@@ -17,6 +17,38 @@ def same_row(table, a, b):
         if table[a, j] != table[b, j]:
             return False
     return True
+
+
+@kernel_checked_divisors
+def mean_and_sd_columns(values):
+    """``(mean, sd, count)`` over axis 0 of the non-NaN entries of ``values`` (r, n): the
+    mean (0.0 / 0, NaN, without an entry), R's sd (denominator count - 1; NaN below two
+    entries) and the count. The sums run down each column from row 0, a NaN entry adding
+    0.0 (from 0.0 itself), as NumPy's ``np.where(~np.isnan(values), values, 0.0)
+    .sum(axis=0)`` adds the rows, so the same bits."""
+    n_rows, n = values.shape
+    mean = np.empty(n)
+    sd = np.full(n, np.nan)
+    count = np.zeros(n, dtype=np.int64)
+    for j in range(n):
+        total = 0.0
+        for i in range(n_rows):
+            value = values[i, j]
+            if np.isnan(value):
+                value = 0.0
+            else:
+                count[j] += 1
+            total = value if i == 0 else total + value
+        mean[j] = total / count[j]  # 0.0 / 0: the machine's NaN, as NumPy's division
+        if count[j] < 2:
+            continue
+        squares = 0.0
+        for i in range(n_rows):
+            value = values[i, j]
+            square = 0.0 if np.isnan(value) else (value - mean[j]) * (value - mean[j])
+            squares = square if i == 0 else squares + square
+        sd[j] = np.sqrt(squares / count[j] * count[j] / (count[j] - 1))
+    return mean, sd, count
 
 
 @kernel

@@ -35,6 +35,7 @@ from ._result import FAILED, STATUS_NAMES
 from ._selection_kernels import (
     best_index_rows,
     fold_f_measures,
+    mean_and_sd_columns,
     sorted_pairs_auc,
     weighted_bcss,
 )
@@ -159,22 +160,11 @@ def _seed_sequence(random_state):
                      f"{plain(random_state)!r}")
 
 
-def _mean_of_computed(values):
-    """Mean over axis 0 of the non-NaN entries (NaN where there are none), and their count."""
-    computed = ~np.isnan(values)
-    count = computed.sum(axis=0)
-    with np.errstate(invalid="ignore"):
-        return np.where(computed, values, 0.0).sum(axis=0) / count, count
-
-
 def _mean_and_sd(values):
     """Mean and sample standard deviation (R's sd: denominator n - 1; NaN for n < 2) over
-    axis 0 of the non-NaN entries, and their count n."""
-    mean, count = _mean_of_computed(values)
-    mean_square, _ = _mean_of_computed((values - mean) ** 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sd = np.where(count > 1, np.sqrt(mean_square * count / (count - 1)), np.nan)
-    return mean, sd, count
+    axis 0 of the non-NaN entries of ``values`` (2-D), and their count n (NaN mean for
+    n = 0)."""
+    return mean_and_sd_columns(np.ascontiguousarray(values, dtype=np.float64))
 
 
 def _check_count(value, name, minimum):
@@ -396,7 +386,7 @@ def cross_validate(split, labels, failed, fit_fold=None, *, weights=None):
         if split.X is not None:
             auc = pair_auc(split.held_out_differences(number), held_must_link, fold_weights)
             fold_auc[number] = np.where(fold_failed, np.nan, auc)
-    mean, n_scored = _mean_of_computed(fold_scores)
+    mean, _, n_scored = _mean_and_sd(fold_scores)
     score = np.where(failed, np.nan, mean)
     if split.X is None:
         return CrossValidation(score, fold_scores, n_folds - n_scored, None, None, None)

@@ -19,7 +19,7 @@ from pcskm.algorithms import (
     select_by_satisfaction,
 )
 from pcskm.algorithms._result import EMPTY_CLUSTER
-from pcskm.algorithms.selection import _fold_f_measures, constraint_folds
+from pcskm.algorithms.selection import _fold_f_measures, _mean_and_sd, constraint_folds
 
 BARS_GRID = np.array([1.1, 1.2, 1.5])
 
@@ -595,3 +595,28 @@ def _bars_fit():
 def test_bad_input(call, error, message):
     with pytest.raises(error, match=message):
         call(*_bars_fit())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mean_and_sd_over_folds_are_numpys_bit_for_bit(seed):
+    """The compiled mean and sd over the folds (or permutations) are the plain NumPy sums
+    over axis 0 of the non-NaN entries, bit for bit (NaN included), with NaN below one
+    (mean) and two (sd) entries, and -0.0 entries."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((rng.integers(1, 12), rng.integers(1, 30))) * 10.0 ** seed
+    values[rng.random(values.shape) < 0.3] = np.nan
+    values[:, -1] = np.nan  # no entry: NumPy's 0.0 / 0
+    values[0, 0] = -0.0
+    computed = ~np.isnan(values)
+    count = computed.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(computed, values, 0.0).sum(axis=0) / count
+        mean_square = np.where(computed, (values - mean) ** 2, 0.0).sum(axis=0) / count
+        sd = np.where(count > 1, np.sqrt(mean_square * count / (count - 1)), np.nan)
+    got_mean, got_sd, got_count = _mean_and_sd(values)
+    np.testing.assert_array_equal(got_count, count)
+    assert got_mean.tobytes() == mean.tobytes()
+    assert got_sd.tobytes() == sd.tobytes()
+    scored = count > 1
+    np.testing.assert_allclose(got_sd[scored], [np.std(column[~np.isnan(column)], ddof=1)
+                                                 for column in values.T[scored]], rtol=1e-12)
