@@ -211,6 +211,100 @@ def assign_sequential(dist, offset, indptr, partner, costs, labels):
     return moved, objective
 
 
+ROUNDING = 2.0 ** -53  # the unit roundoff of float64
+
+
+@kernel
+def partner_penalties_into(penalty, labels, indptr, partner, costs):
+    """``penalty[i, h]``: the sum of the terms that the labelled partners of i add to cluster
+    h in :func:`assign_sequential` (``costs[e, 1]`` if the partner's label is h, else
+    ``costs[e, 0]``), for :func:`assign_sequential_kept`."""
+    k = penalty.shape[1]
+    penalty[:] = 0.0
+    for i in range(penalty.shape[0]):
+        for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
+            lj = labels[np.uint64(partner[e])]
+            if lj >= 0:
+                for h in range(k):
+                    penalty[i, h] += costs[e, 1] if h == lj else costs[e, 0]
+
+
+@kernel
+def assign_sequential_kept(dist, indptr, partner, costs, labels, penalty, largest, n_pass):
+    """The labels of :func:`assign_sequential` (offset 0), not its objective, walking the
+    partner lists only where a point's choice is close; returns the number of labels that
+    changed.
+
+    ``penalty`` (n, k) holds, for every point and cluster, the sum of the terms its labelled
+    partners add (:func:`partner_penalties_into`: all 0 when every label is -1), kept up to
+    date here as labels change: a point that changes from a to b moves each partner's term
+    between clusters a and b (a term between exact zero and a cost, so each move is one
+    rounding). With R(h) = dist[h, i] + penalty[i, h], the penalty of cluster h apart from
+    rounding, point i takes the cluster of the lowest R when it beats every other by more
+    than ``margin``, a bound on every rounding involved: the exact rule's sums of at most
+    d + 1 non-negative terms (d the number of partners), the at most ``n_pass`` x d moves
+    of the kept sums (a partner changes at most once per pass; ``n_pass`` is this pass's
+    number in the run, counted since the penalties were last computed afresh), and the
+    sums and the difference of R, each at most ``scale`` = max_h R(h) + d x ``largest``
+    (the largest term) in size. Then the exact rule's penalty of that cluster is strictly
+    the lowest, and it would choose the same cluster. Otherwise (or when a value is not
+    finite) the point's penalties are summed exactly as in :func:`assign_sequential`.
+    """
+    k, n = dist.shape
+    moved = 0
+    for i in range(n):
+        start, stop = np.uint64(indptr[i]), np.uint64(indptr[i + 1])
+        best = 0
+        low = dist[0, i] + penalty[i, 0]
+        second = np.inf
+        high = low
+        for h in range(1, k):
+            value = dist[h, i] + penalty[i, h]
+            if value < low:
+                best, low, second = h, value, low
+            elif value < second:
+                second = value
+            high = max(high, value)
+        degree = float(stop - start)
+        scale = high + degree * largest
+        margin = 8.0 * (n_pass + 1) * (degree + 2.0) * ROUNDING * scale
+        if not second - low > margin:  # close, or not finite: the exact rule
+            winner = 0.0
+            for h in range(k):
+                cost = dist[h, i]
+                for e in range(start, stop):
+                    lj = labels[np.uint64(partner[e])]
+                    if lj >= 0:
+                        cost += costs[e, 1] if lj == h else costs[e, 0]
+                if h == 0 or cost < winner:
+                    best = h
+                    winner = cost
+        old = labels[i]
+        if old == best:
+            continue
+        moved += 1
+        labels[i] = best
+        if old >= 0:
+            for e in range(start, stop):
+                j = np.uint64(partner[e])
+                penalty[j, old] += costs[e, 0] - costs[e, 1]
+                penalty[j, best] += costs[e, 1] - costs[e, 0]
+        elif k <= 4:  # columns k..3 exist and are never read: no branch per cluster
+            for e in range(start, stop):
+                j = np.uint64(partner[e])
+                other, own = costs[e, 0], costs[e, 1]
+                penalty[j, 0] += own if best == 0 else other
+                penalty[j, 1] += own if best == 1 else other
+                penalty[j, 2] += own if best == 2 else other
+                penalty[j, 3] += own if best == 3 else other
+        else:
+            for e in range(start, stop):
+                j = np.uint64(partner[e])
+                for h in range(k):
+                    penalty[j, h] += costs[e, 1] if h == best else costs[e, 0]
+    return moved
+
+
 @kernel_checked_divisors
 def cluster_means_into(means, counts, Y, labels):
     """Per-cluster means into ``means`` (k, p) and sizes into ``counts`` (rows summed in index

@@ -10,11 +10,13 @@ import numpy as np
 from ._jit import kernel
 from ._kernels import (
     assign_sequential,
+    assign_sequential_kept,
     box_diameters,
     center_distances_into,
     cluster_means_into,
     constraint_costs_into,
     pair_sq_distances_into,
+    partner_penalties_into,
     relocate_empty,
 )
 from ._result import (
@@ -33,7 +35,8 @@ POLICY_RELOCATE = EMPTY_CLUSTER_POLICIES["relocate"]
 
 
 @kernel
-def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy):
+def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy,
+              with_objective):
     """Run §2.2 step 2 on ``Y`` in place; returns ``(n_iter, status, objective, n_empty)``.
 
     On entry ``centers`` holds C0 and ``labels`` is all -1; on exit they hold the final
@@ -49,6 +52,10 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy):
 
     "l == l_prev" is tested as "no label changed in the pass": each label is written once
     per pass, so the E-step's change count is exactly the number of i with l_i != l_prev_i.
+
+    Without ``with_objective`` (the s-path's inner runs, which use the labels and centroids
+    only) the E-step is :func:`assign_sequential_kept`: the same labels, without walking the
+    partner lists of the points whose choice is clear, and the objective is NaN.
     """
     k = centers.shape[0]
     n, p = Y.shape
@@ -56,13 +63,22 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy):
     dist = np.empty((k, n))
     means = np.empty((k, p))
     counts = np.empty(k, dtype=np.int64)
-    objective = 0.0
+    objective = np.nan
     n_empty = 0
+    # the partners' terms of every point and cluster, and the pass they were last summed
+    # afresh in (labels all -1: 0)
+    penalty = np.zeros((0 if with_objective else n, max(k, 4)))
+    largest = costs.max() if costs.size > 0 else 0.0
+    fresh = 0
     for t in range(1, max_iter + 1):
         center_distances_into(dist, YT, centers, metric)
-        moved, objective = assign_sequential(
-            dist, 0.0, indptr, partner, costs, labels
-        )
+        if with_objective:
+            moved, objective = assign_sequential(
+                dist, 0.0, indptr, partner, costs, labels
+            )
+        else:
+            moved = assign_sequential_kept(dist, indptr, partner, costs, labels, penalty,
+                                           largest, t - fresh)
         if moved > 0:
             cluster_means_into(means, counts, Y, labels)
         # else the labels are those of the last M-step (pass 1 moves every label off -1), so
@@ -79,6 +95,9 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy):
             if policy == POLICY_RELOCATE:
                 moved += relocate_empty(Y, centers, metric, labels, counts)
                 cluster_means_into(means, counts, Y, labels)
+                if not with_objective:
+                    partner_penalties_into(penalty, labels, indptr, partner, costs)
+                    fresh = t
         for h in range(k):
             for m in range(p):
                 centers[h, m] = means[h, m]
@@ -108,6 +127,7 @@ def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy
     n_iter, status, objective, n_empty = pckm_loop(
         X, np.ascontiguousarray(X.T), centers, labels,
         constraint_costs(X, pairs, is_must_link, link), indptr, partner, max_iter, policy,
+        True,
     )
     return labels, centers, n_iter, status, objective, n_empty
 

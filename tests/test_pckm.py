@@ -7,9 +7,14 @@ import pytest
 from reference.pckm import pckm as reference_pckm
 from reference.pckm import random_problem
 
-from pcskm.algorithms._kernels import assign_sequential, constraint_costs_into
-from pcskm.algorithms._pckm import pckm_engine
-from pcskm.algorithms._result import STATUS_NAMES
+from pcskm.algorithms._kernels import (
+    assign_sequential,
+    assign_sequential_kept,
+    constraint_costs_into,
+    partner_penalties_into,
+)
+from pcskm.algorithms._pckm import constraint_costs, pckm_engine, pckm_loop
+from pcskm.algorithms._result import EMPTY_CLUSTER_POLICIES, STATUS_NAMES
 from pcskm.algorithms.constraints import Constraints
 
 N_PROBLEMS = 150
@@ -169,3 +174,99 @@ def test_sequential_assignment_matches_the_rule_written_out(k):
         np.testing.assert_array_equal(got, want, err_msg=where)
         assert moved == want_moved, where
         assert objective == want_objective, where
+
+
+def test_kept_assignment_walks_the_partners_of_a_choice_that_rounding_decides():
+    """A hand-made point whose exact penalties and kept penalties order the clusters
+    differently: four must-link partners in cluster 1 at distance 1e-16 each add 1e-16 to
+    cluster 0, which the exact sum from dist[0] = 1.0 rounds away (each addition stays at
+    1.0), so cluster 0 wins against dist[1] = 1.0 + 2^-52; the kept sum of the four terms,
+    4e-16, added to 1.0 rounds to 1.0 + 2^-51, which would lose. The margin sends the point
+    to the exact rule, which chooses 0, as assign_sequential does."""
+    n = 5
+    constraints = Constraints.from_pairs([[0, 1], [0, 2], [0, 3], [0, 4]], None, n_samples=n)
+    pair_dist = np.full(len(constraints), 1e-16)
+    costs = np.empty((len(constraints.link), 2))
+    constraint_costs_into(costs, pair_dist, constraints.is_must_link, constraints.link, 1.0)
+    dist = np.array([[1.0, 9.0, 9.0, 9.0, 9.0], [1.0 + 2.0 ** -52, 0.0, 0.0, 0.0, 0.0]])
+    assert 1.0 + 4e-16 > dist[1, 0]  # the kept sum alone would choose cluster 1
+    labels = np.array([-1, 1, 1, 1, 1])
+    penalty = np.empty((n, 4))
+    partner_penalties_into(penalty, labels, constraints.indptr, constraints.partner, costs)
+    assert penalty[0, 0] == pytest.approx(4e-16, rel=1e-15) and penalty[0, 1] == 0.0
+    exact = labels.copy()
+    assign_sequential(dist, 0.0, constraints.indptr, constraints.partner, costs, exact)
+    kept = labels.copy()
+    moved = assign_sequential_kept(dist, constraints.indptr, constraints.partner, costs, kept,
+                                   penalty, costs.max(), 1)
+    assert exact[0] == 0 and kept.tolist() == exact.tolist() and moved == 1
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7])
+def test_kept_assignment_matches_the_rule_over_passes(k):
+    """Passes of assign_sequential_kept with its penalties kept from pass to pass (the
+    partners' labels change between them, and the distances too) give the labels and change
+    counts of assign_sequential, on small integers (exact ties: the exact rule decides them)
+    and on spread values; both paths of the kept update (k <= 4 and k > 4)."""
+    rng = np.random.default_rng([37, k])
+    for trial in range(40):
+        n = int(rng.integers(3, 30))
+        first, second = np.triu_indices(n, 1)
+        chosen = rng.choice(len(first), size=int(rng.integers(0, min(60, len(first)))),
+                            replace=False)
+        truth = rng.integers(0, 3, size=n)
+        pairs = np.stack([first[chosen], second[chosen]], axis=1)
+        same = truth[pairs[:, 0]] == truth[pairs[:, 1]]
+        constraints = Constraints.from_pairs(pairs[same], pairs[~same], n_samples=n)
+        integers = trial % 2 == 0
+        pair_dist = (rng.integers(0, 3, size=len(constraints)).astype(float) if integers
+                     else rng.random(len(constraints)) * 10.0 ** rng.integers(-3, 3))
+        costs = np.empty((len(constraints.link), 2))
+        constraint_costs_into(costs, pair_dist, constraints.is_must_link, constraints.link,
+                              pair_dist.max(initial=0.0) + 1.0)
+        exact = np.full(n, -1)
+        kept = exact.copy()
+        penalty = np.zeros((n, max(k, 4)))
+        for n_pass in range(1, 6):
+            dist = (rng.integers(0, 4, size=(k, n)).astype(float) if integers
+                    else rng.random((k, n)) * 10.0)
+            want = assign_sequential(dist, 0.0, constraints.indptr, constraints.partner,
+                                     costs, exact)[0]
+            got = assign_sequential_kept(dist, constraints.indptr, constraints.partner, costs,
+                                         kept, penalty, costs.max(initial=0.0), n_pass)
+            where = f"trial {trial}, pass {n_pass}"
+            np.testing.assert_array_equal(kept, exact, err_msg=where)
+            assert got == want, where
+        fresh = np.empty_like(penalty)
+        partner_penalties_into(fresh, kept, constraints.indptr, constraints.partner, costs)
+        np.testing.assert_allclose(penalty[:, :k], fresh[:, :k], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("empty_cluster", ["fail", "zero", "relocate"])
+def test_pckm_loop_without_its_objective_has_the_same_run(empty_cluster):
+    """The s-path's PCKM runs (``with_objective=False``, the kept assignment) end with the
+    labels, centroids (bit for bit), pass counts, status and empty-cluster events of the runs
+    with the objective, on the reference's random problems (relocations included)."""
+    rng = np.random.default_rng(41)
+    policy = EMPTY_CLUSTER_POLICIES[empty_cluster]
+    seen = Counter()
+    for trial in range(N_PROBLEMS):
+        X, C0, must_link, cannot_link, max_iter = random_problem(rng)
+        X = np.ascontiguousarray(X, dtype=float)
+        constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=len(X))
+        costs = constraint_costs(X, *constraints.kernel_arrays[:2], constraints.link)
+        runs = []
+        for with_objective in (True, False):
+            centers = np.array(C0, dtype=float)
+            labels = np.full(len(X), -1)
+            result = pckm_loop(X, np.ascontiguousarray(X.T), centers, labels, costs,
+                               constraints.indptr, constraints.partner, max_iter, policy,
+                               with_objective)
+            runs.append((labels, centers.tobytes(), result[0], result[1], result[3]))
+        (want_labels, *want), (got_labels, *got) = runs
+        np.testing.assert_array_equal(got_labels, want_labels, err_msg=f"trial {trial}")
+        assert got == want, f"trial {trial}"
+        seen[STATUS_NAMES[want[2]]] += 1
+        seen["empty events"] += want[3] > 0
+    assert seen["converged"] > 0 and seen["max_iter"] > 0
+    assert seen["empty_cluster"] > 0 if empty_cluster == "fail" else seen["empty events"] > 0
