@@ -53,9 +53,14 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy,
     "l == l_prev" is tested as "no label changed in the pass": each label is written once
     per pass, so the E-step's change count is exactly the number of i with l_i != l_prev_i.
 
+    With constraints the E-step is :func:`assign_sequential_kept`: the labels of
+    :func:`assign_sequential`, without walking the partner lists of the points whose choice
+    is clear, and without the objective. ``with_objective`` asks for the objective of the
+    last pass, the sum of its winning penalties: the pass that reaches ``max_iter`` is then
+    :func:`assign_sequential` itself, and a converged run computes its last pass again with
+    it (from the same labels and distances it moves nothing; it only sums the winners).
     Without ``with_objective`` (the s-path's inner runs, which use the labels and centroids
-    only) the E-step is :func:`assign_sequential_kept`: the same labels, without walking the
-    partner lists of the points whose choice is clear, and the objective is NaN.
+    only), and after an empty-cluster failure, the objective is NaN.
     """
     k = centers.shape[0]
     n, p = Y.shape
@@ -65,14 +70,16 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy,
     counts = np.empty(k, dtype=np.int64)
     objective = np.nan
     n_empty = 0
-    # the partners' terms of every point and cluster, and the pass they were last summed
-    # afresh in (labels all -1: 0)
-    penalty = np.zeros((0 if with_objective else n, max(k, 4)))
-    largest = costs.max() if costs.size > 0 else 0.0
+    # With constraints: every point's partner terms per cluster, and the pass they were last
+    # summed afresh in (labels all -1: 0).
+    kept = costs.shape[0] > 0
+    penalty = np.zeros((n if kept else 0, max(k, 4)))
+    largest = costs.max() if kept else 0.0
     fresh = 0
     for t in range(1, max_iter + 1):
         center_distances_into(dist, YT, centers, metric)
-        if with_objective:
+        exact = not kept or (with_objective and t == max_iter)
+        if exact:
             moved, objective = assign_sequential(
                 dist, 0.0, indptr, partner, costs, labels
             )
@@ -90,18 +97,20 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy,
                 empty += 1
         if empty > 0:
             if policy == POLICY_FAIL:
-                return t, EMPTY_CLUSTER, objective, n_empty
+                return t, EMPTY_CLUSTER, np.nan, n_empty
             n_empty += empty
             if policy == POLICY_RELOCATE:
                 moved += relocate_empty(Y, centers, metric, labels, counts)
                 cluster_means_into(means, counts, Y, labels)
-                if not with_objective:
+                if kept:
                     partner_penalties_into(penalty, labels, indptr, partner, costs)
                     fresh = t
         for h in range(k):
             for m in range(p):
                 centers[h, m] = means[h, m]
         if moved == 0:
+            if with_objective and not exact:
+                objective = assign_sequential(dist, 0.0, indptr, partner, costs, labels)[1]
             return t, CONVERGED, objective, n_empty
     return max_iter, MAX_ITER, objective, n_empty
 

@@ -19,9 +19,9 @@ bits as that literal computation. The speed comes from:
   bit-identical to the full sums. At small s most weights are 0 (tested against the plain
   reference, which computes the full Z);
 * pair distances four constraints at a time (``_kernels.pair_sq_distances_into``, same sums);
-* in the PCKM runs of step 3a, each point's penalties kept from pass to pass and its partners
-  walked only where rounding could decide its choice (``_kernels.assign_sequential_kept``,
-  the same labels; those runs' objective, which step 3 does not use, is not computed);
+* in the PCKM runs, each point's penalties kept from pass to pass and its partners walked
+  only where rounding could decide its choice (``_kernels.assign_sequential_kept``, the same
+  labels; the objective of the runs of step 3a, which it does not use, is not computed);
 * the runs of the large s values that never use s (every weight update in the Delta = 0
   branch of §4.5) computed once and copied (see ``sparse_path_from``);
 * a run whose labels come back to those of an earlier weight iteration is periodic from

@@ -10,8 +10,11 @@ from reference.pckm import random_problem
 from pcskm.algorithms._kernels import (
     assign_sequential,
     assign_sequential_kept,
+    center_distances_into,
+    cluster_means_into,
     constraint_costs_into,
     partner_penalties_into,
+    relocate_empty,
 )
 from pcskm.algorithms._pckm import constraint_costs, pckm_engine, pckm_loop
 from pcskm.algorithms._result import EMPTY_CLUSTER_POLICIES, STATUS_NAMES
@@ -242,11 +245,38 @@ def test_kept_assignment_matches_the_rule_over_passes(k):
         np.testing.assert_allclose(penalty[:, :k], fresh[:, :k], rtol=1e-12, atol=1e-12)
 
 
+def exact_pckm_loop(Y, centers, labels, costs, indptr, partner, max_iter, policy):
+    """§2.2 step 2 with assign_sequential at every pass, written out from the kernels:
+    ``(n_iter, status, objective, n_empty)``, the objective of the last pass."""
+    k, p = centers.shape
+    dist = np.empty((k, len(Y)))
+    means, counts = np.empty((k, p)), np.zeros(k, dtype=np.int64)
+    n_empty = 0
+    for t in range(1, max_iter + 1):
+        center_distances_into(dist, np.ascontiguousarray(Y.T), centers, np.ones(p))
+        moved, objective = assign_sequential(dist, 0.0, indptr, partner, costs, labels)
+        if moved:
+            cluster_means_into(means, counts, Y, labels)
+        empty = int((counts == 0).sum())
+        if empty:
+            if policy == EMPTY_CLUSTER_POLICIES["fail"]:
+                return t, "empty_cluster", objective, n_empty
+            n_empty += empty
+            if policy == EMPTY_CLUSTER_POLICIES["relocate"]:
+                moved += relocate_empty(Y, centers, np.ones(p), labels, counts)
+                cluster_means_into(means, counts, Y, labels)
+        centers[:] = means
+        if moved == 0:
+            return t, "converged", objective, n_empty
+    return max_iter, "max_iter", objective, n_empty
+
+
 @pytest.mark.parametrize("empty_cluster", ["fail", "zero", "relocate"])
-def test_pckm_loop_without_its_objective_has_the_same_run(empty_cluster):
-    """The s-path's PCKM runs (``with_objective=False``, the kept assignment) end with the
-    labels, centroids (bit for bit), pass counts, status and empty-cluster events of the runs
-    with the objective, on the reference's random problems (relocations included)."""
+def test_pckm_loop_is_the_loop_of_exact_passes(empty_cluster):
+    """pckm_loop (the kept assignment, with and without the objective) ends with the labels,
+    centroids (bit for bit), pass count, status and empty-cluster events of the loop of
+    exact passes written out, and with ``with_objective`` the same objective bits (NaN
+    after a failure), on the reference's random problems, relocations included."""
     rng = np.random.default_rng(41)
     policy = EMPTY_CLUSTER_POLICIES[empty_cluster]
     seen = Counter()
@@ -255,18 +285,25 @@ def test_pckm_loop_without_its_objective_has_the_same_run(empty_cluster):
         X = np.ascontiguousarray(X, dtype=float)
         constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=len(X))
         costs = constraint_costs(X, *constraints.kernel_arrays[:2], constraints.link)
-        runs = []
+        want_centers, want_labels = np.array(C0, dtype=float), np.full(len(X), -1)
+        n_iter, status, objective, n_empty = exact_pckm_loop(
+            X, want_centers, want_labels, costs, constraints.indptr, constraints.partner,
+            max_iter, policy)
+        failed = status == "empty_cluster"
         for with_objective in (True, False):
-            centers = np.array(C0, dtype=float)
-            labels = np.full(len(X), -1)
-            result = pckm_loop(X, np.ascontiguousarray(X.T), centers, labels, costs,
-                               constraints.indptr, constraints.partner, max_iter, policy,
-                               with_objective)
-            runs.append((labels, centers.tobytes(), result[0], result[1], result[3]))
-        (want_labels, *want), (got_labels, *got) = runs
-        np.testing.assert_array_equal(got_labels, want_labels, err_msg=f"trial {trial}")
-        assert got == want, f"trial {trial}"
-        seen[STATUS_NAMES[want[2]]] += 1
-        seen["empty events"] += want[3] > 0
+            centers, labels = np.array(C0, dtype=float), np.full(len(X), -1)
+            got = pckm_loop(X, np.ascontiguousarray(X.T), centers, labels, costs,
+                            constraints.indptr, constraints.partner, max_iter, policy,
+                            with_objective)
+            where = f"trial {trial}, with_objective={with_objective}"
+            np.testing.assert_array_equal(labels, want_labels, err_msg=where)
+            assert centers.tobytes() == want_centers.tobytes(), where
+            assert (got[0], STATUS_NAMES[got[1]], got[3]) == (n_iter, status, n_empty), where
+            if with_objective and not failed:
+                assert np.float64(got[2]).tobytes() == np.float64(objective).tobytes(), where
+            else:
+                assert np.isnan(got[2]), where
+        seen[status] += 1
+        seen["empty events"] += n_empty > 0
     assert seen["converged"] > 0 and seen["max_iter"] > 0
     assert seen["empty_cluster"] > 0 if empty_cluster == "fail" else seen["empty events"] > 0
