@@ -235,20 +235,23 @@ def assign_sequential_kept(dist, indptr, partner, costs, labels, penalty, larges
     partner lists only where a point's choice is close; returns the number of labels that
     changed.
 
-    ``penalty`` (n, k) holds, for every point and cluster, the sum of the terms its labelled
-    partners add (:func:`partner_penalties_into`: all 0 when every label is -1), kept up to
-    date here as labels change: a point that changes from a to b moves each partner's term
-    between clusters a and b (a term between exact zero and a cost, so each move is one
-    rounding). With R(h) = dist[h, i] + penalty[i, h], the penalty of cluster h apart from
-    rounding, point i takes the cluster of the lowest R when it beats every other by more
-    than ``margin``, a bound on every rounding involved: the exact rule's sums of at most
-    d + 1 non-negative terms (d the number of partners), the at most ``n_pass`` x d moves
-    of the kept sums (a partner changes at most once per pass; ``n_pass`` is this pass's
-    number in the run, counted since the penalties were last computed afresh), and the
-    sums and the difference of R, each at most ``scale`` = max_h R(h) + d x ``largest``
-    (the largest term) in size. Then the exact rule's penalty of that cluster is strictly
-    the lowest, and it would choose the same cluster. Otherwise (or when a value is not
-    finite) the point's penalties are summed exactly as in :func:`assign_sequential`.
+    ``penalty`` (n, max(k, 4); columns k.. unused) holds, for every point and cluster, the
+    sum of the terms its labelled partners add (:func:`partner_penalties_into`; all 0 when
+    every label is -1), kept up to date here as labels change: a point that changes from a
+    to b moves each partner's term between clusters a and b (a term is exact zero or a
+    cost, so each move is one rounding). The costs are non-negative, as
+    :func:`constraint_costs_into` makes them, and ``largest`` is the largest.
+
+    With R(h) = dist[h, i] + penalty[i, h], the penalty of cluster h apart from rounding,
+    point i takes the cluster of the lowest R when it beats every other by more than
+    ``margin``, a bound on every rounding involved: the exact rule's sums of at most d + 1
+    non-negative terms (d the number of partners), the at most ``n_pass`` x d moves of the
+    kept sums (a partner changes at most once per pass; ``n_pass`` is this pass's number
+    since the penalties were last summed afresh), and the sums and the difference of R,
+    each at most ``scale`` = max_h R(h) + d x ``largest`` in size. Then the exact rule's
+    penalty of that cluster is strictly the lowest, and it chooses the same cluster.
+    Otherwise (or when a value is not finite) the point's penalties are summed exactly as in
+    :func:`assign_sequential`.
     """
     k, n = dist.shape
     moved = 0

@@ -24,6 +24,10 @@ setting of the study), DKM++ centres, the data set's s grid. Two tables:
    is in the ratio too: the floor counts only the four steps above. The s values whose run
    the path copies from another s, and the iterations it copies within a periodic run
    (module docstring of ``algorithms/_sparse.py``), are not counted: they cost nothing.
+   Every pass's assignment is counted as the full rule (every constraint visited from both
+   ends), though the path's PCKM runs keep their partner penalties and walk the partners of
+   a point only where its choice is close (``_kernels.assign_sequential_kept``, the same
+   labels): after the first pass of a run the path does less than the floor counts.
 
 The C loop is compiled with ``-O3 -march=native``, without ``-ffast-math`` (which would
 reorder the sums) and with ``-ffp-contract=off``: GCC's default fuses ``d += x * x`` into one
