@@ -118,15 +118,24 @@ def constraint_costs_into(costs, pair_dist, is_must_link, link, dmax):
 
     Stored in partner-list order, so the E-step reads them sequentially, and as a pair, so it
     picks one by index (``costs[e, h == l]``) instead of by a branch that the labels make
-    unpredictable (the values are the same numbers)."""
+    unpredictable (the values are the same numbers). Returns the largest absolute value of
+    a term (0.0 without constraints; NaN if a term is NaN), for
+    :func:`assign_sequential_kept`."""
+    largest = 0.0
     for e in range(link.shape[0]):
         c = link[e]
         if is_must_link[c]:
-            costs[e, 0] = pair_dist[c]
+            term = pair_dist[c]
+            costs[e, 0] = term
             costs[e, 1] = 0.0
         else:
+            term = dmax - pair_dist[c]
             costs[e, 0] = 0.0
-            costs[e, 1] = dmax - pair_dist[c]
+            costs[e, 1] = term
+        term = abs(term)
+        if term > largest or term != term:
+            largest = term
+    return largest
 
 
 @kernel
@@ -239,13 +248,13 @@ def assign_sequential_kept(dist, indptr, partner, costs, labels, penalty, larges
     sum of the terms its labelled partners add (:func:`partner_penalties_into`; all 0 when
     every label is -1), kept up to date here as labels change: a point that changes from a
     to b moves each partner's term between clusters a and b (a term is exact zero or a
-    cost, so each move is one rounding). The costs are non-negative, as
-    :func:`constraint_costs_into` makes them, and ``largest`` is the largest.
+    cost, so each move is one rounding). ``largest`` bounds the absolute value of every
+    term (:func:`constraint_costs_into` returns it).
 
     With R(h) = dist[h, i] + penalty[i, h], the penalty of cluster h apart from rounding,
     point i takes the cluster of the lowest R when it beats every other by more than
     ``margin``, a bound on every rounding involved: the exact rule's sums of at most d + 1
-    non-negative terms (d the number of partners), the at most ``n_pass`` x d moves of the
+    terms (d the number of partners), the at most ``n_pass`` x d moves of the
     kept sums (a partner changes at most once per pass; ``n_pass`` is this pass's number
     since the penalties were last summed afresh), and the sums and the difference of R,
     each at most ``scale`` = max_h R(h) + d x ``largest`` in size. Then the exact rule's

@@ -35,7 +35,7 @@ POLICY_RELOCATE = EMPTY_CLUSTER_POLICIES["relocate"]
 
 
 @kernel
-def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy,
+def pckm_loop(Y, YT, centers, labels, costs, largest, indptr, partner, max_iter, policy,
               with_objective):
     """Run §2.2 step 2 on ``Y`` in place; returns ``(n_iter, status, objective, n_empty)``.
 
@@ -43,7 +43,7 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy,
     centroids (the means of the last M-step) and labels. ``YT`` is ``Y`` transposed
     (C-contiguous, for the E-step's distances); ``costs`` holds the constraint terms of
     :func:`constraint_costs_into` for the squared constraint distances on ``Y`` and the box
-    of §1.1 on ``Y``.
+    of §1.1 on ``Y``, and ``largest`` their largest absolute value (which it returns).
 
     Empty clusters are checked after every E-step (§1.3). Under ``"fail"`` the run stops
     with status ``empty_cluster`` and ``centers`` keeps the centroids of that E-step.
@@ -74,7 +74,6 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy,
     # summed afresh in (labels all -1: 0).
     kept = costs.shape[0] > 0
     penalty = np.zeros((n if kept else 0, max(k, 4)))
-    largest = costs.max() if kept else 0.0
     fresh = 0
     for t in range(1, max_iter + 1):
         center_distances_into(dist, YT, centers, metric)
@@ -117,13 +116,15 @@ def pckm_loop(Y, YT, centers, labels, costs, indptr, partner, max_iter, policy,
 
 @kernel
 def constraint_costs(Y, pairs, is_must_link, link):
-    """The ``costs`` of :func:`pckm_loop` on ``Y`` (§2.2b): from the squared constraint
-    distances and the box of §1.1, both on ``Y``."""
+    """The ``costs`` of :func:`pckm_loop` on ``Y`` (§2.2b), from the squared constraint
+    distances and the box of §1.1, both on ``Y``, and their largest absolute term:
+    ``(costs, largest)``."""
     pair_dist = np.empty(pairs.shape[0])
     pair_sq_distances_into(pair_dist, Y, pairs, None)
     costs = np.empty((link.shape[0], 2))
-    constraint_costs_into(costs, pair_dist, is_must_link, link, box_diameters(Y).sum())
-    return costs
+    largest = constraint_costs_into(costs, pair_dist, is_must_link, link,
+                                    box_diameters(Y).sum())
+    return costs, largest
 
 
 @kernel
@@ -133,10 +134,10 @@ def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy
     n = X.shape[0]
     centers = C0.copy()
     labels = np.full(n, -1, dtype=np.int64)
+    costs, largest = constraint_costs(X, pairs, is_must_link, link)
     n_iter, status, objective, n_empty = pckm_loop(
-        X, np.ascontiguousarray(X.T), centers, labels,
-        constraint_costs(X, pairs, is_must_link, link), indptr, partner, max_iter, policy,
-        True,
+        X, np.ascontiguousarray(X.T), centers, labels, costs, largest, indptr, partner,
+        max_iter, policy, True,
     )
     return labels, centers, n_iter, status, objective, n_empty
 

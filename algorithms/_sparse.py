@@ -412,11 +412,11 @@ def sparse_path_from(
                 cluster_means_into(active_centers, counts, Z, labels)
                 labels[:] = -1
                 pair_sq_distances_into(pair_dist, Z, pairs, None)
-                constraint_costs_into(costs, pair_dist, is_must_link, link,
-                                      box_of_scaled(low, high, active, root_w, q))
+                largest = constraint_costs_into(costs, pair_dist, is_must_link, link,
+                                                box_of_scaled(low, high, active, root_w, q))
                 inner_iter, inner_status, _, inner_empty = pckm_loop(
-                    Z, ZT, active_centers, labels, costs, indptr, partner, inner_max_iter,
-                    policy, False,
+                    Z, ZT, active_centers, labels, costs, largest, indptr, partner,
+                    inner_max_iter, policy, False,
                 )
                 centers[:] = 0.0
                 for h in range(k):

@@ -216,7 +216,7 @@ def unit_costs(lib, cell):
     labels0 = _final_labels(cell)
     Y, YT = X, np.ascontiguousarray(X.T)
     centers, _ = cluster_means(Y, labels0, k)
-    costs = constraint_costs(Y, pairs, is_must_link, link)
+    costs, _ = constraint_costs(Y, pairs, is_must_link, link)
     dist, sums = np.empty((k, n)), np.empty((k, q))
     counts, pair_dist = np.empty(k, dtype=np.int64), np.empty(len(pairs))
     labels = labels0.copy()

@@ -190,7 +190,8 @@ def test_kept_assignment_walks_the_partners_of_a_choice_that_rounding_decides():
     constraints = Constraints.from_pairs([[0, 1], [0, 2], [0, 3], [0, 4]], None, n_samples=n)
     pair_dist = np.full(len(constraints), 1e-16)
     costs = np.empty((len(constraints.link), 2))
-    constraint_costs_into(costs, pair_dist, constraints.is_must_link, constraints.link, 1.0)
+    largest = constraint_costs_into(costs, pair_dist, constraints.is_must_link,
+                                    constraints.link, 1.0)
     dist = np.array([[1.0, 9.0, 9.0, 9.0, 9.0], [1.0 + 2.0 ** -52, 0.0, 0.0, 0.0, 0.0]])
     assert 1.0 + 4e-16 > dist[1, 0]  # the kept sum alone would choose cluster 1
     labels = np.array([-1, 1, 1, 1, 1])
@@ -201,7 +202,7 @@ def test_kept_assignment_walks_the_partners_of_a_choice_that_rounding_decides():
     assign_sequential(dist, 0.0, constraints.indptr, constraints.partner, costs, exact)
     kept = labels.copy()
     moved = assign_sequential_kept(dist, constraints.indptr, constraints.partner, costs, kept,
-                                   penalty, costs.max(), 1)
+                                   penalty, largest, 1)
     assert exact[0] == 0 and kept.tolist() == exact.tolist() and moved == 1
 
 
@@ -225,8 +226,9 @@ def test_kept_assignment_matches_the_rule_over_passes(k):
         pair_dist = (rng.integers(0, 3, size=len(constraints)).astype(float) if integers
                      else rng.random(len(constraints)) * 10.0 ** rng.integers(-3, 3))
         costs = np.empty((len(constraints.link), 2))
-        constraint_costs_into(costs, pair_dist, constraints.is_must_link, constraints.link,
-                              pair_dist.max(initial=0.0) + 1.0)
+        largest = constraint_costs_into(costs, pair_dist, constraints.is_must_link,
+                                        constraints.link, pair_dist.max(initial=0.0) + 1.0)
+        assert largest == np.abs(costs).max(initial=0.0)
         exact = np.full(n, -1)
         kept = exact.copy()
         penalty = np.zeros((n, max(k, 4)))
@@ -236,7 +238,7 @@ def test_kept_assignment_matches_the_rule_over_passes(k):
             want = assign_sequential(dist, 0.0, constraints.indptr, constraints.partner,
                                      costs, exact)[0]
             got = assign_sequential_kept(dist, constraints.indptr, constraints.partner, costs,
-                                         kept, penalty, costs.max(initial=0.0), n_pass)
+                                         kept, penalty, largest, n_pass)
             where = f"trial {trial}, pass {n_pass}"
             np.testing.assert_array_equal(kept, exact, err_msg=where)
             assert got == want, where
@@ -284,7 +286,8 @@ def test_pckm_loop_is_the_loop_of_exact_passes(empty_cluster):
         X, C0, must_link, cannot_link, max_iter = random_problem(rng)
         X = np.ascontiguousarray(X, dtype=float)
         constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=len(X))
-        costs = constraint_costs(X, *constraints.kernel_arrays[:2], constraints.link)
+        costs, largest = constraint_costs(X, *constraints.kernel_arrays[:2],
+                                          constraints.link)
         want_centers, want_labels = np.array(C0, dtype=float), np.full(len(X), -1)
         n_iter, status, objective, n_empty = exact_pckm_loop(
             X, want_centers, want_labels, costs, constraints.indptr, constraints.partner,
@@ -292,7 +295,7 @@ def test_pckm_loop_is_the_loop_of_exact_passes(empty_cluster):
         failed = status == "empty_cluster"
         for with_objective in (True, False):
             centers, labels = np.array(C0, dtype=float), np.full(len(X), -1)
-            got = pckm_loop(X, np.ascontiguousarray(X.T), centers, labels, costs,
+            got = pckm_loop(X, np.ascontiguousarray(X.T), centers, labels, costs, largest,
                             constraints.indptr, constraints.partner, max_iter, policy,
                             with_objective)
             where = f"trial {trial}, with_objective={with_objective}"
