@@ -43,7 +43,8 @@ def pckm_loop(Y, YT, centers, labels, costs, largest, indptr, partner, max_iter,
     centroids (the means of the last M-step) and labels. ``YT`` is ``Y`` transposed
     (C-contiguous, for the E-step's distances); ``costs`` holds the constraint terms of
     :func:`constraint_costs_into` for the squared constraint distances on ``Y`` and the box
-    of §1.1 on ``Y``, and ``largest`` their largest absolute value (which it returns).
+    of §1.1 on ``Y``, and ``largest`` their largest absolute value (which
+    :func:`constraint_costs_into` returns).
 
     Empty clusters are checked after every E-step (§1.3). Under ``"fail"`` the run stops
     with status ``empty_cluster`` and ``centers`` keeps the centroids of that E-step.
