@@ -139,6 +139,34 @@ def constraint_costs_into(costs, pair_dist, is_must_link, link, dmax):
 
 
 @kernel
+def point_choice(dist, offset, i, indptr, partner, costs, labels):
+    """``(l_i, P(i, l_i))`` by the rule of :func:`assign_sequential`, each cluster's penalty
+    summed in turn over i's partner list (lowest h on ties)."""
+    best = 0
+    winner = 0.0
+    for h in range(dist.shape[0]):
+        cost = dist[h, i] + offset
+        for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
+            lj = labels[np.uint64(partner[e])]
+            if lj < 0:
+                continue
+            cost += costs[e, 1] if lj == h else costs[e, 0]
+        if h == 0 or cost < winner:
+            best = h
+            winner = cost
+    return best, winner
+
+
+@kernel
+def add_partner_terms(penalty, j, e, costs, label):
+    """Add to ``penalty[j, h]``, for every column h, the term of partner-list entry ``e``
+    whose other point has label ``label`` (``costs[e, 1]`` if h is it, else
+    ``costs[e, 0]``)."""
+    for h in range(penalty.shape[1]):
+        penalty[j, h] += costs[e, 1] if h == label else costs[e, 0]
+
+
+@kernel
 def assign_sequential(dist, offset, indptr, partner, costs, labels):
     """One sequential E-step pass (§2.2b, §3.3 step 1); updates ``labels`` in place.
 
@@ -170,18 +198,7 @@ def assign_sequential(dist, offset, indptr, partner, costs, labels):
     objective = 0.0
     if k < 2 or k > 4:
         for i in range(n):
-            best = 0
-            winner = 0.0
-            for h in range(k):
-                cost = dist[h, i] + offset
-                for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
-                    lj = labels[np.uint64(partner[e])]
-                    if lj < 0:
-                        continue
-                    cost += costs[e, 1] if lj == h else costs[e, 0]
-                if h == 0 or cost < winner:
-                    best = h
-                    winner = cost
+            best, winner = point_choice(dist, offset, i, indptr, partner, costs, labels)
             if labels[i] != best:
                 moved += 1
                 labels[i] = best
@@ -228,14 +245,12 @@ def partner_penalties_into(penalty, labels, indptr, partner, costs):
     """``penalty[i, h]``: the sum of the terms that the labelled partners of i add to cluster
     h in :func:`assign_sequential` (``costs[e, 1]`` if the partner's label is h, else
     ``costs[e, 0]``), for :func:`assign_sequential_kept`."""
-    k = penalty.shape[1]
     penalty[:] = 0.0
     for i in range(penalty.shape[0]):
         for e in range(np.uint64(indptr[i]), np.uint64(indptr[i + 1])):
             lj = labels[np.uint64(partner[e])]
             if lj >= 0:
-                for h in range(k):
-                    penalty[i, h] += costs[e, 1] if h == lj else costs[e, 0]
+                add_partner_terms(penalty, i, e, costs, lj)
 
 
 @kernel
@@ -259,8 +274,8 @@ def assign_sequential_kept(dist, indptr, partner, costs, labels, penalty, larges
     since the penalties were last summed afresh), and the sums and the difference of R,
     each at most ``scale`` = max_h R(h) + d x ``largest`` in size. Then the exact rule's
     penalty of that cluster is strictly the lowest, and it chooses the same cluster.
-    Otherwise (or when a value is not finite) the point's penalties are summed exactly as in
-    :func:`assign_sequential`.
+    Otherwise (or when a value is not finite) the point is assigned by the exact rule,
+    :func:`point_choice`.
     """
     k, n = dist.shape
     moved = 0
@@ -281,16 +296,7 @@ def assign_sequential_kept(dist, indptr, partner, costs, labels, penalty, larges
         scale = high + degree * largest
         margin = 8.0 * (n_pass + 1) * (degree + 2.0) * ROUNDING * scale
         if not second - low > margin:  # close, or not finite: the exact rule
-            winner = 0.0
-            for h in range(k):
-                cost = dist[h, i]
-                for e in range(start, stop):
-                    lj = labels[np.uint64(partner[e])]
-                    if lj >= 0:
-                        cost += costs[e, 1] if lj == h else costs[e, 0]
-                if h == 0 or cost < winner:
-                    best = h
-                    winner = cost
+            best = point_choice(dist, 0.0, i, indptr, partner, costs, labels)[0]
         old = labels[i]
         if old == best:
             continue
@@ -311,9 +317,7 @@ def assign_sequential_kept(dist, indptr, partner, costs, labels, penalty, larges
                 penalty[j, 3] += own if best == 3 else other
         else:
             for e in range(start, stop):
-                j = np.uint64(partner[e])
-                for h in range(k):
-                    penalty[j, h] += costs[e, 1] if h == best else costs[e, 0]
+                add_partner_terms(penalty, np.uint64(partner[e]), e, costs, best)
     return moved
 
 
