@@ -31,8 +31,13 @@ bits as that literal computation. The speed comes from:
 * the paths of one cell (its inits, both score variants) and its PCKM fits share their first
   clusterings, and a path whose first clustering an earlier one reached is copied from it
   (:class:`FitCache`).
+* a run of one s whose labelings violate no constraint is the same run in both score
+  variants (§4.3: "paper" subtracts only the violated constraints' terms); a path of one
+  variant copies such runs from the other's path of the same first clustering (the ``twin``
+  of ``sparse_path_from``, through :class:`FitCache`).
 """
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -251,6 +256,42 @@ def find_labels(table, hashes, start, stop, labels, h):
 
 
 @kernel
+def satisfies_all(labels, pairs, is_must_link):
+    """True when ``labels`` violate no constraint: then the scores of both variants (§4.3)
+    are the same bits, ``"paper"``'s ML_j and CL_j being sums of nothing (x - 0.0 is x)."""
+    for c in range(pairs.shape[0]):
+        if (labels[pairs[c, 0]] == labels[pairs[c, 1]]) != is_must_link[c]:
+            return False
+    return True
+
+
+@kernel
+def copy_run(out, si, source, sj):
+    """Row ``si`` of every array of ``out`` := row ``sj`` of ``source`` (both the eleven
+    per-s arrays of :func:`sparse_path_from`)."""
+    out[0][si] = source[0][sj]
+    out[1][si] = source[1][sj]
+    out[2][si] = source[2][sj]
+    out[3][si] = source[3][sj]
+    out[4][si] = source[4][sj]
+    out[5][si] = source[5][sj]
+    out[6][si] = source[6][sj]
+    out[7][si] = source[7][sj]
+    out[8][si] = source[8][sj]
+    out[9][si] = source[9][sj]
+    out[10][si] = source[10][sj]
+
+
+@kernel
+def no_twin():
+    """The ``twin`` of :func:`sparse_path_from` when there is none (no rows)."""
+    return (np.empty((0, 0), dtype=np.int64), np.empty((0, 0)), np.empty((0, 0, 0)),
+            np.empty((0, 0, 0)), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
+            np.empty(0), np.empty((0, 0), dtype=np.int64), np.empty(0, dtype=np.int64),
+            np.empty(0, dtype=np.bool_), np.empty(0))
+
+
+@kernel
 def sparse_path(
     X, C0, pairs, is_must_link, indptr, partner, link, sparsities, paper,
     max_iter, inner_max_iter, tol, policy,
@@ -263,24 +304,33 @@ def sparse_path(
     return sparse_path_from(
         X, first_labels, first_centers, first_iter, first_status, first_empty, pairs,
         is_must_link, indptr, partner, link, sparsities, paper, max_iter, inner_max_iter, tol,
-        policy,
-    )
+        policy, no_twin(),
+    )[:9]
 
 
 @kernel
 def sparse_path_from(
     X, first_labels, first_centers, first_iter, first_status, first_empty, pairs,
     is_must_link, indptr, partner, link, sparsities, paper, max_iter, inner_max_iter, tol,
-    policy,
+    policy, twin,
 ):
     """§4.2 step 3 for every s in ``sparsities``, from the first clustering of step 2 (its
     labels, final centres, pass count, status and empty-cluster events, :func:`pckm_fit`).
 
     Returns per-s arrays ``(labels, weights, centers, weighted_centers, n_iter, status,
-    objective, inner_n_iter, n_empty)``; ``inner_n_iter[s, r - 1]`` is the pass count of the
-    PCKM run of weight iteration r (0 where no run happened). A failed s has NaN weights and
-    objective; ``n_iter`` is the iteration r in which it failed (0 if the first clustering,
-    which is shared by all s, failed).
+    objective, inner_n_iter, n_empty, clean, bound)``; ``inner_n_iter[s, r - 1]`` is the pass
+    count of the PCKM run of weight iteration r (0 where no run happened). A failed s has NaN
+    weights and objective; ``n_iter`` is the iteration r in which it failed (0 if the first
+    clustering, which is shared by all s, failed). ``clean[s]``: every labeling whose scores
+    the run of s used violates no constraint; ``bound[s]``: the s' from which that run is
+    every later run (below), +inf if none.
+
+    ``twin``: the eleven arrays of the path of the other score variant from the same first
+    clustering with the same options (its ``inner_n_iter[:, 0]`` and ``n_empty`` those of
+    this first clustering), or :func:`no_twin`. The two variants differ only in the scores,
+    and only by the ML_j and CL_j of violated constraints (§4.3): a clean run of the twin is
+    the run of this variant too (the same labels give the same scores, weights and next
+    labels, iteration by iteration), and is copied.
 
     The first clustering enters the outputs through its labels, centres and status, except
     for ``inner_n_iter[:, 0]`` (its pass count, in every row) and ``n_empty`` (its events,
@@ -298,6 +348,10 @@ def sparse_path_from(
     out_objective = np.full(n_s, np.nan)
     out_inner = np.zeros((n_s, max_iter), dtype=np.int64)
     out_empty = np.zeros(n_s, dtype=np.int64)
+    out_clean = np.zeros(n_s, dtype=np.bool_)
+    out_bound = np.full(n_s, np.inf)
+    out = (out_labels, out_weights, out_centers, out_weighted, out_n_iter, out_status,
+           out_objective, out_inner, out_empty, out_clean, out_bound)
 
     if first_status == EMPTY_CLUSTER:
         final_centers, _ = cluster_means(X, first_labels, k)
@@ -309,8 +363,7 @@ def sparse_path_from(
             out_status[si] = EMPTY_CLUSTER
             out_inner[si, 0] = first_iter
             out_empty[si] = first_empty
-        return (out_labels, out_weights, out_centers, out_weighted, out_n_iter, out_status,
-                out_objective, out_inner, out_empty)
+        return out
     costs = np.empty((link.shape[0], 2))
     XT = np.ascontiguousarray(X.T)
     tss = total_sum_of_squares(X)
@@ -324,10 +377,12 @@ def sparse_path_from(
     memo_labels = np.empty((SCORE_MEMO, n), dtype=np.int64)
     memo_hash = np.empty(SCORE_MEMO, dtype=np.uint64)
     memo_scores = np.empty((SCORE_MEMO, p))
+    memo_clean = np.empty(SCORE_MEMO, dtype=np.bool_)
     first_hash = labels_hash(first_labels)
     memo_labels[0] = first_labels
     memo_hash[0] = first_hash
     scores_into(memo_scores[0], X, first_labels, k, tss, pairs, is_must_link, box, paper)
+    memo_clean[0] = satisfies_all(first_labels, pairs, is_must_link)
     n_memo = 1  # rows filled
     next_slot = 1
 
@@ -366,15 +421,13 @@ def sparse_path_from(
     for si in range(n_s):
         s = sparsities[si]
         if free >= 0 and free_bound <= s:
-            out_labels[si] = out_labels[free]
-            out_weights[si] = out_weights[free]
-            out_centers[si] = out_centers[free]
-            out_weighted[si] = out_weighted[free]
-            out_n_iter[si] = out_n_iter[free]
-            out_status[si] = out_status[free]
-            out_objective[si] = out_objective[free]
-            out_inner[si] = out_inner[free]
-            out_empty[si] = out_empty[free]
+            copy_run(out, si, out, free)
+            continue
+        if twin[9].shape[0] == n_s and twin[9][si]:
+            copy_run(out, si, twin, si)
+            if out_bound[si] < free_bound:
+                free = si
+                free_bound = out_bound[si]
             continue
         bound = -np.inf
         shareable = True
@@ -382,6 +435,7 @@ def sparse_path_from(
         centers[:] = first_centers
         w[:] = 1.0 / np.sqrt(p)
         gamma[:] = memo_scores[0]
+        clean = memo_clean[0]
         h = first_hash  # of the labels of iteration r
         n_empty = first_empty
         out_inner[si, 0] = first_iter
@@ -436,9 +490,11 @@ def sparse_path_from(
                     memo_hash[j] = h
                     scores_into(memo_scores[j], X, labels, k, tss, pairs, is_must_link, box,
                                 paper)
+                    memo_clean[j] = satisfies_all(labels, pairs, is_must_link)
                     n_memo = max(n_memo, j + 1)
                     next_slot = 1 + j % (SCORE_MEMO - 1)
                 gamma[:] = memo_scores[j]
+                clean = clean and memo_clean[j]
             # Steps 3b-3f.
             positive = False
             for m in range(p):
@@ -509,11 +565,13 @@ def sparse_path_from(
         else:
             out_weights[si] = w
             out_objective[si] = objective
-        if shareable and bound < free_bound:
+        out_clean[si] = clean
+        if shareable:
+            out_bound[si] = bound
+        if out_bound[si] < free_bound:
             free = si
-            free_bound = bound
-    return (out_labels, out_weights, out_centers, out_weighted, out_n_iter, out_status,
-            out_objective, out_inner, out_empty)
+            free_bound = out_bound[si]
+    return out
 
 
 class PathArrays(NamedTuple):
@@ -541,9 +599,11 @@ class FitCache:
     empty-cluster events only in ``inner_n_iter[:, 0]`` and ``n_empty_events``
     (:func:`sparse_path_from`). Different initial centres often converge to the same first
     clustering; a later path then reuses step 3 of an earlier one, bit for bit, with those
-    two fields made its own. The cache serves only fits whose engine constraints are
-    ``constraints`` itself (for a cell's fits, not the empty list of LKM and SKM) and must
-    not outlive the data set it was filled on; the arrays it returns must not be written.
+    two fields made its own. A path of one score variant copies the runs of the other
+    variant's path from the same first clustering that met no violated constraint. The
+    cache serves only fits whose engine constraints are ``constraints`` itself (for a
+    cell's fits, not the empty list of LKM and SKM) and must not outlive the data set it
+    was filled on; the arrays it returns must not be written.
     ``max_entries``: the clusterings and the paths it keeps, each, the least recently used
     dropped first (None: all of them).
     """
@@ -552,7 +612,8 @@ class FitCache:
         self.constraints = constraints
         self.max_entries = max_entries
         self._firsts = {}  # (C0, max_iter, policy) -> what pckm_fit returns
-        self._paths = {}  # (first clustering, path options) -> (PathArrays, its n_empty)
+        self._paths = {}  # (first clustering, path options) -> (PathArrays, (clean, bound),
+        # its n_empty)
 
     def _get(self, entries, key):
         """``entries[key]``, now the most recently used, or None."""
@@ -580,23 +641,40 @@ class FitCache:
 
     def path(self, X, C0, options):
         """:class:`PathArrays` from initial centres ``C0`` for the path ``options``
-        (sparsities, paper, max_iter, inner_max_iter, tol, policy), reusing what it can."""
+        (sparsities, paper, max_iter, inner_max_iter, tol, policy), reusing what it can: the
+        path of the same first clustering, or the clean runs of the other score variant's
+        (the ``twin`` of :func:`sparse_path_from`)."""
         labels, centers, n_passes, status, _, n_empty = self.clustering(
             X, C0, options[3], options[5])
         key = (labels.tobytes(), centers.tobytes(), status, options[0].tobytes(), *options[1:])
         found = self._get(self._paths, key)
         if found is None:
-            arrays = PathArrays(*sparse_path_from(
+            twin = self._get(self._paths, (*key[:4], not options[1], *key[5:]))
+            computed = sparse_path_from(
                 X, labels, centers, n_passes, status, n_empty,
                 *self.constraints.kernel_arrays, *options,
-            ))
-            self._put(self._paths, key, (arrays, n_empty))
+                _no_twin() if twin is None else self._own(*twin, n_passes, n_empty),
+            )
+            arrays = PathArrays(*computed[:9])
+            self._put(self._paths, key, (arrays, computed[9:], n_empty))
             return arrays
-        arrays, cached_empty = found
+        return PathArrays(*self._own(*found, n_passes, n_empty)[:9])
+
+    @staticmethod
+    def _own(arrays, runs, cached_empty, n_passes, n_empty):
+        """A cached path's arrays and ``runs`` (clean, bound) with the pass count and
+        empty-cluster events of a first clustering of ``n_passes`` and ``n_empty`` (the only
+        fields in which its paths differ, :func:`sparse_path_from`): copies."""
         own = PathArrays(*(field.copy() for field in arrays))
         own.inner_n_iter[:, 0] = n_passes
         own.n_empty_events[:] += n_empty - cached_empty
-        return own
+        return (*own, *runs)
+
+
+@functools.cache
+def _no_twin():
+    """:func:`no_twin`, made once (the kernel never writes it)."""
+    return no_twin()
 
 
 def path_options(sparsities, *, weight_update="code", max_iter=25, inner_max_iter=25,

@@ -15,6 +15,7 @@ from pcskm.algorithms._sparse import (
     SCORE_MEMO,
     FitCache,
     feature_scores,
+    satisfies_all,
     solve_delta,
     sparse_engine,
     sparse_weights,
@@ -276,6 +277,70 @@ def test_path_cache_changes_nothing(empty_cluster):
         n_patched += sum(len(counts) > 1 for counts in passes.values())
     # paths were reused, and some by a start whose first clustering took other passes
     assert n_computed < 0.8 * n_paths and n_patched > 0
+
+
+def test_satisfies_all_is_no_constraint_violated():
+    """``satisfies_all`` against the definition: every must-link pair in one cluster and every
+    cannot-link pair in two."""
+    rng = np.random.default_rng(29)
+    n_true = n_false = 0
+    for _ in range(300):
+        n = int(rng.integers(2, 12))
+        pairs = rng.choice(n, size=(int(rng.integers(0, 6)), 2))
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        is_must_link = rng.random(len(pairs)) < 0.5
+        labels = rng.integers(0, int(rng.integers(1, 4)), size=n)
+        want = all((labels[a] == labels[b]) == must for (a, b), must
+                   in zip(pairs, is_must_link, strict=True))
+        assert satisfies_all(labels, np.ascontiguousarray(pairs, dtype=np.int64),
+                             is_must_link) == want
+        n_true += want
+        n_false += not want
+    assert n_true > 30 and n_false > 30
+
+
+def class_constraints(rng, classes, n_pairs):
+    """``n_pairs`` random pairs of distinct points, must-link within a class and cannot-link
+    across: constraints that a clustering close to the classes mostly satisfies."""
+    pairs = rng.choice(len(classes), size=(n_pairs, 2))
+    pairs = np.unique(np.sort(pairs[pairs[:, 0] != pairs[:, 1]], axis=1), axis=0)
+    same = classes[pairs[:, 0]] == classes[pairs[:, 1]]
+    return pairs[same], pairs[~same]
+
+
+@pytest.mark.parametrize("first_update", ["code", "paper"])
+def test_clean_runs_of_the_other_score_variant_are_copied_bit_for_bit(first_update):
+    """A path of one score variant after the other's through one FitCache (which then copies
+    the other's runs that met no violated constraint, §4.3) has the bits of the path computed
+    alone, on blobs with constraints from their classes, where runs of both kinds happen:
+    copied ones, and ones where the two variants differ."""
+    rng = np.random.default_rng([31, first_update == "paper"])
+    second_update = "paper" if first_update == "code" else "code"
+    n_copied = n_differ = 0
+    for trial in range(40):
+        k = int(rng.integers(2, 4))
+        p = int(rng.integers(2, 7))
+        classes = rng.integers(0, k, size=int(rng.integers(12, 40)))
+        X = rng.normal(size=(len(classes), p))
+        X[:, :2] += rng.uniform(1.0, 4.0) * classes[:, None]  # two informative features
+        ml, cl = class_constraints(rng, classes, int(rng.integers(2, 30)))
+        constraints = Constraints.from_pairs(ml, cl, n_samples=len(X))
+        grid = np.sort([random_sparsity(rng, p) for _ in range(5)])
+        C0 = X[rng.choice(len(X), size=k, replace=False)]
+        cache = FitCache(constraints)
+        first = sparse_engine(X, C0, constraints, grid, cache=cache,
+                              weight_update=first_update)
+        got = sparse_engine(X, C0, constraints, grid, cache=cache, weight_update=second_update)
+        want = sparse_engine(X, C0, constraints, grid, weight_update=second_update)
+        for name in want._fields:
+            a, b = getattr(got, name), getattr(want, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), f"trial {trial}: {name}"
+        clean = next(iter(cache._paths.values()))[1][0]  # the first variant's clean runs
+        n_copied += int(clean.sum())
+        n_differ += sum(not np.array_equal(first.labels[i], want.labels[i])
+                        or not np.array_equal(first.weights[i], want.weights[i], equal_nan=True)
+                        for i in range(len(grid)))
+    assert n_copied > 40 and n_differ > 10
 
 
 def test_a_bounded_path_cache_keeps_its_latest_entries_and_changes_nothing():
