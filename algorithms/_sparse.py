@@ -649,7 +649,7 @@ class FitCache:
         key = (labels.tobytes(), centers.tobytes(), status, options[0].tobytes(), *options[1:])
         found = self._get(self._paths, key)
         if found is None:
-            twin = self._get(self._paths, (*key[:4], not options[1], *key[5:]))
+            twin = self._twin(key)
             computed = sparse_path_from(
                 X, labels, centers, n_passes, status, n_empty,
                 *self.constraints.kernel_arrays, *options,
@@ -659,6 +659,11 @@ class FitCache:
             self._put(self._paths, key, (arrays, computed[9:], n_empty))
             return arrays
         return PathArrays(*self._own(*found, n_passes, n_empty)[:9])
+
+    def _twin(self, key):
+        """The cached path of the other score variant for the path ``key`` (the key with
+        ``paper`` flipped), or None."""
+        return self._get(self._paths, (*key[:4], not key[4], *key[5:]))
 
     @staticmethod
     def _own(arrays, runs, cached_empty, n_passes, n_empty):
