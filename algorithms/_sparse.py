@@ -612,8 +612,8 @@ class FitCache:
         self.constraints = constraints
         self.max_entries = max_entries
         self._firsts = {}  # (C0, max_iter, policy) -> what pckm_fit returns
-        self._paths = {}  # (first clustering, path options) -> (PathArrays, (clean, bound),
-        # its n_empty)
+        # (first clustering, path options) -> (PathArrays, (clean, bound), its n_empty)
+        self._paths = {}
 
     def _get(self, entries, key):
         """``entries[key]``, now the most recently used, or None."""

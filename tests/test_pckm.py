@@ -4,8 +4,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from reference.pckm import class_pairs, random_problem
 from reference.pckm import pckm as reference_pckm
-from reference.pckm import random_problem
 
 from pcskm.algorithms._kernels import (
     assign_sequential,
@@ -124,18 +124,6 @@ def test_matches_plain_reference(empty_cluster, constrained):
         assert seen["empty events"] > 0
 
 
-def random_constraints(rng, n, max_pairs):
-    """Up to ``max_pairs`` random pairs of n points, must-links within and cannot-links
-    across random classes (so that none contradicts another)."""
-    first, second = np.triu_indices(n, 1)
-    chosen = rng.choice(len(first), size=int(rng.integers(0, min(max_pairs, len(first)))),
-                        replace=False)
-    truth = rng.integers(0, 3, size=n)
-    pairs = np.stack([first[chosen], second[chosen]], axis=1)
-    same = truth[pairs[:, 0]] == truth[pairs[:, 1]]
-    return Constraints.from_pairs(pairs[same], pairs[~same], n_samples=n)
-
-
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7])
 def test_sequential_assignment_matches_the_rule_written_out(k):
     """One E-step pass (§2.2b) against the rule applied point by point in index order: the
@@ -146,7 +134,7 @@ def test_sequential_assignment_matches_the_rule_written_out(k):
     rng = np.random.default_rng([31, k])
     for trial in range(40):
         n = int(rng.integers(3, 30))
-        constraints = random_constraints(rng, n, 50)
+        constraints = Constraints.from_pairs(*class_pairs(rng, n, 50), n_samples=n)
         # small integers: exact ties between clusters
         dist = rng.integers(0, 4, size=(k, n)).astype(float)
         pair_dist = rng.integers(0, 3, size=len(constraints)).astype(float)
@@ -221,7 +209,7 @@ def test_kept_assignment_matches_the_rule_over_passes(k):
     rng = np.random.default_rng([37, k])
     for trial in range(40):
         n = int(rng.integers(3, 30))
-        constraints = random_constraints(rng, n, 60)
+        constraints = Constraints.from_pairs(*class_pairs(rng, n, 60), n_samples=n)
         integers = trial % 2 == 0
         pair_dist = (rng.integers(0, 3, size=len(constraints)).astype(float) if integers
                      else rng.random(len(constraints)) * 10.0 ** rng.integers(-3, 3))

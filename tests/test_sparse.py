@@ -5,8 +5,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from reference.pckm import class_pairs, random_problem
 from reference.pckm import pckm as reference_pckm
-from reference.pckm import random_problem
 from reference.sparse import sparse_kmeans as reference_sparse
 
 from pcskm.algorithms._pckm import pckm_engine, pckm_fit
@@ -299,15 +299,6 @@ def test_satisfies_all_is_no_constraint_violated():
     assert n_true > 30 and n_false > 30
 
 
-def class_constraints(rng, classes, n_pairs):
-    """``n_pairs`` random pairs of distinct points, must-link within a class and cannot-link
-    across: constraints that a clustering close to the classes mostly satisfies."""
-    pairs = rng.choice(len(classes), size=(n_pairs, 2))
-    pairs = np.unique(np.sort(pairs[pairs[:, 0] != pairs[:, 1]], axis=1), axis=0)
-    same = classes[pairs[:, 0]] == classes[pairs[:, 1]]
-    return pairs[same], pairs[~same]
-
-
 @pytest.mark.parametrize("first_update", ["code", "paper"])
 def test_clean_runs_of_the_other_score_variant_are_copied_bit_for_bit(first_update):
     """A path of one score variant after the other's through one FitCache (which then copies
@@ -323,7 +314,8 @@ def test_clean_runs_of_the_other_score_variant_are_copied_bit_for_bit(first_upda
         classes = rng.integers(0, k, size=int(rng.integers(12, 40)))
         X = rng.normal(size=(len(classes), p))
         X[:, :2] += rng.uniform(1.0, 4.0) * classes[:, None]  # two informative features
-        ml, cl = class_constraints(rng, classes, int(rng.integers(2, 30)))
+        # constraints from the classes, which a clustering close to them mostly satisfies
+        ml, cl = class_pairs(rng, len(X), 30, classes)
         constraints = Constraints.from_pairs(ml, cl, n_samples=len(X))
         grid = np.sort([random_sparsity(rng, p) for _ in range(5)])
         C0 = X[rng.choice(len(X), size=k, replace=False)]

@@ -132,6 +132,19 @@ def pckm(X, C0, must_link=None, cannot_link=None, *, max_iter=25, empty_cluster=
                 objective=objective, n_empty=n_empty)
 
 
+def class_pairs(rng, n, max_pairs, classes=None):
+    """Up to ``max_pairs`` random pairs of n points as ``(must_link, cannot_link)``:
+    must-links within and cannot-links across ``classes`` (random, of 3, if None), so that
+    none contradicts another."""
+    first, second = np.triu_indices(n, 1)
+    chosen = rng.choice(len(first), size=int(rng.integers(0, min(max_pairs, len(first)))),
+                        replace=False)
+    truth = rng.integers(0, 3, size=n) if classes is None else classes
+    pairs = np.stack([first[chosen], second[chosen]], axis=1)
+    same = truth[pairs[:, 0]] == truth[pairs[:, 1]]
+    return pairs[same], pairs[~same]
+
+
 def random_problem(rng, *, constrained=True, min_features=1):
     """A small random PCKM problem (X, C0, must_link, cannot_link, max_iter) for tests.
 
