@@ -110,11 +110,13 @@ def center_distances_into(out, YT, centers, metric):
 
 
 @kernel
-def constraint_costs_into(costs, pair_dist, is_must_link, link, dmax):
-    """Per entry e of the partner lists (constraint c = ``link[e]``), what it adds to the
-    penalty of a cluster h when the partner has label l (§2.2b): ``costs[e, 0]`` if h != l
-    (``pair_dist[c]`` for a must-link, else 0.0) and ``costs[e, 1]`` if h == l
-    (``dmax - pair_dist[c]`` for a cannot-link, else 0.0).
+def constraint_costs_into(costs, pair_dist, is_must_link, entries, dmax):
+    """Per entry e of the partner lists, what it adds to the penalty of a cluster h when the
+    partner has label l (§2.2b): ``costs[e, 0]`` if h != l (``pair_dist[c]`` for a
+    must-link c, else 0.0) and ``costs[e, 1]`` if h == l (``dmax - pair_dist[c]`` for a
+    cannot-link, else 0.0), written for each constraint c in turn to its two entries
+    ``entries[c]`` (:class:`~pcskm.algorithms.constraints.Constraints`): the constraints are
+    read in order, not gathered through the lists.
 
     Stored in partner-list order, so the E-step reads them sequentially, and as a pair, so it
     picks one by index (``costs[e, h == l]``) instead of by a branch that the labels make
@@ -122,16 +124,19 @@ def constraint_costs_into(costs, pair_dist, is_must_link, link, dmax):
     a term (0.0 without constraints; NaN if a term is NaN), for
     :func:`assign_sequential_kept`."""
     largest = 0.0
-    for e in range(link.shape[0]):
-        c = link[e]
+    for c in range(entries.shape[0]):
         if is_must_link[c]:
-            term = pair_dist[c]
-            costs[e, 0] = term
-            costs[e, 1] = 0.0
+            if_apart = pair_dist[c]
+            if_together = 0.0
+            term = if_apart
         else:
-            term = dmax - pair_dist[c]
-            costs[e, 0] = 0.0
-            costs[e, 1] = term
+            if_apart = 0.0
+            if_together = dmax - pair_dist[c]
+            term = if_together
+        for side in range(2):
+            e = entries[c, side]
+            costs[e, 0] = if_apart
+            costs[e, 1] = if_together
         term = abs(term)
         if term > largest or term != term:
             largest = term

@@ -130,7 +130,7 @@ def full_objective(X, labels, centers, metric, pairs, is_must_link, pair_dist, d
 
 
 @kernel
-def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, max_iter,
+def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, entries, max_iter,
                 policy, regularisation):
     """The iteration loop of §3.3-§3.6 from the initial ``centers``; ``centers`` and
     ``labels`` are updated in place. Returns ``(centers, metric, n_iter, status, objective,
@@ -149,7 +149,7 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
     offset = -regularisation * log_sum(metric)
     XT = np.ascontiguousarray(X.T)
     dist = np.empty((k, X.shape[0]))
-    costs = np.empty((link.shape[0], 2))
+    costs = np.empty((2 * entries.shape[0], 2))
     n_empty_events = 0
     status = MAX_ITER
     objective = np.nan
@@ -158,7 +158,7 @@ def _mpckm_loop(X, centers, labels, pairs, is_must_link, indptr, partner, link, 
         n_iter = t
         # 1. sequential E-step under a; J_E = sum of the winning penalties
         center_distances_into(dist, XT, centers, metric)
-        constraint_costs_into(costs, pair_dist, is_must_link, link, dmax)
+        constraint_costs_into(costs, pair_dist, is_must_link, entries, dmax)
         moved, objective_e = assign_sequential(dist, offset, indptr, partner, costs, labels)
         # 2. empty-cluster policy (§1.3)
         counts = cluster_counts(labels, k)

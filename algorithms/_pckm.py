@@ -116,26 +116,26 @@ def pckm_loop(Y, YT, centers, labels, costs, largest, indptr, partner, max_iter,
 
 
 @kernel
-def constraint_costs(Y, pairs, is_must_link, link):
+def constraint_costs(Y, pairs, is_must_link, entries):
     """The ``costs`` of :func:`pckm_loop` on ``Y`` (§2.2b), from the squared constraint
     distances and the box of §1.1, both on ``Y``, and their largest absolute term:
     ``(costs, largest)``."""
     pair_dist = np.empty(pairs.shape[0])
     pair_sq_distances_into(pair_dist, Y, pairs, None)
-    costs = np.empty((link.shape[0], 2))
-    largest = constraint_costs_into(costs, pair_dist, is_must_link, link,
+    costs = np.empty((2 * entries.shape[0], 2))
+    largest = constraint_costs_into(costs, pair_dist, is_must_link, entries,
                                     box_diameters(Y).sum())
     return costs, largest
 
 
 @kernel
-def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, link, max_iter, policy):
+def pckm_fit(X, C0, pairs, is_must_link, indptr, partner, entries, max_iter, policy):
     """§2.2 in full on ``X``: returns ``(labels, centers, n_iter, status, objective, n_empty)``.
     """
     n = X.shape[0]
     centers = C0.copy()
     labels = np.full(n, -1, dtype=np.int64)
-    costs, largest = constraint_costs(X, pairs, is_must_link, link)
+    costs, largest = constraint_costs(X, pairs, is_must_link, entries)
     n_iter, status, objective, n_empty = pckm_loop(
         X, np.ascontiguousarray(X.T), centers, labels, costs, largest, indptr, partner,
         max_iter, policy, True,

@@ -293,17 +293,17 @@ def no_twin():
 
 @kernel
 def sparse_path(
-    X, C0, pairs, is_must_link, indptr, partner, link, sparsities, paper,
+    X, C0, pairs, is_must_link, indptr, partner, entries, sparsities, paper,
     max_iter, inner_max_iter, tol, policy,
 ):
     """§4.2 for every s in ``sparsities``: step 2 (the first PCKM clustering on the unweighted
     X, from ``C0``) once, then :func:`sparse_path_from`."""
     first_labels, first_centers, first_iter, first_status, _, first_empty = pckm_fit(
-        X, C0, pairs, is_must_link, indptr, partner, link, inner_max_iter, policy,
+        X, C0, pairs, is_must_link, indptr, partner, entries, inner_max_iter, policy,
     )
     return sparse_path_from(
         X, first_labels, first_centers, first_iter, first_status, first_empty, pairs,
-        is_must_link, indptr, partner, link, sparsities, paper, max_iter, inner_max_iter, tol,
+        is_must_link, indptr, partner, entries, sparsities, paper, max_iter, inner_max_iter, tol,
         policy, no_twin(),
     )[:9]
 
@@ -311,7 +311,7 @@ def sparse_path(
 @kernel
 def sparse_path_from(
     X, first_labels, first_centers, first_iter, first_status, first_empty, pairs,
-    is_must_link, indptr, partner, link, sparsities, paper, max_iter, inner_max_iter, tol,
+    is_must_link, indptr, partner, entries, sparsities, paper, max_iter, inner_max_iter, tol,
     policy, twin,
 ):
     """§4.2 step 3 for every s in ``sparsities``, from the first clustering of step 2 (its
@@ -364,7 +364,7 @@ def sparse_path_from(
             out_inner[si, 0] = first_iter
             out_empty[si] = first_empty
         return out
-    costs = np.empty((link.shape[0], 2))
+    costs = np.empty((2 * entries.shape[0], 2))
     XT = np.ascontiguousarray(X.T)
     tss = total_sum_of_squares(X)
     box = box_diameters(X)
@@ -466,7 +466,7 @@ def sparse_path_from(
                 cluster_means_into(active_centers, counts, Z, labels)
                 labels[:] = -1
                 pair_sq_distances_into(pair_dist, Z, pairs, None)
-                largest = constraint_costs_into(costs, pair_dist, is_must_link, link,
+                largest = constraint_costs_into(costs, pair_dist, is_must_link, entries,
                                                 box_of_scaled(low, high, active, root_w, q))
                 inner_iter, inner_status, _, inner_empty = pckm_loop(
                     Z, ZT, active_centers, labels, costs, largest, indptr, partner,

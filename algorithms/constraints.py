@@ -74,8 +74,10 @@ def _ordered_pairs(pairs, n_samples):
 def _partner_lists(pairs, n_samples):
     """Per-point partner lists in CSR form, by a counting sort (O(n + m), list order kept).
 
-    Also finds a repeated pair: returns ``(indptr, partner, link, duplicate)`` where
-    ``duplicate`` holds the list positions of the first repeated pair found, or (-1, -1).
+    Also finds a repeated pair: returns ``(indptr, partner, link, entries, duplicate)`` where
+    ``entries[c]`` holds the positions of constraint c in the lists of its two points (``link``
+    is its inverse) and ``duplicate`` the list positions of the first repeated pair found, or
+    (-1, -1).
     Indices are unsigned (checked >= 0 before), so Numba skips the negative-index wraparound.
     """
     m = pairs.shape[0]
@@ -88,15 +90,18 @@ def _partner_lists(pairs, n_samples):
     fill = indptr[:-1].copy()
     partner = np.empty(2 * m, dtype=np.int64)
     link = np.empty(2 * m, dtype=np.int64)
+    entries = np.empty((m, 2), dtype=np.int64)
     for c in range(m):
         a, b = np.uint64(pairs[c, 0]), np.uint64(pairs[c, 1])
         at = np.uint64(fill[a])
         partner[at] = b
         link[at] = c
+        entries[c, 0] = at
         fill[a] += 1
         at = np.uint64(fill[b])
         partner[at] = a
         link[at] = c
+        entries[c, 1] = at
         fill[b] += 1
     duplicate = np.full(2, -1, dtype=np.int64)
     seen_from = np.full(n_samples, -1, dtype=np.int64)  # the point whose list last saw j
@@ -107,10 +112,10 @@ def _partner_lists(pairs, n_samples):
             if seen_from[j] == i:
                 duplicate[0] = seen_link[j]
                 duplicate[1] = link[e]
-                return indptr, partner, link, duplicate
+                return indptr, partner, link, entries, duplicate
             seen_from[j] = i
             seen_link[j] = link[e]
-    return indptr, partner, link, duplicate
+    return indptr, partner, link, entries, duplicate
 
 
 @kernel
@@ -159,8 +164,8 @@ def _neighbourhoods(n_samples, pairs, n_must_link):
 @kernel
 def _checked_lists(must_link, cannot_link, n_samples):
     """The arrays of :class:`Constraints` from its two lists in one compiled call: returns
-    ``(pairs, is_must_link, indptr, partner, link, neighbourhood, n_neighbourhoods, bad,
-    duplicate, joined)``, where ``bad`` holds the :func:`_ordered_pairs` findings of each list
+    ``(pairs, is_must_link, indptr, partner, link, entries, neighbourhood, n_neighbourhoods,
+    bad, duplicate, joined)``, where ``bad`` holds the :func:`_ordered_pairs` findings of each list
     (row 0 must-link, row 1 cannot-link), ``duplicate`` those of :func:`_partner_lists` and
     ``joined`` the contradicting cannot-link row of :func:`_neighbourhoods`. The later steps
     run only on rows that passed the earlier ones (an index out of range stops at ``bad``,
@@ -173,15 +178,16 @@ def _checked_lists(must_link, cannot_link, n_samples):
     pairs = np.concatenate((must, cannot))
     is_must_link = np.arange(pairs.shape[0]) < must.shape[0]
     none = np.empty(0, dtype=np.int64)
+    no_entries = np.empty((0, 2), dtype=np.int64)
     duplicate = np.full(2, -1, dtype=np.int64)
     if bad.max() >= 0:
-        return pairs, is_must_link, none, none, none, none, 0, bad, duplicate, -1
-    indptr, partner, link, duplicate = _partner_lists(pairs, n_samples)
+        return pairs, is_must_link, none, none, none, no_entries, none, 0, bad, duplicate, -1
+    indptr, partner, link, entries, duplicate = _partner_lists(pairs, n_samples)
     if duplicate[0] >= 0:
-        return pairs, is_must_link, indptr, partner, link, none, 0, bad, duplicate, -1
+        return pairs, is_must_link, indptr, partner, link, entries, none, 0, bad, duplicate, -1
     neighbourhood, count, joined = _neighbourhoods(n_samples, pairs, must.shape[0])
-    return (pairs, is_must_link, indptr, partner, link, neighbourhood, count, bad, duplicate,
-            joined)
+    return (pairs, is_must_link, indptr, partner, link, entries, neighbourhood, count, bad,
+            duplicate, joined)
 
 
 def _must_link_chain(indptr, partner, link, is_must_link, start, end):
@@ -240,6 +246,8 @@ class Constraints:
     indptr, partner, link : the per-point partner lists in CSR form: the partners of
         point i are ``partner[indptr[i]:indptr[i + 1]]`` in list order, and ``link`` holds the
         index (into ``pairs``) of the constraint behind each entry.
+    entries : (m, 2) int64, the inverse of ``link``: the positions of constraint c in the
+        lists of its points a and b (what the engines write a constraint's costs to).
     neighbourhood : (n_samples,) int64, the must-link neighbourhood of each point (the
         components of the must-link graph with >= 2 points, numbered by their smallest point;
         -1 outside any); ``n_neighbourhoods`` of them (docs/method/initialisations.md §4).
@@ -251,6 +259,7 @@ class Constraints:
     indptr: np.ndarray
     partner: np.ndarray
     link: np.ndarray
+    entries: np.ndarray
     neighbourhood: np.ndarray
     n_neighbourhoods: int
 
@@ -264,8 +273,8 @@ class Constraints:
         """
         must_link = _as_pairs(must_link, "must_link")
         cannot_link = _as_pairs(cannot_link, "cannot_link")
-        (pairs, is_ml, indptr, partner, link, neighbourhood, n_neighbourhoods, bad, duplicate,
-         joined) = _checked_lists(must_link, cannot_link, n_samples)
+        (pairs, is_ml, indptr, partner, link, entries, neighbourhood, n_neighbourhoods, bad,
+         duplicate, joined) = _checked_lists(must_link, cannot_link, n_samples)
         _raise_bad_row("must_link", must_link, bad[0], n_samples)
         _raise_bad_row("cannot_link", cannot_link, bad[1], n_samples)
         if duplicate[0] >= 0:
@@ -282,7 +291,7 @@ class Constraints:
                 f"the pair ({a}, {b}) is cannot-link but the must-link chain "
                 f"{' - '.join(map(str, chain))} puts both in one cluster"
             )
-        return cls(int(n_samples), pairs, is_ml, indptr, partner, link, neighbourhood,
+        return cls(int(n_samples), pairs, is_ml, indptr, partner, link, entries, neighbourhood,
                    int(n_neighbourhoods))
 
     @classmethod
@@ -291,8 +300,9 @@ class Constraints:
 
     @property
     def kernel_arrays(self):
-        """``(pairs, is_must_link, indptr, partner, link)``: what the engines' kernels take."""
-        return self.pairs, self.is_must_link, self.indptr, self.partner, self.link
+        """``(pairs, is_must_link, indptr, partner, entries)``: what the engines' kernels
+        take."""
+        return self.pairs, self.is_must_link, self.indptr, self.partner, self.entries
 
     @property
     def must_link(self):

@@ -212,11 +212,11 @@ def unit_costs(lib, cell):
     X, k = cell.X, cell.k
     n, q = X.shape
     constraints = cell.constraints
-    pairs, is_must_link, indptr, partner, link = constraints.kernel_arrays
+    pairs, is_must_link, indptr, partner, entries = constraints.kernel_arrays
     labels0 = _final_labels(cell)
     Y, YT = X, np.ascontiguousarray(X.T)
     centers, _ = cluster_means(Y, labels0, k)
-    costs, _ = constraint_costs(Y, pairs, is_must_link, link)
+    costs, _ = constraint_costs(Y, pairs, is_must_link, entries)
     dist, sums = np.empty((k, n)), np.empty((k, q))
     counts, pair_dist = np.empty(k, dtype=np.int64), np.empty(len(pairs))
     labels = labels0.copy()

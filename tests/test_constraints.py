@@ -45,6 +45,12 @@ def test_partner_lists_match_plain_construction(seed):
             zip(constraints.partner[span].tolist(), constraints.link[span].tolist(), strict=True)
         )
         assert got == lists[i]
+    for c, (a, b) in enumerate(constraints.pairs.tolist()):  # entries: the inverse of link
+        at_a, at_b = constraints.entries[c].tolist()
+        assert constraints.indptr[a] <= at_a < constraints.indptr[a + 1]
+        assert constraints.indptr[b] <= at_b < constraints.indptr[b + 1]
+        assert constraints.partner[at_a] == b and constraints.partner[at_b] == a
+        assert constraints.link[at_a] == constraints.link[at_b] == c
 
 
 def test_violated_and_satisfied_fraction_by_hand():

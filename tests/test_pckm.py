@@ -161,8 +161,8 @@ def test_sequential_assignment_matches_the_rule_written_out(k):
             want[i] = best
             want_objective += penalties[best]
 
-        costs = np.empty((len(constraints.link), 2))
-        constraint_costs_into(costs, pair_dist, constraints.is_must_link, constraints.link,
+        costs = np.empty((2 * len(constraints), 2))
+        constraint_costs_into(costs, pair_dist, constraints.is_must_link, constraints.entries,
                               dmax)
         got = labels.copy()
         moved, objective = assign_sequential(dist, offset, constraints.indptr,
@@ -183,9 +183,9 @@ def test_kept_assignment_walks_the_partners_of_a_choice_that_rounding_decides():
     n = 5
     constraints = Constraints.from_pairs([[0, 1], [0, 2], [0, 3], [0, 4]], None, n_samples=n)
     pair_dist = np.full(len(constraints), 1e-16)
-    costs = np.empty((len(constraints.link), 2))
+    costs = np.empty((2 * len(constraints), 2))
     largest = constraint_costs_into(costs, pair_dist, constraints.is_must_link,
-                                    constraints.link, 1.0)
+                                    constraints.entries, 1.0)
     dist = np.array([[1.0, 9.0, 9.0, 9.0, 9.0], [1.0 + 2.0 ** -52, 0.0, 0.0, 0.0, 0.0]])
     assert 1.0 + 4e-16 > dist[1, 0]  # the kept sum alone would choose cluster 1
     labels = np.array([-1, 1, 1, 1, 1])
@@ -213,9 +213,9 @@ def test_kept_assignment_matches_the_rule_over_passes(k):
         integers = trial % 2 == 0
         pair_dist = (rng.integers(0, 3, size=len(constraints)).astype(float) if integers
                      else rng.random(len(constraints)) * 10.0 ** rng.integers(-3, 3))
-        costs = np.empty((len(constraints.link), 2))
+        costs = np.empty((2 * len(constraints), 2))
         largest = constraint_costs_into(costs, pair_dist, constraints.is_must_link,
-                                        constraints.link, pair_dist.max(initial=0.0) + 1.0)
+                                        constraints.entries, pair_dist.max(initial=0.0) + 1.0)
         assert largest == np.abs(costs).max(initial=0.0)
         exact = np.full(n, -1)
         kept = exact.copy()
@@ -275,7 +275,7 @@ def test_pckm_loop_is_the_loop_of_exact_passes(empty_cluster):
         X = np.ascontiguousarray(X, dtype=float)
         constraints = Constraints.from_pairs(must_link, cannot_link, n_samples=len(X))
         costs, largest = constraint_costs(X, *constraints.kernel_arrays[:2],
-                                          constraints.link)
+                                          constraints.entries)
         want_centers, want_labels = np.array(C0, dtype=float), np.full(len(X), -1)
         n_iter, status, objective, n_empty = exact_pckm_loop(
             X, want_centers, want_labels, costs, constraints.indptr, constraints.partner,
