@@ -1,9 +1,10 @@
-"""Helpers shared by bench_peers.py, bench_scaling.py and bench_memory.py."""
+"""Helpers shared by the benchmarks."""
 
 import importlib.util
 import numbers
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,17 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "out"  # the benchmarks' logs (not committed)
 
 DATA_DIR = resolve_data_dir()[0]
+
+
+def export(commit, folder):
+    """The tree of ``commit`` as the package ``folder/pcskm`` (put ``folder`` on PYTHONPATH to
+    import it); returns ``folder``."""
+    target = folder / "pcskm"
+    target.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return folder
 
 
 def machine():

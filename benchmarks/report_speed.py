@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import OUT, REPO, load, print_header
+from _common import OUT, REPO, export, load, print_header
 
 
 def compare(old, new):
@@ -56,16 +56,6 @@ def compare(old, new):
         elif a.read_bytes() != b.read_bytes():
             lines.append(f"{name}: the bytes differ")
     return lines
-
-
-def export(commit, folder):
-    """The tree of ``commit`` as the package ``folder/pcskm``; returns ``folder``."""
-    target = folder / "pcskm"
-    target.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return folder
 
 
 def timed(command, pythonpath, log):
