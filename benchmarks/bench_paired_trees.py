@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, export, machine, print_table
+from _common import REPO, export, machine, paper_tasks, print_table
+
+from pcskm.experiments import cells
 
 DATASETS = ("digits048-1", "digits389-contaminated-2")
 KINDS = ("random", "must-link", "cannot-link", "balanced")
@@ -67,10 +69,6 @@ def turn_number(counter):
 def worker(role, sync, datasets, runs, pairs):
     """One side: warm up, write the digest, then time the turns of ``role``; writes the
     seconds of each turn to ``sync/seconds<role>``."""
-    from _common import paper_tasks
-
-    from pcskm.experiments import cells
-
     tasks = [task for name in datasets for task in paper_tasks(name, KINDS, PERCENTS, runs)]
     (sync / f"digest{role}").write_text(digest([cells.evaluate(task) for task in tasks]))
     wait_for(lambda: all((sync / f"digest{side}").exists() for side in (0, 1)))
