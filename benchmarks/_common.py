@@ -30,6 +30,15 @@ def export(commit, folder):
     return folder
 
 
+def result_arrays(results):
+    """``(field, array)`` of every numeric array of the block results in ``results`` (what
+    ``experiments.cells.evaluate`` returns), in a fixed order: what the benches compare bit
+    for bit."""
+    return [(name, value) for result in results for per_setting in result.blocks
+            for block in per_setting for name, value in sorted(vars(block).items())
+            if isinstance(value, np.ndarray) and value.dtype != object]
+
+
 def machine():
     """One line naming the machine; every figure was measured on a shared machine."""
     cpu = platform.processor() or platform.machine()

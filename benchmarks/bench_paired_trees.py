@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, export, machine, paper_tasks, print_table
+from _common import REPO, export, machine, paper_tasks, print_table, result_arrays
 
 from pcskm.experiments import cells
 
@@ -44,13 +44,9 @@ ORDER = (0, 1, 1, 0)  # whose turn (0: old, 1: new), repeated
 def digest(results):
     """SHA-256 of every array of the block results ``results``, field by field."""
     hashed = hashlib.sha256()
-    for result in results:
-        for per_setting in result.blocks:
-            for block in per_setting:
-                for name, value in sorted(vars(block).items()):
-                    if isinstance(value, np.ndarray) and value.dtype != object:
-                        hashed.update(name.encode())
-                        hashed.update(np.ascontiguousarray(value).tobytes())
+    for name, array in result_arrays(results):
+        hashed.update(name.encode())
+        hashed.update(np.ascontiguousarray(array).tobytes())
     return hashed.hexdigest()
 
 

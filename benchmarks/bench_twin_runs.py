@@ -19,8 +19,7 @@ import argparse
 import statistics
 import time
 
-import numpy as np
-from _common import load, machine, paper_tasks, print_table
+from _common import load, machine, paper_tasks, print_table, result_arrays
 
 from pcskm.algorithms._sparse import FitCache
 from pcskm.experiments import cells
@@ -40,10 +39,7 @@ def evaluate(tasks):
     start = time.process_time()
     results = [cells.evaluate(task) for task in tasks]
     seconds = time.process_time() - start
-    arrays = [value for result in results for per_setting in result.blocks
-              for block in per_setting for value in vars(block).values()
-              if isinstance(value, np.ndarray) and value.dtype != object]
-    return seconds, arrays
+    return seconds, [array for _, array in result_arrays(results)]
 
 
 def main():
