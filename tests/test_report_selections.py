@@ -284,7 +284,7 @@ def test_tie_and_choice_counts_match_a_plain_loop(scored_cube):
             assert tuple(counted.loc[key, ["cells", "tied_cells", "tied_s", "scored_s"]]) == (
                 cells, tied, tied_s, scored_s), key
     chosen = selection.select(table)
-    choices = ties.choice_counts("iris", table, chosen).set_index(
+    choices = ties.choice_counts("iris", table, ties.chosen_cells(table, chosen)).set_index(
         ["algorithm", "selection", "s"]).cells
     for name, (s, _f, computed) in expected.items():
         for a, algorithm in ((1, "SKM"), (4, "PCSKM")):
@@ -299,7 +299,8 @@ def test_threshold_counts_match_a_plain_loop(scored_cube):
     than the cell's fit with the fewest that did not fail."""
     path, ds = scored_cube
     table = fits.fit_table(open_store(path), "iris")
-    counted = ties.threshold_counts("iris", table, selection.select(table)).set_index(
+    counted = ties.threshold_counts(
+        "iris", table, ties.chosen_cells(table, selection.select(table))).set_index(
         ["algorithm", "selection", "kind"])
     weights, sparsity = ds.weights_per_s.values, ds.sparsity.values
     expected = loop_selections(ds)

@@ -150,7 +150,11 @@ def _write_selected(path, name, selected):
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
-        encoded.to_zarr(str(path), group=name, mode="w", zarr_format=3, consolidated=False)
+        # one chunk per variable (the cells of one data set, a few MB), as it is read whole:
+        # Zarr's default splits it into several, each a file to write
+        encoded.to_zarr(str(path), group=name, mode="w", zarr_format=3, consolidated=False,
+                        encoding={var: {"chunks": encoded[var].shape}
+                                  for var in encoded.data_vars})
 
 
 def _write_fixed(path, name, s):
@@ -189,14 +193,15 @@ def _one_dataset(name):
     fits = fit_table(store, name)
     selected = selection.select(fits, selections)
     _write_selected(sidecar, name, selected)
+    chosen = ties.chosen_cells(fits, selected)
     one = {
         "by_dataset": selection.summaries(selected),
         "by_rule": failure_rules.rule_values(selected, failure_value),
         "per_s": selection.per_s_summary(fits),
         "n_features": int(fits.attrs["n_features"]),
         "ties": ties.tie_counts(name, fits),
-        "choices": ties.choice_counts(name, fits, selected),
-        "thresholds": ties.threshold_counts(name, fits, selected),
+        "choices": ties.choice_counts(name, fits, chosen),
+        "thresholds": ties.threshold_counts(name, fits, chosen),
         "coverage": coverage.table(name, fits),
         "samples": coverage.samples(name, fits),
         "failures": failures.table(name, fits),

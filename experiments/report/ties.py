@@ -85,11 +85,14 @@ def _top_counts(score, usable):
 CHOICE_COLUMNS = ["dataset", "algorithm", "selection", "s", "cells"]
 
 
-def _chosen(fits, selected):
-    """Per selection of ``selected`` (stacked along ``selection``) and cell of a sparse
-    algorithm: whether it is computed, covered by the selection's score and has a selected s
-    (``chosen``), and the grid entry of that s (-1 elsewhere), with the dims ``selection``
-    and :data:`CELL_DIMS`."""
+def chosen_cells(fits, selected):
+    """Per selection of ``selected`` (``selection.select``, stacked along ``selection``) and
+    cell of a sparse algorithm: whether it is computed, covered by the selection's score and
+    has a selected s (``chosen``), and the grid entry of that s (-1 elsewhere), with the dims
+    ``selection`` and :data:`CELL_DIMS`; None when ``selected`` holds no selection. What
+    :func:`choice_counts` and :func:`threshold_counts` count, computed once for both."""
+    if not selected_names(selected):
+        return None
     sparse = fits.algorithm[fits.sparse]
     s, computed, _expected = (values.sel(algorithm=sparse)
                               for values in by_selection(selected, "s"))
@@ -98,13 +101,13 @@ def _chosen(fits, selected):
     return chosen, entries.transpose("selection", *CELL_DIMS)
 
 
-def choice_counts(name, fits, selected):
-    """Per sparse algorithm, selection of ``selected`` (``selection.select``) and s of the
-    grid: the computed cells of data set ``name`` (covered by the selection's score) whose
-    selected s is that s."""
-    if not selected_names(selected):
+def choice_counts(name, fits, chosen):
+    """Per sparse algorithm, selection and s of the grid: the computed cells of data set
+    ``name`` (covered by the selection's score) whose selected s is that s; ``chosen``: the
+    :func:`chosen_cells` of the selections."""
+    if chosen is None:
         return _choice_table(name, [])
-    chosen, entries = _chosen(fits, selected)
+    chosen, entries = chosen
     n_sparsity = fits.sizes["sparsity"]
     rows = np.arange(chosen.sizes["selection"] * chosen.sizes["algorithm"])
     at = rows.reshape(chosen.shape[:2] + (1,) * (chosen.ndim - 2)) * n_sparsity + entries.values
@@ -121,21 +124,22 @@ def choice_counts(name, fits, selected):
 THRESHOLD_COLUMNS = ["dataset", "algorithm", "selection", "kind", "cells", "thresholding_cells"]
 
 
-def threshold_counts(name, fits, selected):
-    """Per sparse algorithm, selection of ``selected`` (``selection.select``) and kind: the
-    computed cells of data set ``name`` (covered by the selection's score) with a selected s,
+def threshold_counts(name, fits, chosen):
+    """Per sparse algorithm, selection (``chosen``: the :func:`chosen_cells` of the
+    selections) and kind: the computed cells of data set ``name`` (covered by the selection's
+    score) with a selected s,
     and those whose selected s thresholds: more weights exactly 0 there (``n_zero_weights``)
     than at the cell's least sparse fit that did not fail, so that a feature no s weights (a
     constant one) does not count. Empty for a cube without the per-s weights. (fixed-loo,
     chosen across data sets, is not counted.)"""
-    if ZERO_WEIGHTS not in fits or not selected_names(selected):
+    if ZERO_WEIGHTS not in fits or chosen is None:
         return pd.DataFrame(columns=THRESHOLD_COLUMNS)
     sparse = fits.algorithm[fits.sparse]
     zeros = fits[ZERO_WEIGHTS].sel(algorithm=sparse)
     usable = (fits.applies & fits.computed & ~fits.failed).sel(algorithm=sparse)
     floor = zeros.where(usable).min("sparsity")
     thresholded = (zeros > floor).transpose(*CELL_DIMS, "sparsity").values
-    chosen, entries = _chosen(fits, selected)
+    chosen, entries = chosen
     at = entries.values.clip(min=0)  # -1 (no s chosen) only outside ``chosen``
     thresholds = chosen & chosen.copy(data=np.take_along_axis(
         thresholded[None], at[..., None], axis=-1)[..., 0])
