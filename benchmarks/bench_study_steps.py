@@ -167,6 +167,8 @@ def main():
     parser.add_argument("--engines", action="store_true",
                         help="with --together: the seconds inside the compiled engines too")
     args = parser.parse_args()
+    if args.engines and not args.together:
+        parser.error("--engines needs --together")
 
     spec = load_spec("paper")
     view = CubeView.planned(Path("never-created.zarr"), spec)

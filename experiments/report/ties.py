@@ -127,11 +127,10 @@ THRESHOLD_COLUMNS = ["dataset", "algorithm", "selection", "kind", "cells", "thre
 def threshold_counts(name, fits, chosen):
     """Per sparse algorithm, selection (``chosen``: the :func:`chosen_cells` of the
     selections) and kind: the computed cells of data set ``name`` (covered by the selection's
-    score) with a selected s,
-    and those whose selected s thresholds: more weights exactly 0 there (``n_zero_weights``)
-    than at the cell's least sparse fit that did not fail, so that a feature no s weights (a
-    constant one) does not count. Empty for a cube without the per-s weights. (fixed-loo,
-    chosen across data sets, is not counted.)"""
+    score) with a selected s, and those whose selected s thresholds: more weights exactly 0
+    there (``n_zero_weights``) than at the cell's least sparse fit that did not fail, so that
+    a feature no s weights (a constant one) does not count. Empty for a cube without the
+    per-s weights. (fixed-loo, chosen across data sets, is not counted.)"""
     if ZERO_WEIGHTS not in fits or chosen is None:
         return pd.DataFrame(columns=THRESHOLD_COLUMNS)
     sparse = fits.algorithm[fits.sparse]
