@@ -30,6 +30,19 @@ def export(commit, folder):
     return folder
 
 
+def importable(commit, folder):
+    """A folder to put on PYTHONPATH to import ``pcskm`` as ``commit``'s tree (exported into
+    ``folder``), or as this checkout when ``commit`` is None (its parent when the checkout is
+    named pcskm, else ``folder`` holding a link to it)."""
+    if commit is not None:
+        return export(commit, folder)
+    if REPO.name == "pcskm":
+        return REPO.parent
+    folder.mkdir(parents=True)
+    (folder / "pcskm").symlink_to(REPO)
+    return folder
+
+
 def result_arrays(results):
     """``(field, array)`` of every numeric array of the block results in ``results`` (what
     ``experiments.cells.evaluate`` returns), in a fixed order: what the benches compare bit

@@ -30,13 +30,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, export, machine, paper_tasks, print_table, result_arrays
+from _common import export, importable, machine, paper_tasks, print_table, result_arrays
+from bench_worker import KINDS, PERCENTS, measure
 
 from pcskm.experiments import cells
 
 DATASETS = ("digits048-1", "digits389-contaminated-2")
-KINDS = ("random", "must-link", "cannot-link", "balanced")
-PERCENTS = (1.0, 5.5, 10.0)
 RUNS = (0, 5, 6, 7, 8)
 ORDER = (0, 1, 1, 0)  # whose turn (0: old, 1: new), repeated
 
@@ -74,10 +73,7 @@ def worker(role, sync, datasets, runs, pairs):
         if whose != role:
             continue
         wait_for(lambda turn=turn: turn_number(counter) == turn)
-        start = time.process_time()
-        for task in tasks:
-            cells.evaluate(task)
-        seconds.append(time.process_time() - start)
+        seconds.extend(measure(tasks, 1))
         (sync / "turn.next").write_text(str(turn + 1))
         os.replace(sync / "turn.next", counter)
     (sync / f"seconds{role}").write_text(" ".join(map(repr, seconds)))
@@ -101,13 +97,7 @@ def main():
     print(machine())
     with tempfile.TemporaryDirectory(prefix="paired-trees-") as tmp:
         tmp = Path(tmp)
-        paths = [export(args.before, tmp / "old")]
-        if args.after:
-            paths.append(export(args.after, tmp / "new"))
-        else:  # this checkout, imported as pcskm through a link
-            (tmp / "new").mkdir()
-            (tmp / "new" / "pcskm").symlink_to(REPO)
-            paths.append(tmp / "new")
+        paths = [export(args.before, tmp / "old"), importable(args.after, tmp / "new")]
         sync = tmp / "sync"
         sync.mkdir()
         (sync / "turn").write_text("0")

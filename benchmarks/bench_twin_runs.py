@@ -20,13 +20,12 @@ import statistics
 import time
 
 from _common import load, machine, paper_tasks, print_table, result_arrays
+from bench_worker import KINDS, PERCENTS
 
 from pcskm.algorithms._sparse import FitCache
 from pcskm.experiments import cells
 
 DATASETS = ("digits048-1", "digits389-contaminated-2", "ionosphere", "mwm-ttscst")
-KINDS = ("random", "must-link", "cannot-link", "balanced")
-PERCENTS = (1.0, 5.5, 10.0)
 
 
 def no_twin(cache, key):

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import OUT, REPO, export, load, print_header
+from _common import OUT, REPO, export, importable, load, print_header
 
 
 def compare(old, new):
@@ -105,13 +105,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="report-speed-") as tmp, \
             open(args.log, "w") as log:
         tmp = Path(tmp)
-        old_path, new_path = export(args.before, tmp / "old"), REPO.parent
-        if args.after:
-            new_path, head = export(args.after, tmp / "new"), args.after
-        elif REPO.name != "pcskm":  # this checkout imported as pcskm through a link
-            new_path = tmp / "new"
-            new_path.mkdir()
-            (new_path / "pcskm").symlink_to(REPO)
+        old_path = export(args.before, tmp / "old")
+        new_path, head = importable(args.after, tmp / "new"), args.after or head
         store = Path(args.store) if args.store else tmp / "study.zarr"
         if args.store is None:
             timed(["run", args.spec, "--store", str(store), "--no-progress"], new_path, log)
